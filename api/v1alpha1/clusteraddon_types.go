@@ -1,0 +1,123 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterAddonFinalizer lets the operator suspend a cluster's Flux objects before they are
+// deleted, so that deleting a Cluster never waits on an unreachable workload cluster.
+const ClusterAddonFinalizer = "clusterstack.io/clusteraddon"
+
+// ClusterAddonSpec names the Cluster whose addons the object tracks. The operator creates it.
+type ClusterAddonSpec struct {
+	// clusterName is the name of the CAPI Cluster in the same namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.clusterName cannot be changed"
+	// +required
+	ClusterName string `json:"clusterName"`
+}
+
+// AddonComponentStatus is the state of one addon component in one cluster.
+type AddonComponentStatus struct {
+	// name of the component.
+	Name string `json:"name"`
+	// kind says how it is delivered.
+	Kind ComponentKind `json:"kind"`
+	// release whose version of the component is wanted.
+	Release string `json:"release"`
+	// version of the component in that release.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// fluxObject is "<Kind>/<name>" of the Flux object delivering the component.
+	// +optional
+	FluxObject string `json:"fluxObject,omitempty"`
+	// ready is true when the Flux object is Ready at the wanted revision.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// message is what Flux last said about the object.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterAddonStatus is the observed state of a cluster's addons.
+type ClusterAddonStatus struct {
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Available, Progressing, Degraded, Ready (status aggregation), ValuesRendered
+	// and WorkloadClusterReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// clusterStack is the ClusterStack the Cluster's ClusterClass belongs to.
+	// +optional
+	ClusterStack string `json:"clusterStack,omitempty"`
+
+	// desiredRelease is the ClusterStackRelease whose ClusterClass the Cluster's topology uses.
+	// +optional
+	DesiredRelease string `json:"desiredRelease,omitempty"`
+
+	// lastAppliedRelease is the release whose addons were last Ready everywhere in the cluster.
+	// +optional
+	LastAppliedRelease string `json:"lastAppliedRelease,omitempty"`
+
+	// valuesConfigMap is the name of the generated ConfigMap holding the cluster's values.
+	// +optional
+	ValuesConfigMap string `json:"valuesConfigMap,omitempty"`
+
+	// components is the state of each addon component, in install order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Components []AddonComponentStatus `json:"components,omitempty"`
+
+	// progress is "<ready>/<total>" components at the desired release.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+}
+
+// ClusterAddon records, for one CAPI Cluster that uses a cluster stack, which release's addons
+// are wanted and delivered, and the state of each component. It is owned by the Cluster.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=caddon,categories=clusterstack
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.desiredRelease`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.lastAppliedRelease`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterAddon struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	Spec ClusterAddonSpec `json:"spec"`
+	// status is the observed state.
+	// +optional
+	Status ClusterAddonStatus `json:"status,omitempty"`
+}
+
+// ClusterAddonList is a list of ClusterAddons.
+// +kubebuilder:object:root=true
+type ClusterAddonList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterAddon `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterAddon{}, &ClusterAddonList{})
+}
+
+// GetConditions returns the conditions.
+func (in *ClusterAddon) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (in *ClusterAddon) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

@@ -1,0 +1,203 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterStackFinalizer keeps a ClusterStack until no Cluster uses any of its releases.
+const ClusterStackFinalizer = "clusterstack.io/finalizer"
+
+// ClusterStackSpec says which stack, for which Kubernetes minor, and which versions of it to deliver.
+// +kubebuilder:validation:XValidation:rule="self.autoSubscribe || size(self.versions) > 0",message="set spec.versions to at least one version (e.g. [\"v1\"]) or set spec.autoSubscribe to true"
+type ClusterStackSpec struct {
+	// provider is the infrastructure provider the stack is for, e.g. "aws". It is the first part
+	// of the release tags and cannot be changed.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.provider cannot be changed; create a new ClusterStack instead"
+	// +required
+	Provider string `json:"provider"`
+
+	// name of the stack, e.g. "base". It is the second part of the release tags and cannot be changed.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.name cannot be changed; create a new ClusterStack instead"
+	// +required
+	Name string `json:"name"`
+
+	// kubernetesVersion is the Kubernetes minor version the stack is for, as "<major>.<minor>",
+	// e.g. "1.33". It cannot be changed: a new minor is a new ClusterStack.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:MaxLength=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.kubernetesVersion cannot be changed; create a new ClusterStack for another Kubernetes minor"
+	// +required
+	KubernetesVersion string `json:"kubernetesVersion"`
+
+	// source is the Git repository the stack's releases are published in, as tags named
+	// <provider>-<name>-<major>-<minor>-<version>.
+	// +required
+	Source StackSource `json:"source"`
+
+	// versions are the stack versions to deliver, e.g. ["v1", "v2"]; each becomes a
+	// ClusterStackRelease named like its tag.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^v[0-9]+(-[0-9a-z.]+)?$`
+	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=set
+	// +optional
+	Versions []string `json:"versions,omitempty"`
+
+	// autoSubscribe, when true, makes the newest release published in the repository for this
+	// provider, stack and Kubernetes minor a release too, and follows new tags as they appear.
+	// Defaults to false.
+	// +kubebuilder:default=false
+	// +optional
+	AutoSubscribe bool `json:"autoSubscribe,omitempty"`
+
+	// interval at which the repository's tags are listed (with autoSubscribe) and at which Flux
+	// re-checks the release sources. Defaults to 5m.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+}
+
+// ReleaseSummary is what a ClusterStack reports of one of its releases.
+type ReleaseSummary struct {
+	// name of the ClusterStackRelease (and of its tag and ClusterClass).
+	Name string `json:"name"`
+	// version of the stack, e.g. "v2".
+	Version string `json:"version"`
+	// reasons the release is kept: Pinned, Latest, InUse.
+	// +optional
+	Reasons []string `json:"reasons,omitempty"`
+	// available is true when the release's Available condition is True.
+	// +optional
+	Available bool `json:"available,omitempty"`
+	// clusters counts the Clusters that use the release.
+	// +optional
+	Clusters ClusterCounts `json:"clusters,omitempty"`
+}
+
+// ClusterCounts counts Clusters by the state of their addons.
+type ClusterCounts struct {
+	// total Clusters using the release or stack.
+	Total int32 `json:"total"`
+	// upToDate Clusters whose addons are at the release they use.
+	UpToDate int32 `json:"upToDate"`
+	// available Clusters whose ClusterAddon is Available.
+	Available int32 `json:"available"`
+	// degraded Clusters whose ClusterAddon is Degraded.
+	Degraded int32 `json:"degraded"`
+}
+
+// StackVersions reports which version of the stack is delivered.
+type StackVersions struct {
+	// available is the newest version that is fully available: its release is Available and
+	// every Cluster using it is Available. It moves only when a rollout has completed.
+	// +optional
+	Available string `json:"available,omitempty"`
+	// desired is the newest version the ClusterStack asks for.
+	// +optional
+	Desired string `json:"desired,omitempty"`
+}
+
+// RelatedObject names an object generated for a ClusterStack.
+type RelatedObject struct {
+	// apiVersion of the object.
+	APIVersion string `json:"apiVersion"`
+	// kind of the object.
+	Kind string `json:"kind"`
+	// namespace of the object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the object.
+	Name string `json:"name"`
+}
+
+// ClusterStackStatus is the observed state of a ClusterStack.
+type ClusterStackStatus struct {
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Available, Progressing, Degraded and Ready (set by the status aggregation),
+	// and ReleasesResolved.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// releases known for this stack, oldest first.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Releases []ReleaseSummary `json:"releases,omitempty"`
+
+	// latestRelease is the newest release published for the stack and Kubernetes minor
+	// (only known with autoSubscribe), or the newest pinned version.
+	// +optional
+	LatestRelease string `json:"latestRelease,omitempty"`
+
+	// versions reports the available and desired versions.
+	// +optional
+	Versions StackVersions `json:"versions,omitempty"`
+
+	// clusters counts the Clusters using any release of the stack.
+	// +optional
+	Clusters ClusterCounts `json:"clusters,omitempty"`
+
+	// clustersSummary is "<available>/<total>" for kubectl.
+	// +optional
+	ClustersSummary string `json:"clustersSummary,omitempty"`
+
+	// relatedObjects lists every object generated for the stack's releases (not per-cluster objects,
+	// which the ClusterAddons list).
+	// +optional
+	RelatedObjects []RelatedObject `json:"relatedObjects,omitempty"`
+}
+
+// ClusterStack says which cluster stack, for which Kubernetes minor, and which of its versions
+// to deliver to the Clusters in its namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cstack,categories=clusterstack
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="K8s",type=string,JSONPath=`.spec.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Available Version",type=string,JSONPath=`.status.versions.available`
+// +kubebuilder:printcolumn:name="Latest",type=string,JSONPath=`.status.latestRelease`
+// +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.status.clustersSummary`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterStack struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	Spec ClusterStackSpec `json:"spec"`
+	// status is the observed state.
+	// +optional
+	Status ClusterStackStatus `json:"status,omitempty"`
+}
+
+// ClusterStackList is a list of ClusterStacks.
+// +kubebuilder:object:root=true
+type ClusterStackList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterStack `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterStack{}, &ClusterStackList{})
+}
+
+// GetConditions returns the conditions.
+func (in *ClusterStack) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (in *ClusterStack) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

@@ -1,0 +1,168 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ComponentKind says how a stack component is delivered.
+// +kubebuilder:validation:Enum=Helm;Kustomize
+type ComponentKind string
+
+const (
+	// ComponentKindHelm: a Helm chart, delivered by a HelmRelease through a shared HelmChart.
+	ComponentKindHelm ComponentKind = "Helm"
+	// ComponentKindKustomize: a kustomize directory, delivered by a Kustomization.
+	ComponentKindKustomize ComponentKind = "Kustomize"
+)
+
+// ClusterStackReleaseSpec is one version of a stack. The operator writes it from the owning
+// ClusterStack; the object's name is the release tag and the ClusterClass name.
+// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version",message="spec.version cannot be changed"
+type ClusterStackReleaseSpec struct {
+	// clusterStack is the name of the ClusterStack the release belongs to.
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	ClusterStack string `json:"clusterStack"`
+
+	// provider of the stack, e.g. "aws".
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +required
+	Provider string `json:"provider"`
+
+	// stackName is the stack's name, e.g. "base".
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +required
+	StackName string `json:"stackName"`
+
+	// kubernetesVersion is the Kubernetes minor, e.g. "1.33".
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:MaxLength=8
+	// +required
+	KubernetesVersion string `json:"kubernetesVersion"`
+
+	// version of the stack, e.g. "v2".
+	// +kubebuilder:validation:Pattern=`^v[0-9]+(-[0-9a-z.]+)?$`
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	Version string `json:"version"`
+
+	// source is where the release's tag is published.
+	// +required
+	Source StackSource `json:"source"`
+
+	// interval at which Flux re-checks the release's sources.
+	// +kubebuilder:validation:Type=string
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+}
+
+// ReleaseComponent describes one component of a release.
+type ReleaseComponent struct {
+	// name of the component, e.g. "cni".
+	Name string `json:"name"`
+	// kind says how it is delivered.
+	Kind ComponentKind `json:"kind"`
+	// version is the chart version, or a content digest for a kustomize directory.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// digest of the component's files; components with equal digests in two releases have the
+	// same content, so a cluster moving between them does not reinstall it.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// path of the component in the repository.
+	Path string `json:"path"`
+	// namespace in the workload cluster the component is installed into.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// source is the name of the shared Flux source of the component (a HelmChart for Helm, the
+	// release's GitRepository for Kustomize).
+	// +optional
+	Source string `json:"source,omitempty"`
+}
+
+// ClusterStackReleaseStatus is the observed state of a release.
+type ClusterStackReleaseStatus struct {
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Available, Progressing, Degraded, Ready (status aggregation) and StackValid.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// revision is the Git revision of the tag, as Flux reports it ("<tag>@sha1:<commit>").
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// kubernetesVersion is the exact Kubernetes version the release was tested with, e.g. "v1.33.4";
+	// Clusters using the release must have it as `spec.topology.version`.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// clusterClassName is the name of the ClusterClass the release produces (the release's name).
+	// +optional
+	ClusterClassName string `json:"clusterClassName,omitempty"`
+
+	// clusterClass describes the cluster-class component.
+	// +optional
+	ClusterClass *ReleaseComponent `json:"clusterClass,omitempty"`
+
+	// components are the addon components, in install order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Components []ReleaseComponent `json:"components,omitempty"`
+
+	// clusters counts the Clusters using the release.
+	// +optional
+	Clusters ClusterCounts `json:"clusters,omitempty"`
+}
+
+// ClusterStackRelease is one version of a cluster stack: a Flux source pinned to its tag, the Flux
+// object applying its ClusterClass into the management cluster, and the shared sources of its addons.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cstackrel,categories=clusterstack
+// +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.spec.clusterStack`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="K8s",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="ClusterClass",type=string,JSONPath=`.status.clusterClassName`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusters.total`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.provider + '-' + self.spec.stackName + '-' + self.spec.kubernetesVersion.replace('.', '-') + '-' + self.spec.version",message="metadata.name must be <provider>-<stackName>-<major>-<minor>-<version>, the release tag"
+type ClusterStackRelease struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	Spec ClusterStackReleaseSpec `json:"spec"`
+	// status is the observed state.
+	// +optional
+	Status ClusterStackReleaseStatus `json:"status,omitempty"`
+}
+
+// ClusterStackReleaseList is a list of ClusterStackReleases.
+// +kubebuilder:object:root=true
+type ClusterStackReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterStackRelease `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterStackRelease{}, &ClusterStackReleaseList{})
+}
+
+// GetConditions returns the conditions.
+func (in *ClusterStackRelease) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the conditions.
+func (in *ClusterStackRelease) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

@@ -1,0 +1,155 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sleepPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep executable")
+	}
+	return p
+}
+
+func TestStartStopKillsGroup(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	// The shell starts a grandchild in the same process group and ignores SIGTERM, so only
+	// the group SIGKILL after the timeout ends both.
+	p, err := Start(Spec{
+		Name:    "sh",
+		Path:    sh,
+		Args:    []string{"-c", "trap '' TERM; " + sleepPath(t) + " 300 & echo $! > " + pidFile + "; wait"},
+		LogFile: filepath.Join(dir, "logs", "sh.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(pidFile)
+		if s := strings.TrimSpace(string(b)); s != "" {
+			child, _ = strconv.Atoi(s)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if child == 0 {
+		t.Fatal("grandchild did not start")
+	}
+	if err := p.Exited(); err != nil {
+		t.Fatalf("process exited early: %v", err)
+	}
+	if err := p.Stop(500 * time.Millisecond); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if p.Exited() == nil {
+		t.Fatal("process still running after Stop")
+	}
+	waitGone(t, child)
+	// Stop is idempotent.
+	if err := p.Stop(time.Second); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		// A killed grandchild re-parented to init may linger as a zombie briefly.
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %d still alive", pid)
+}
+
+func TestRegistryReapsRecordedGroups(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Start(Spec{Path: sleepPath(t), Args: []string{"300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(time.Second) })
+	reg := NewRegistry(filepath.Join(dir, "run", "pids"))
+	if err := reg.RecordChildren(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run", "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), strconv.Itoa(p.Pid())+" ") {
+		t.Fatalf("registry does not list pid %d:\n%s", p.Pid(), b)
+	}
+	killed, err := ReapStale(filepath.Join(dir, "run", "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(killed) != 1 || killed[0] != p.Pid() {
+		t.Fatalf("ReapStale killed %v, want [%d]", killed, p.Pid())
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("reaped process still running")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run", "pids")); !os.IsNotExist(err) {
+		t.Fatalf("registry file not removed: %v", err)
+	}
+	if killed, err := ReapStale(filepath.Join(dir, "run", "pids")); err != nil || len(killed) != 0 {
+		t.Fatalf("ReapStale on a missing file = %v, %v", killed, err)
+	}
+}
+
+func TestWaitHTTPFailsWhenProcessExits(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(Spec{Path: sleepPath(t), Args: []string{"0.2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = WaitHTTP(ctx, "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz", p)
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("WaitHTTP = %v, want an error saying the process exited", err)
+	}
+}
+
+func TestDeathSignalWrapperRunsTarget(t *testing.T) {
+	printf, err := exec.LookPath("printf")
+	if err != nil {
+		t.Skip("no printf executable")
+	}
+	wrapper, err := DeathSignalWrapper(filepath.Join(t.TempDir(), "it's bin"), printf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(wrapper, "%s-%s", "a b", "c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrapper: %v: %s", err, out)
+	}
+	if string(out) != "a b-c" {
+		t.Fatalf("wrapper output %q, want %q", out, "a b-c")
+	}
+}

@@ -1,0 +1,264 @@
+// Command local runs the ClusterStack operator on a local management plane made of real
+// components (see package plane): a management API server, Flux's controllers, a Git server,
+// the operator, and localinfra, which stands in for a CAPI infrastructure provider (it is not
+// part of the operator) by turning each Cluster into a local workload cluster.
+//
+//	go run ./bootstrap/local up [--state-dir .local] [--bin-dir bin] [--no-examples]
+//
+// Unless --no-examples is given, it publishes the stacks/ tree to the repository "stacks" on
+// the local Git server with the release tag(s) of --tags, and applies the manifests of
+// examples/ with ${GIT_URL} replaced by the Git server's URL. It runs until SIGINT or
+// SIGTERM, then stops everything it started.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+)
+
+const (
+	// stacksRepo is the repository the stacks/ tree is published to; the examples'
+	// ClusterStack points at ${GIT_URL}/stacks.
+	stacksRepo = "stacks"
+	// gitURLPlaceholder in example manifests is replaced by the Git server's base URL.
+	gitURLPlaceholder = "${GIT_URL}"
+	fieldOwner        = "local-plane"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: go run ./bootstrap/local up [flags]\n\n"+
+		"Starts a local management plane (API server, Flux, Git server, localinfra, the operator)\n"+
+		"and, unless --no-examples, publishes stacks/ and applies examples/. Ctrl-C stops it.\n\nFlags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+type config struct {
+	stateDir, binDir, repoRoot, stacksDir, examplesDir string
+	tags                                               string
+	noExamples, noOperator                             bool
+	nodes                                              int
+	startTimeout                                       time.Duration
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	var cfg config
+	fs.StringVar(&cfg.stateDir, "state-dir", ".local", "Directory for the plane's state and logs (its contents are replaced).")
+	fs.StringVar(&cfg.binDir, "bin-dir", "", "Directory of the binaries from `make tools` and `make build` (default <repo>/bin).")
+	fs.StringVar(&cfg.repoRoot, "repo-root", "", "Checkout of the operator (default: found from the working directory).")
+	fs.StringVar(&cfg.stacksDir, "stacks-dir", "", "Tree published to the Git repository \"stacks\" (default <repo>/stacks).")
+	fs.StringVar(&cfg.examplesDir, "examples-dir", "", "Manifests applied after the plane is up (default <repo>/examples).")
+	fs.StringVar(&cfg.tags, "tags", "aws-base-1-36-v1", "Comma-separated release tags put on the published stacks commit.")
+	fs.BoolVar(&cfg.noExamples, "no-examples", false, "Do not publish stacks/ nor apply examples/.")
+	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
+	fs.IntVar(&cfg.nodes, "nodes", 1, "kwok Nodes per workload cluster (a Cluster's annotation localinfra.clusterstack.io/nodes overrides it).")
+	fs.DurationVar(&cfg.startTimeout, "start-timeout", plane.DefaultStartTimeout, "Bound on starting the plane.")
+	fs.Usage = func() { usage(os.Stderr, fs) }
+
+	if len(args) == 0 || args[0] != "up" {
+		usage(os.Stderr, fs)
+		return errors.New("expected the subcommand \"up\"")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+
+	log := zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))
+	ctrl.SetLogger(log)
+
+	if cfg.repoRoot == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		if cfg.repoRoot, err = plane.FindRepoRoot(wd); err != nil {
+			return err
+		}
+	}
+	if cfg.stacksDir == "" {
+		cfg.stacksDir = filepath.Join(cfg.repoRoot, "stacks")
+	}
+	if cfg.examplesDir == "" {
+		cfg.examplesDir = filepath.Join(cfg.repoRoot, "examples")
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	fmt.Fprintln(out, "Starting the local management plane (logs in", filepath.Join(cfg.stateDir, "logs")+") ...")
+	p, err := plane.Start(ctx, plane.Options{
+		StateDir:      cfg.stateDir,
+		RepoRoot:      cfg.repoRoot,
+		BinDir:        cfg.binDir,
+		WithOperator:  !cfg.noOperator,
+		WorkloadNodes: cfg.nodes,
+		StartTimeout:  cfg.startTimeout,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	// Stop the plane however this function ends, a panic included.
+	defer func() {
+		fmt.Fprintln(out, "Stopping the local management plane ...")
+		if err := p.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			return
+		}
+		fmt.Fprintln(out, "Stopped.")
+	}()
+
+	var clusters []string
+	if !cfg.noExamples {
+		if clusters, err = loadExamples(ctx, p, cfg); err != nil {
+			return err
+		}
+	}
+	printHelp(out, p, cfg, clusters)
+
+	<-ctx.Done()
+	// A second Ctrl-C ends the process at once; the plane's processes get SIGKILL from the
+	// kernel and the next `up` ends what is left.
+	stopSignals()
+	return nil
+}
+
+// loadExamples publishes the stacks tree and applies the example manifests. It returns the
+// Clusters ("namespace/name") the examples define.
+func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, error) {
+	if _, err := p.Git().CreateRepo(stacksRepo); err != nil {
+		return nil, err
+	}
+	tags := splitList(cfg.tags)
+	if len(tags) == 0 {
+		tags = []string{""}
+	}
+	for _, tag := range tags {
+		if err := p.Git().Publish(ctx, stacksRepo, cfg.stacksDir, "", tag); err != nil {
+			return nil, fmt.Errorf("publish %s: %w", cfg.stacksDir, err)
+		}
+	}
+
+	files, err := filepath.Glob(filepath.Join(cfg.examplesDir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var clusters []string
+	for _, f := range files {
+		objs, err := readManifests(f, map[string]string{gitURLPlaceholder: p.Git().URL()})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if err := p.Client().Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+				return nil, fmt.Errorf("apply %s %s from %s: %w", o.GetKind(), o.GetName(), f, err)
+			}
+			if o.GetKind() == "Cluster" && strings.HasPrefix(o.GetAPIVersion(), "cluster.x-k8s.io/") {
+				clusters = append(clusters, o.GetNamespace()+"/"+o.GetName())
+			}
+		}
+	}
+	return clusters, nil
+}
+
+// readManifests decodes the YAML documents of file after replacing each key of replace with
+// its value.
+func readManifests(file string, replace map[string]string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	text := string(data)
+	for k, v := range replace {
+		text = strings.ReplaceAll(text, k, v)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(text)), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decode %s: %w", file, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		objs = append(objs, u)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func printHelp(out io.Writer, p *plane.Plane, cfg config, clusters []string) {
+	kc := p.Kubeconfig()
+	fmt.Fprintf(out, `
+The local management plane is up.
+
+  export KUBECONFIG=%s
+  kubectl get clusterstacks -A
+  kubectl get gitrepositories,helmcharts,helmreleases,kustomizations -A
+  kubectl get clusters,clusterclasses -A
+
+`, kc)
+	if !cfg.noExamples {
+		fmt.Fprintf(out, "Git server: %s (repository %s/%s, tags %s)\n", p.Git().URL(), p.Git().URL(), stacksRepo, cfg.tags)
+	} else {
+		fmt.Fprintf(out, "Git server: %s (create repositories with the gitserver package, or push to %s/<name>.git after CreateRepo)\n", p.Git().URL(), p.Git().URL())
+	}
+	if len(clusters) > 0 {
+		fmt.Fprintln(out, "\nWorkload clusters (started by localinfra, a stand-in for a CAPI provider), e.g.:")
+		for _, c := range clusters {
+			ns, name, _ := strings.Cut(c, "/")
+			fmt.Fprintf(out, "  kubectl -n %s get secret %s-kubeconfig -o jsonpath={.data.value} | base64 -d > %s.kubeconfig\n", ns, name, name)
+			fmt.Fprintf(out, "  kubectl --kubeconfig %s.kubeconfig get nodes,pods -A\n", name)
+		}
+	} else {
+		fmt.Fprintln(out, "\nA workload cluster's kubeconfig: kubectl -n <ns> get secret <cluster>-kubeconfig -o jsonpath={.data.value} | base64 -d > c.kubeconfig")
+	}
+	fmt.Fprintf(out, "\nLogs: %s (workload clusters in %s)\n", p.LogDir(), filepath.Join(p.LogDir(), "clusters"))
+	if cfg.noOperator {
+		fmt.Fprintf(out, "The operator is not running: KUBECONFIG=%s SOURCE_CONTROLLER_LOCALHOST=%s go run ./cmd\n", kc, p.SourceControllerStorageAddr())
+	}
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop everything.")
+}

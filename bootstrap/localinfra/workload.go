@@ -1,0 +1,459 @@
+package localinfra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/internal/proc"
+)
+
+const (
+	// DefaultStartTimeout bounds how long starting one workload cluster may take.
+	DefaultStartTimeout = 3 * time.Minute
+	// componentStartTimeout bounds each envtest component (etcd, kube-apiserver).
+	componentStartTimeout = 90 * time.Second
+	// stopTimeout is the grace period of each process on Stop.
+	stopTimeout = 10 * time.Second
+)
+
+// WorkloadOptions configures a workload cluster.
+type WorkloadOptions struct {
+	// Name names the cluster in its kubeconfig and its Nodes ("<name>-node-<i>").
+	Name string
+	// BinDir holds kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok.
+	BinDir string
+	// KwokStagesDir holds kwok Stage manifests (*.yaml, one stage per file), for example
+	// node-initialize.yaml, node-heartbeat.yaml and the pod-*.yaml of kwok's general stages.
+	KwokStagesDir string
+	// Dir holds the cluster's state (etcd data, certificates, the components' kubeconfig). It
+	// is removed by Stop.
+	Dir string
+	// LogDir receives one log file per process (etcd.log, kube-apiserver.log, ...).
+	LogDir string
+	// Nodes is how many Nodes to create; 1 when zero.
+	Nodes int
+	// StartTimeout bounds the whole start; DefaultStartTimeout when zero.
+	StartTimeout time.Duration
+	// OnProcessStarted, when set, is called after each process was started (the plane uses
+	// it to record process groups for cleanup after a crash).
+	OnProcessStarted func()
+}
+
+// WorkloadCluster is a running workload cluster: an API server with etcd, a controller
+// manager, a scheduler and kwok, all as local processes.
+type WorkloadCluster struct {
+	opts     WorkloadOptions
+	env      *envtest.Environment
+	cfg      *rest.Config
+	host     string
+	port     int32
+	procs    []*proc.Process
+	logFiles []*os.File
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartWorkloadCluster starts a workload cluster and returns once its Nodes are Ready. On
+// error, whatever was started is stopped again.
+func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *WorkloadCluster, retErr error) {
+	if opts.Name == "" {
+		return nil, errors.New("workload cluster: name is empty")
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.OnProcessStarted == nil {
+		opts.OnProcessStarted = func() {}
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("workload cluster %s: %s not found in %s (run `make tools`): %w", opts.Name, bin, opts.BinDir, err)
+		}
+	}
+	stages, err := kwokStageFiles(opts.KwokStagesDir)
+	if err != nil {
+		return nil, fmt.Errorf("workload cluster %s: %w", opts.Name, err)
+	}
+	for _, d := range []string{opts.Dir, opts.LogDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("workload cluster %s: %w", opts.Name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	w := &WorkloadCluster{opts: opts}
+	defer func() {
+		if retErr != nil {
+			if err := w.Stop(); err != nil {
+				retErr = fmt.Errorf("%w (and stopping it again: %v)", retErr, err)
+			}
+		}
+	}()
+
+	if err := w.startAPIServer(); err != nil {
+		return nil, err
+	}
+	opts.OnProcessStarted()
+
+	kubeconfigPath := filepath.Join(opts.Dir, "admin.kubeconfig")
+	kc, err := w.Kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(kubeconfigPath, kc, 0o600); err != nil {
+		return nil, fmt.Errorf("workload cluster %s: write kubeconfig: %w", opts.Name, err)
+	}
+
+	ports, err := proc.FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
+	authFlags := []string{
+		"--kubeconfig=" + kubeconfigPath,
+		"--authentication-kubeconfig=" + kubeconfigPath,
+		"--authorization-kubeconfig=" + kubeconfigPath,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+	}
+	kcm, err := w.start(proc.Spec{
+		Name: "kube-controller-manager",
+		Path: filepath.Join(opts.BinDir, "kube-controller-manager"),
+		Args: append(append([]string{}, authFlags...),
+			// The service-account token controller needs a signing key file; nothing on a
+			// local workload cluster needs legacy token Secrets.
+			"--controllers=*,-serviceaccount-token",
+			"--secure-port="+strconv.Itoa(kcmPort),
+			"--cert-dir="+filepath.Join(opts.Dir, "kube-controller-manager"),
+		),
+		LogFile: filepath.Join(opts.LogDir, "kube-controller-manager.log"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := w.start(proc.Spec{
+		Name: "kube-scheduler",
+		Path: filepath.Join(opts.BinDir, "kube-scheduler"),
+		Args: append(append([]string{}, authFlags...),
+			"--secure-port="+strconv.Itoa(schedPort),
+			"--cert-dir="+filepath.Join(opts.Dir, "kube-scheduler"),
+		),
+		LogFile: filepath.Join(opts.LogDir, "kube-scheduler.log"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	kwokArgs := []string{
+		"--kubeconfig=" + kubeconfigPath,
+		"--manage-all-nodes=true",
+		"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
+	}
+	for _, s := range stages {
+		kwokArgs = append(kwokArgs, "--config="+s)
+	}
+	if _, err := w.start(proc.Spec{
+		Name:    "kwok",
+		Path:    filepath.Join(opts.BinDir, "kwok"),
+		Args:    kwokArgs,
+		LogFile: filepath.Join(opts.LogDir, "kwok.log"),
+	}); err != nil {
+		return nil, err
+	}
+	opts.OnProcessStarted()
+
+	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), kcm); err != nil {
+		return nil, fmt.Errorf("workload cluster %s: kube-controller-manager not healthy: %w", opts.Name, err)
+	}
+	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), sched); err != nil {
+		return nil, fmt.Errorf("workload cluster %s: kube-scheduler not healthy: %w", opts.Name, err)
+	}
+	if err := w.createNodes(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *WorkloadCluster) startAPIServer() error {
+	o := w.opts
+	port, err := proc.FreePort()
+	if err != nil {
+		return err
+	}
+	apiLog, err := w.openLog("kube-apiserver.log")
+	if err != nil {
+		return err
+	}
+	etcdLog, err := w.openLog("etcd.log")
+	if err != nil {
+		return err
+	}
+	certDir, dataDir := filepath.Join(o.Dir, "kube-apiserver"), filepath.Join(o.Dir, "etcd")
+	for _, d := range []string{certDir, dataDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("workload cluster %s: %w", o.Name, err)
+		}
+	}
+	// envtest starts these two itself: wrap them so that they die with the plane process.
+	wrappers := filepath.Join(o.Dir, "bin")
+	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(o.BinDir, "kube-apiserver"))
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: %w", o.Name, err)
+	}
+	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(o.BinDir, "etcd"))
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: %w", o.Name, err)
+	}
+	apiServer := &envtest.APIServer{
+		Path:    apiPath,
+		CertDir: certDir,
+		Out:     apiLog,
+		Err:     apiLog,
+	}
+	apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)}
+	w.env = &envtest.Environment{
+		BinaryAssetsDirectory: o.BinDir,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: apiServer,
+			Etcd: &envtest.Etcd{
+				Path:    etcdPath,
+				DataDir: dataDir,
+				Out:     etcdLog,
+				Err:     etcdLog,
+			},
+		},
+		ControlPlaneStartTimeout: componentStartTimeout,
+		ControlPlaneStopTimeout:  stopTimeout,
+	}
+	proc.OnSpawnerThread(func() { _, err = w.env.Start() })
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: start API server (log: %s): %w", o.Name, filepath.Join(o.LogDir, "kube-apiserver.log"), err)
+	}
+	user, err := w.env.AddUser(envtest.User{Name: "localinfra-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 100, Burst: 200})
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: add admin user: %w", o.Name, err)
+	}
+	w.cfg = user.Config()
+	u, err := url.Parse(w.cfg.Host)
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: API server URL %q: %w", o.Name, w.cfg.Host, err)
+	}
+	host, portStr, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: API server URL %q: %w", o.Name, w.cfg.Host, err)
+	}
+	p, err := strconv.ParseInt(portStr, 10, 32)
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: API server port %q: %w", o.Name, portStr, err)
+	}
+	w.host, w.port = host, int32(p)
+	return nil
+}
+
+func (w *WorkloadCluster) openLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(w.opts.LogDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("workload cluster %s: open log: %w", w.opts.Name, err)
+	}
+	w.logFiles = append(w.logFiles, f)
+	return f, nil
+}
+
+func (w *WorkloadCluster) start(spec proc.Spec) (*proc.Process, error) {
+	p, err := proc.Start(spec)
+	if err != nil {
+		return nil, fmt.Errorf("workload cluster %s: %w", w.opts.Name, err)
+	}
+	w.procs = append(w.procs, p)
+	return p, nil
+}
+
+// createNodes creates the Nodes and waits until kwok reports them Ready.
+func (w *WorkloadCluster) createNodes(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(w.cfg)
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: client: %w", w.opts.Name, err)
+	}
+	names := make([]string, 0, w.opts.Nodes)
+	for i := range w.opts.Nodes {
+		name := fmt.Sprintf("%s-node-%d", w.opts.Name, i)
+		names = append(names, name)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name,
+				Labels: map[string]string{
+					"kubernetes.io/hostname": name,
+					"kubernetes.io/os":       "linux",
+					"kubernetes.io/arch":     "amd64",
+					"type":                   "kwok",
+				},
+				Annotations: map[string]string{
+					"kwok.x-k8s.io/node":           "fake",
+					"node.alpha.kubernetes.io/ttl": "0",
+				},
+			},
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("workload cluster %s: create node %s: %w", w.opts.Name, name, err)
+		}
+	}
+	var notReady []string
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, p := range w.procs {
+			if err := p.Exited(); err != nil {
+				return false, err
+			}
+		}
+		notReady = notReady[:0]
+		for _, name := range names {
+			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(n) {
+				notReady = append(notReady, name)
+			}
+		}
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: nodes %v not Ready (kwok log: %s): %w",
+			w.opts.Name, notReady, filepath.Join(w.opts.LogDir, "kwok.log"), err)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// kwokStageFiles lists the Stage manifests in dir (*.yaml and *.yml, except kustomization
+// files), sorted.
+func kwokStageFiles(dir string) ([]string, error) {
+	if dir == "" {
+		return nil, errors.New("no kwok stages directory configured")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("kwok stages directory (run `make tools`): %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, "kustomization.") {
+			continue
+		}
+		if strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") {
+			files = append(files, filepath.Join(dir, n))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no kwok stage files (*.yaml) in %s", dir)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Config is a system:masters client configuration for the workload API server.
+func (w *WorkloadCluster) Config() *rest.Config { return rest.CopyConfig(w.cfg) }
+
+// Endpoint is the host and port of the workload API server.
+func (w *WorkloadCluster) Endpoint() (host string, port int32) { return w.host, w.port }
+
+// Kubeconfig returns a kubeconfig for the workload API server with a system:masters user,
+// named like CAPI names them: cluster "<name>", user "<name>-admin", context
+// "<name>-admin@<name>".
+func (w *WorkloadCluster) Kubeconfig() ([]byte, error) {
+	name := w.opts.Name
+	user := name + "-admin"
+	ctxName := user + "@" + name
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   w.cfg.Host,
+		CertificateAuthorityData: w.cfg.CAData,
+	}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: w.cfg.CertData,
+		ClientKeyData:         w.cfg.KeyData,
+	}
+	cfg.Contexts[ctxName] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
+	cfg.CurrentContext = ctxName
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("workload cluster %s: write kubeconfig: %w", name, err)
+	}
+	return b, nil
+}
+
+// Exited reports an error when one of the cluster's processes (other than envtest's) has
+// exited, nil while all run.
+func (w *WorkloadCluster) Exited() error {
+	for _, p := range w.procs {
+		if err := p.Exited(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops all processes of the cluster and removes its state directory. It is idempotent.
+func (w *WorkloadCluster) Stop() error {
+	w.stopOnce.Do(func() {
+		var errs []error
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, p := range w.procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.Stop(stopTimeout); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if w.env != nil {
+			if err := w.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stop API server and etcd: %w", err))
+			}
+		}
+		for _, f := range w.logFiles {
+			_ = f.Close()
+		}
+		if err := os.RemoveAll(w.opts.Dir); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			w.stopErr = fmt.Errorf("stop workload cluster %s: %w", w.opts.Name, err)
+		}
+	})
+	return w.stopErr
+}

@@ -1,0 +1,774 @@
+// Package plane starts a complete local management plane for the ClusterStack operator from
+// real components, all as processes on loopback with free ports:
+//
+//   - a management Kubernetes API server with etcd (envtest), with the CRDs of the operator,
+//     Flux, Cluster API and CAPA installed, and a system:masters kubeconfig written to
+//     <state-dir>/management.kubeconfig;
+//   - Flux's source-, kustomize- and helm-controller (checked healthy before Start returns);
+//   - a Git smart-HTTP server (package gitserver) with its repositories under the state dir;
+//   - localinfra, a stand-in for a CAPI infrastructure and control-plane provider that turns
+//     each Cluster into a local workload cluster (API server, controller manager, scheduler
+//     and kwok Nodes) and writes its kubeconfig Secret. It is not part of the operator: see
+//     package localinfra;
+//   - optionally the operator itself (bin/manager).
+//
+// Every process writes its output to <state-dir>/logs/<name>.log (workload clusters to
+// <state-dir>/logs/clusters/<namespace>-<name>/). [Plane.Stop] stops everything it started;
+// processes are in their own process groups, get SIGKILL if the plane process dies, and are
+// recorded in <state-dir>/run/processes so that the next Start ends whatever a killed plane
+// left behind.
+//
+// Start wipes the state it owns under the state dir (management, flux, git, clusters,
+// logs, run, home and management.kubeconfig): each plane starts empty.
+package plane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+)
+
+const (
+	// ModulePath is the Go module whose checkout Start looks for to find bin/ and config/.
+	ModulePath = "github.com/clusterstack-io/clusterstack-operator"
+	// DefaultStartTimeout bounds Start.
+	DefaultStartTimeout = 5 * time.Minute
+	// KubeconfigFile is the management kubeconfig's file name in the state dir.
+	KubeconfigFile = "management.kubeconfig"
+	// FluxNamespace is created on the plane for Flux objects that want the usual namespace.
+	FluxNamespace = "flux-system"
+
+	managerStopTimeout = 30 * time.Second
+)
+
+// Options configures a Plane. Only StateDir is required.
+type Options struct {
+	// StateDir holds all state and logs of the plane.
+	StateDir string
+	// RepoRoot is the checkout of this module; found from the working directory upwards
+	// when empty. The defaults below are relative to it.
+	RepoRoot string
+	// BinDir holds the binaries built by `make tools` (and bin/manager from `make build`).
+	// Default: <RepoRoot>/bin.
+	BinDir string
+	// CRDDirs are installed into the management API server. Default: <RepoRoot>/config/crd/bases,
+	// <BinDir>/crds/flux, <BinDir>/crds/capi, <BinDir>/crds/capa.
+	CRDDirs []string
+	// KwokStagesDir holds kwok's Stage manifests. Default: <BinDir>/kwok-stages.
+	KwokStagesDir string
+
+	// FluxWatchNamespace restricts the Flux controllers to one namespace
+	// (--watch-all-namespaces=false); all namespaces when empty.
+	FluxWatchNamespace string
+
+	// WithOperator starts the operator (OperatorPath) against the management API server.
+	WithOperator bool
+	// OperatorPath is the operator binary. Default: <BinDir>/manager.
+	OperatorPath string
+	// OperatorArgs are added to the operator's arguments, after
+	// --metrics-bind-address and --health-probe-bind-address.
+	OperatorArgs []string
+	// OperatorEnv is added to the operator's environment (KUBECONFIG and
+	// SOURCE_CONTROLLER_LOCALHOST are set).
+	OperatorEnv []string
+	// SkipOperatorReadyCheck does not wait for the operator's /readyz.
+	SkipOperatorReadyCheck bool
+
+	// WorkloadNodes is the default number of kwok Nodes per workload cluster (1 when zero).
+	WorkloadNodes int
+	// StartTimeout bounds Start; DefaultStartTimeout when zero.
+	StartTimeout time.Duration
+	// Logger receives the plane's and the localinfra controller's logs; discarded when unset.
+	Logger logr.Logger
+}
+
+// Plane is a running local management plane.
+type Plane struct {
+	opts       Options
+	log        logr.Logger
+	kubeconfig string
+	cfg        *rest.Config
+	scheme     *runtime.Scheme
+	client     client.Client
+	env        *envtest.Environment
+	git        *gitserver.Server
+	registry   *proc.Registry
+	infra      *localinfra.Reconciler
+	mgrCancel  context.CancelFunc
+	mgrDone    chan error
+	logFiles   []*os.File
+
+	flux     []*proc.Process
+	operator *proc.Process
+
+	operatorMetricsAddr, operatorHealthAddr string
+	sourceStorageAddr                       string
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// NewScheme returns a scheme with core Kubernetes, CAPI v1beta2 and the Flux source,
+// kustomize and helm API types.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		clusterv1.AddToScheme,
+		sourcev1.AddToScheme,
+		kustomizev1.AddToScheme,
+		helmv2.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// FindRepoRoot returns the closest directory, from dir upwards, whose go.mod declares
+// ModulePath.
+func FindRepoRoot(dir string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "module "+ModulePath) {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no checkout of %s at or above %s", ModulePath, dir)
+		}
+		d = parent
+	}
+}
+
+// withDefaults fills in the defaults and makes paths absolute.
+func (o Options) withDefaults() (Options, error) {
+	if o.StateDir == "" {
+		return o, errors.New("plane: StateDir is required")
+	}
+	var err error
+	if o.StateDir, err = filepath.Abs(o.StateDir); err != nil {
+		return o, err
+	}
+	if o.RepoRoot == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return o, err
+		}
+		if o.RepoRoot, err = FindRepoRoot(wd); err != nil {
+			return o, fmt.Errorf("plane: %w (set Options.RepoRoot)", err)
+		}
+	}
+	if o.BinDir == "" {
+		o.BinDir = filepath.Join(o.RepoRoot, "bin")
+	}
+	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
+		return o, err
+	}
+	if o.CRDDirs == nil {
+		o.CRDDirs = []string{
+			filepath.Join(o.RepoRoot, "config", "crd", "bases"),
+			filepath.Join(o.BinDir, "crds", "flux"),
+			filepath.Join(o.BinDir, "crds", "capi"),
+			filepath.Join(o.BinDir, "crds", "capa"),
+		}
+	}
+	if o.KwokStagesDir == "" {
+		o.KwokStagesDir = filepath.Join(o.BinDir, "kwok-stages")
+	}
+	if o.OperatorPath == "" {
+		o.OperatorPath = filepath.Join(o.BinDir, "manager")
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return o, nil
+}
+
+// RequiredBinaries are the executables Start needs in BinDir (bin/manager too with
+// WithOperator).
+var RequiredBinaries = []string{
+	"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok",
+	"source-controller", "kustomize-controller", "helm-controller",
+}
+
+// MissingBinaries lists the RequiredBinaries missing from binDir.
+func MissingBinaries(binDir string) []string {
+	var missing []string
+	for _, b := range RequiredBinaries {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// Start starts a plane. ctx bounds the start only; the plane runs until Stop. On error,
+// everything started so far is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
+		return nil, fmt.Errorf("plane: %s missing in %s: run `make tools`", strings.Join(missing, ", "), opts.BinDir)
+	}
+	if opts.WithOperator {
+		if _, err := os.Stat(opts.OperatorPath); err != nil {
+			return nil, fmt.Errorf("plane: operator binary: %w (run `make build`)", err)
+		}
+	}
+	for _, d := range opts.CRDDirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("plane: CRD directory %s missing (run `make tools` and `make manifests`)", d)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	p := &Plane{opts: opts, log: opts.Logger.WithName("plane")}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = p.Stop()
+			panic(r)
+		}
+		if retErr != nil {
+			if err := p.Stop(); err != nil {
+				retErr = fmt.Errorf("%w (and stopping the plane: %v)", retErr, err)
+			}
+		}
+	}()
+
+	if err := p.prepareStateDir(); err != nil {
+		return nil, err
+	}
+	if p.scheme, err = NewScheme(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	if err := p.startAPIServer(); err != nil {
+		return nil, err
+	}
+	p.record()
+	p.log.Info("management API server started", "host", p.cfg.Host, "kubeconfig", p.kubeconfig, "took", time.Since(started).Round(time.Millisecond))
+
+	if err := p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("plane: create namespace %s: %w", FluxNamespace, err)
+	}
+
+	gitLog, err := p.openLog("gitserver.log")
+	if err != nil {
+		return nil, err
+	}
+	if p.git, err = gitserver.Start(filepath.Join(opts.StateDir, "git"), "127.0.0.1:0", gitserver.WithLogOutput(gitLog)); err != nil {
+		return nil, fmt.Errorf("plane: %w", err)
+	}
+	p.log.Info("git server started", "url", p.git.URL())
+
+	if err := p.startFlux(ctx); err != nil {
+		return nil, err
+	}
+	p.log.Info("Flux controllers healthy", "source-controller storage", p.sourceStorageAddr)
+
+	if err := p.startLocalInfra(ctx); err != nil {
+		return nil, err
+	}
+	p.log.Info("localinfra controller started")
+
+	if opts.WithOperator {
+		if err := p.startOperator(ctx); err != nil {
+			return nil, err
+		}
+		p.log.Info("operator started", "health", p.operatorHealthAddr, "metrics", p.operatorMetricsAddr)
+	}
+	p.record()
+	p.log.Info("plane ready", "took", time.Since(started).Round(time.Millisecond))
+	return p, nil
+}
+
+// prepareStateDir ends processes a killed plane left behind and removes the state this
+// package owns.
+func (p *Plane) prepareStateDir() error {
+	dir := p.opts.StateDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("plane: create state dir: %w", err)
+	}
+	regPath := filepath.Join(dir, "run", "processes")
+	killed, err := proc.ReapStale(regPath)
+	if err != nil {
+		return fmt.Errorf("plane: %w", err)
+	}
+	if len(killed) > 0 {
+		p.log.Info("ended processes left behind by an earlier plane", "pids", killed)
+	}
+	for _, sub := range []string{"management", "flux", "git", "clusters", "logs", "run", "home", KubeconfigFile} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return fmt.Errorf("plane: clean state dir: %w", err)
+		}
+	}
+	if err := os.MkdirAll(p.LogDir(), 0o755); err != nil {
+		return fmt.Errorf("plane: create log dir: %w", err)
+	}
+	p.registry = proc.NewRegistry(regPath)
+	return nil
+}
+
+// record writes the current child processes into the registry; failures only cost the
+// cleanup after a crash, so they are logged.
+func (p *Plane) record() {
+	if p.registry == nil {
+		return
+	}
+	if err := p.registry.RecordChildren(); err != nil {
+		p.log.Error(err, "record processes")
+	}
+}
+
+func (p *Plane) openLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(p.LogDir(), name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("plane: open log: %w", err)
+	}
+	p.logFiles = append(p.logFiles, f)
+	return f, nil
+}
+
+func (p *Plane) startAPIServer() error {
+	o := p.opts
+	apiLog, err := p.openLog("kube-apiserver.log")
+	if err != nil {
+		return err
+	}
+	etcdLog, err := p.openLog("etcd.log")
+	if err != nil {
+		return err
+	}
+	port, err := proc.FreePort()
+	if err != nil {
+		return err
+	}
+	certDir, dataDir := filepath.Join(o.StateDir, "management", "kube-apiserver"), filepath.Join(o.StateDir, "management", "etcd")
+	for _, d := range []string{certDir, dataDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("plane: %w", err)
+		}
+	}
+	// envtest starts these two itself: wrap them so that they die with the plane process.
+	wrappers := filepath.Join(o.StateDir, "management", "bin")
+	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(o.BinDir, "kube-apiserver"))
+	if err != nil {
+		return fmt.Errorf("plane: %w", err)
+	}
+	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(o.BinDir, "etcd"))
+	if err != nil {
+		return fmt.Errorf("plane: %w", err)
+	}
+	apiServer := &envtest.APIServer{
+		Path:    apiPath,
+		CertDir: certDir,
+		Out:     apiLog,
+		Err:     apiLog,
+	}
+	apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)}
+	// A scheme without CAPI's hub types, so that envtest does not point the CRDs at a
+	// conversion webhook that nothing serves.
+	envScheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(envScheme); err != nil {
+		return err
+	}
+	p.env = &envtest.Environment{
+		BinaryAssetsDirectory: o.BinDir,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: apiServer,
+			Etcd: &envtest.Etcd{
+				Path:    etcdPath,
+				DataDir: dataDir,
+				Out:     etcdLog,
+				Err:     etcdLog,
+			},
+		},
+		Scheme:                   envScheme,
+		CRDDirectoryPaths:        o.CRDDirs,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 90 * time.Second,
+		ControlPlaneStopTimeout:  proc.DefaultStopTimeout,
+	}
+	proc.OnSpawnerThread(func() { _, err = p.env.Start() })
+	if err != nil {
+		return fmt.Errorf("plane: start management API server (log: %s): %w", filepath.Join(p.LogDir(), "kube-apiserver.log"), err)
+	}
+	user, err := p.env.AddUser(envtest.User{Name: "plane-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 200, Burst: 400})
+	if err != nil {
+		return fmt.Errorf("plane: add admin user: %w", err)
+	}
+	p.cfg = user.Config()
+	kc, err := kubeconfigFor(p.cfg, "local-plane", "plane-admin")
+	if err != nil {
+		return err
+	}
+	p.kubeconfig = filepath.Join(o.StateDir, KubeconfigFile)
+	if err := os.WriteFile(p.kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("plane: write kubeconfig: %w", err)
+	}
+	if p.client, err = client.New(p.cfg, client.Options{Scheme: p.scheme}); err != nil {
+		return fmt.Errorf("plane: client: %w", err)
+	}
+	return nil
+}
+
+func kubeconfigFor(cfg *rest.Config, cluster, user string) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[cluster] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	ctxName := user + "@" + cluster
+	kc.Contexts[ctxName] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
+	kc.CurrentContext = ctxName
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, fmt.Errorf("plane: write kubeconfig: %w", err)
+	}
+	return b, nil
+}
+
+// startFlux starts source-, kustomize- and helm-controller and waits until each is ready.
+func (p *Plane) startFlux(ctx context.Context) error {
+	o := p.opts
+	ports, err := proc.FreePorts(7)
+	if err != nil {
+		return err
+	}
+	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+	storage := filepath.Join(o.StateDir, "flux", "source-storage")
+	if err := os.MkdirAll(storage, 0o755); err != nil {
+		return fmt.Errorf("plane: source-controller storage: %w", err)
+	}
+	p.sourceStorageAddr = addr(0)
+	watchAll := "--watch-all-namespaces=true"
+	runtimeNS := FluxNamespace
+	if o.FluxWatchNamespace != "" {
+		watchAll = "--watch-all-namespaces=false"
+		runtimeNS = o.FluxWatchNamespace
+	}
+	type ctl struct {
+		name       string
+		args       []string
+		env        []string
+		healthAddr string
+	}
+	ctls := []ctl{
+		{
+			name: "source-controller",
+			args: []string{
+				"--storage-path=" + storage,
+				"--storage-addr=" + addr(0),
+				"--storage-adv-addr=" + addr(0),
+				"--metrics-addr=" + addr(1),
+				"--health-addr=" + addr(2),
+			},
+			healthAddr: addr(2),
+		},
+		{
+			name:       "kustomize-controller",
+			args:       []string{"--metrics-addr=" + addr(3), "--health-addr=" + addr(4)},
+			env:        []string{"SOURCE_CONTROLLER_LOCALHOST=" + addr(0)},
+			healthAddr: addr(4),
+		},
+		{
+			name:       "helm-controller",
+			args:       []string{"--metrics-addr=" + addr(5), "--health-addr=" + addr(6)},
+			env:        []string{"SOURCE_CONTROLLER_LOCALHOST=" + addr(0)},
+			healthAddr: addr(6),
+		},
+	}
+	procs := make([]*proc.Process, len(ctls))
+	for i, c := range ctls {
+		home := filepath.Join(o.StateDir, "home", c.name)
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return fmt.Errorf("plane: %w", err)
+		}
+		args := append(c.args, "--enable-leader-election=false", watchAll, "--log-encoding=console")
+		pr, err := proc.Start(proc.Spec{
+			Name: c.name,
+			Path: filepath.Join(o.BinDir, c.name),
+			Args: args,
+			Env: append([]string{
+				"KUBECONFIG=" + p.kubeconfig,
+				"RUNTIME_NAMESPACE=" + runtimeNS,
+				"HOME=" + home,
+			}, c.env...),
+			LogFile: filepath.Join(p.LogDir(), c.name+".log"),
+		})
+		if err != nil {
+			return fmt.Errorf("plane: %w", err)
+		}
+		p.flux = append(p.flux, pr)
+		procs[i] = pr
+	}
+	p.record()
+	for i, c := range ctls {
+		if err := proc.WaitHTTP(ctx, "http://"+c.healthAddr+"/readyz", procs[i]); err != nil {
+			return fmt.Errorf("plane: %s not ready (log: %s): %w", c.name, procs[i].LogFile(), err)
+		}
+	}
+	return nil
+}
+
+// startLocalInfra runs the localinfra controller in this process.
+func (p *Plane) startLocalInfra(ctx context.Context) error {
+	o := p.opts
+	mgr, err := ctrl.NewManager(p.cfg, ctrl.Options{
+		Scheme:                 p.scheme,
+		Logger:                 o.Logger.WithName("localinfra"),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	if err != nil {
+		return fmt.Errorf("plane: localinfra manager: %w", err)
+	}
+	p.infra = localinfra.NewReconciler(mgr.GetClient(), localinfra.Options{
+		BinDir:           o.BinDir,
+		KwokStagesDir:    o.KwokStagesDir,
+		StateDir:         filepath.Join(o.StateDir, "clusters"),
+		LogDir:           filepath.Join(p.LogDir(), "clusters"),
+		Nodes:            o.WorkloadNodes,
+		OnProcessStarted: p.record,
+	})
+	if err := p.infra.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("plane: localinfra controller: %w", err)
+	}
+	mgrCtx, cancel := context.WithCancel(context.Background())
+	p.mgrCancel = cancel
+	p.mgrDone = make(chan error, 1)
+	go func() { p.mgrDone <- mgr.Start(mgrCtx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("plane: localinfra cache did not sync")
+	}
+	return nil
+}
+
+func (p *Plane) startOperator(ctx context.Context) error {
+	o := p.opts
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	p.operatorMetricsAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
+	p.operatorHealthAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
+	args := append([]string{
+		"--metrics-bind-address=" + p.operatorMetricsAddr,
+		"--health-probe-bind-address=" + p.operatorHealthAddr,
+	}, o.OperatorArgs...)
+	pr, err := proc.Start(proc.Spec{
+		Name: "manager",
+		Path: o.OperatorPath,
+		Args: args,
+		Env: append([]string{
+			"KUBECONFIG=" + p.kubeconfig,
+			// Artifact URLs name source-controller's in-cluster address; reach it here.
+			"SOURCE_CONTROLLER_LOCALHOST=" + p.sourceStorageAddr,
+		}, o.OperatorEnv...),
+		LogFile: filepath.Join(p.LogDir(), "manager.log"),
+	})
+	if err != nil {
+		return fmt.Errorf("plane: %w", err)
+	}
+	p.operator = pr
+	p.record()
+	if o.SkipOperatorReadyCheck {
+		return nil
+	}
+	if err := proc.WaitHTTP(ctx, "http://"+p.operatorHealthAddr+"/readyz", pr); err != nil {
+		return fmt.Errorf("plane: operator not ready (log: %s): %w", pr.LogFile(), err)
+	}
+	return nil
+}
+
+// Stop stops everything the plane started: the operator, the localinfra controller and all
+// workload clusters, the Flux controllers, the Git server and the management API server. It
+// is idempotent and safe to call on a partly started plane.
+func (p *Plane) Stop() error {
+	p.stopOnce.Do(func() {
+		var errs []error
+		if p.operator != nil {
+			if err := p.operator.Stop(proc.DefaultStopTimeout); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if p.mgrCancel != nil {
+			p.mgrCancel()
+			select {
+			case err := <-p.mgrDone:
+				if err != nil {
+					errs = append(errs, fmt.Errorf("localinfra manager: %w", err))
+				}
+			case <-time.After(managerStopTimeout):
+				errs = append(errs, errors.New("localinfra manager did not stop in time"))
+			}
+		}
+		if p.infra != nil {
+			if err := p.infra.Shutdown(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, f := range p.flux {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := f.Stop(proc.DefaultStopTimeout); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if p.git != nil {
+			if err := p.git.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if p.env != nil {
+			if err := p.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stop management API server: %w", err))
+			}
+		}
+		for _, f := range p.logFiles {
+			_ = f.Close()
+		}
+		if len(errs) == 0 && p.registry != nil {
+			if err := p.registry.Remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			p.stopErr = fmt.Errorf("stop plane: %w", err)
+		}
+	})
+	return p.stopErr
+}
+
+// StateDir is the plane's state directory.
+func (p *Plane) StateDir() string { return p.opts.StateDir }
+
+// LogDir is where the plane's processes log: <state-dir>/logs.
+func (p *Plane) LogDir() string { return filepath.Join(p.opts.StateDir, "logs") }
+
+// BinDir is the directory of the binaries the plane runs.
+func (p *Plane) BinDir() string { return p.opts.BinDir }
+
+// Kubeconfig is the path of the management cluster's kubeconfig file.
+func (p *Plane) Kubeconfig() string { return p.kubeconfig }
+
+// Config is a system:masters client configuration for the management API server.
+func (p *Plane) Config() *rest.Config { return rest.CopyConfig(p.cfg) }
+
+// Scheme is the scheme of Client (see NewScheme).
+func (p *Plane) Scheme() *runtime.Scheme { return p.scheme }
+
+// Client is a client for the management API server with the scheme of NewScheme.
+func (p *Plane) Client() client.Client { return p.client }
+
+// Git is the plane's Git server.
+func (p *Plane) Git() *gitserver.Server { return p.git }
+
+// SourceControllerStorageAddr is the host:port where source-controller serves artifacts.
+func (p *Plane) SourceControllerStorageAddr() string { return p.sourceStorageAddr }
+
+// OperatorHealthAddr is the operator's health probe address ("" without the operator).
+func (p *Plane) OperatorHealthAddr() string { return p.operatorHealthAddr }
+
+// OperatorMetricsAddr is the operator's metrics address ("" without the operator).
+func (p *Plane) OperatorMetricsAddr() string { return p.operatorMetricsAddr }
+
+// ProcessInfo describes one process of the plane.
+type ProcessInfo struct {
+	Name    string
+	Pid     int
+	LogFile string
+}
+
+// Processes lists the processes the plane started itself (Flux controllers and the
+// operator; not envtest's nor the workload clusters').
+func (p *Plane) Processes() []ProcessInfo {
+	var out []ProcessInfo
+	for _, pr := range append(append([]*proc.Process{}, p.flux...), p.operator) {
+		if pr != nil {
+			out = append(out, ProcessInfo{Name: pr.Name(), Pid: pr.Pid(), LogFile: pr.LogFile()})
+		}
+	}
+	return out
+}
+
+// WorkloadConfig returns a client configuration for the workload cluster of Cluster
+// namespace/name, read from its kubeconfig Secret.
+func (p *Plane) WorkloadConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: namespace, Name: localinfra.KubeconfigSecretName(name)}
+	if err := p.client.Get(ctx, key, secret); err != nil {
+		return nil, fmt.Errorf("kubeconfig Secret %s: %w", key, err)
+	}
+	data, ok := secret.Data["value"]
+	if !ok {
+		return nil, fmt.Errorf("kubeconfig Secret %s has no key \"value\"", key)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig Secret %s: %w", key, err)
+	}
+	return cfg, nil
+}
+
+// WorkloadClient returns a client (core Kubernetes types) for the workload cluster of
+// Cluster namespace/name, read from its kubeconfig Secret.
+func (p *Plane) WorkloadClient(ctx context.Context, namespace, name string) (client.Client, error) {
+	cfg, err := p.WorkloadConfig(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client for workload cluster %s/%s: %w", namespace, name, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,595 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/render"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+)
+
+// ClusterAddonReconciler keeps, for every CAPI Cluster whose topology uses the ClusterClass of a
+// ClusterStackRelease in its namespace, a ClusterAddon, the generated values ConfigMap and the
+// Flux objects installing the release's addons into the workload cluster. Reconcile keys are
+// Clusters (the ClusterAddon has the Cluster's name).
+type ClusterAddonReconciler struct {
+	client.Client
+	Applier  *Applier
+	Stacks   *StackCache
+	Recorder record.EventRecorder
+
+	ctrl    controller.Controller
+	cache   cache.Cache
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+}
+
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons/finalizers,verbs=update
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;controlplane.cluster.x-k8s.io,resources=*,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile brings one Cluster's addons to the release its topology uses.
+func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	addon := &csv1.ClusterAddon{}
+	if err := r.Get(ctx, req.NamespacedName, addon); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		addon = nil
+	}
+	if addon != nil && !addon.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, addon)
+	}
+
+	cluster := &clusterv1.Cluster{}
+	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteAddon(ctx, addon)
+		}
+		return ctrl.Result{}, err
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.deleteAddon(ctx, addon)
+	}
+	rel, err := r.releaseOf(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if rel == nil {
+		// The Cluster uses no stack (or no longer does): nothing of ours should exist for it.
+		return ctrl.Result{}, r.deleteAddon(ctx, addon)
+	}
+
+	if addon, err = r.ensureAddon(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &addonScope{cluster: cluster, addon: addon, release: rel}
+	for _, step := range []func(context.Context, *addonScope) (bool, error){
+		r.checkPrerequisites,
+		r.renderValues,
+		r.applyFluxObjects,
+	} {
+		cont, err := step(ctx, s)
+		if err != nil || !cont {
+			if serr := r.recordFacts(ctx, s); serr != nil && err == nil {
+				err = serr
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.recordFacts(ctx, s)
+}
+
+// addonScope carries one reconcile's facts between steps.
+type addonScope struct {
+	cluster *clusterv1.Cluster
+	addon   *csv1.ClusterAddon
+	release *csv1.ClusterStackRelease
+	stack   *stack.Stack
+	values  string
+
+	waiting  *metav1.Condition // WorkloadClusterReady, when not ready
+	rendered *metav1.Condition // ValuesRendered
+	// components as applied (nil when the step did not get that far: keep what was recorded).
+	components []csv1.AddonComponentStatus
+}
+
+// releaseOf returns the ClusterStackRelease whose ClusterClass the Cluster uses, in the
+// Cluster's own namespace, or nil.
+func (r *ClusterAddonReconciler) releaseOf(ctx context.Context, cluster *clusterv1.Cluster) (*csv1.ClusterStackRelease, error) {
+	class := ClusterClassOf(cluster)
+	if class == "" {
+		return nil, nil
+	}
+	rel := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: class}, rel); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return rel, nil
+}
+
+func (r *ClusterAddonReconciler) ensureAddon(ctx context.Context, cluster *clusterv1.Cluster) (*csv1.ClusterAddon, error) {
+	addon := &csv1.ClusterAddon{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace}}
+	op, err := controllerutil.CreateOrPatch(ctx, r.Client, addon, func() error {
+		if addon.Labels == nil {
+			addon.Labels = map[string]string{}
+		}
+		addon.Labels[csv1.ManagedByLabel] = csv1.ManagedByValue
+		addon.Labels[csv1.ClusterNameLabel] = cluster.Name
+		addon.Spec.ClusterName = cluster.Name
+		controllerutil.AddFinalizer(addon, csv1.ClusterAddonFinalizer)
+		return controllerutil.SetControllerReference(cluster, addon, r.Scheme())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create or update ClusterAddon %s/%s: %w", cluster.Namespace, cluster.Name, err)
+	}
+	if op == controllerutil.OperationResultCreated {
+		r.Recorder.Eventf(addon, corev1.EventTypeNormal, "Created", "ClusterAddon for Cluster %s", cluster.Name)
+	}
+	return addon, nil
+}
+
+// checkPrerequisites: the release is ready to deliver, the control plane is initialized and the
+// kubeconfig Secret exists. Until then nothing is created and the ClusterAddon says what it waits for.
+func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addonScope) (bool, error) {
+	wait := func(reason, msg string) (bool, error) {
+		s.waiting = &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+		return false, nil
+	}
+	rel := s.release
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition); c == nil || c.Status != metav1.ConditionTrue || rel.Status.Revision == "" {
+		why := "its stack has not been fetched and checked yet"
+		if c != nil && c.Status == metav1.ConditionFalse {
+			why = c.Message
+		}
+		return wait(csv1.ReasonWaitingForRelease, fmt.Sprintf("waiting for release %s: %s", rel.Name, why))
+	}
+	if !controlPlaneInitialized(s.cluster) {
+		return wait(csv1.ReasonWaitingForControlPlane, fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized", s.cluster.Name))
+	}
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return wait(csv1.ReasonWaitingForKubeconfig, fmt.Sprintf("waiting for Secret %s", fluxgen.KubeconfigSecretName(s.cluster.Name)))
+		}
+		return false, err
+	}
+	s.waiting = &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: "control plane initialized and kubeconfig Secret present"}
+	return true, nil
+}
+
+func controlPlaneInitialized(c *clusterv1.Cluster) bool {
+	if p := c.Status.Initialization.ControlPlaneInitialized; p != nil && *p {
+		return true
+	}
+	cond := apimeta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition)
+	return cond != nil && cond.Status == metav1.ConditionTrue
+}
+
+// renderValues renders the release's value templates for the cluster into its ConfigMap. A
+// failure leaves the ConfigMap and the Flux objects as they are.
+func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope) (bool, error) {
+	repo := &sourcev1.GitRepository{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: s.release.Namespace, Name: fluxgen.GitRepositoryName(s.release.Name)}, repo); err != nil {
+		return false, err
+	}
+	if repo.Status.Artifact == nil || repo.Status.Artifact.Revision != s.release.Status.Revision {
+		s.waiting = &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
+			Message: fmt.Sprintf("waiting for GitRepository %s to serve revision %s", repo.Name, s.release.Status.Revision)}
+		return false, nil
+	}
+	st, err := r.Stacks.Get(ctx, repo, s.release.Spec.Source.Path)
+	if err != nil {
+		return false, err
+	}
+	s.stack = st
+
+	in, err := r.renderInput(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	comps := make([]render.Component, 0, len(st.Components))
+	for _, c := range st.Components {
+		comps = append(comps, render.Component{Name: c.Name, Helm: c.Kind == stack.KindHelm, Template: c.ValuesTemplate, File: c.ValuesFile})
+	}
+	data, err := render.Render(in, comps)
+	if err != nil {
+		var rerr *render.Error
+		if errors.As(err, &rerr) {
+			s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonRenderFailed,
+				Message: fmt.Sprintf("release %s: %s", s.release.Name, err.Error())}
+			return false, nil
+		}
+		return false, err
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fluxgen.ValuesConfigMapName(s.cluster.Name), Namespace: s.cluster.Namespace,
+			Labels: fluxgen.ClusterLabels(s.release.Spec.ClusterStack, s.release.Name, s.cluster.Name, ""),
+		},
+		Data: data,
+	}
+	cm.Labels[meta.LabelKeyWatch] = meta.LabelValueWatchEnabled // Flux reconciles its users at once on change
+	if _, err := r.Applier.Apply(ctx, s.addon, cm); err != nil {
+		return false, err
+	}
+	s.values = cm.Name
+	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: fmt.Sprintf("values of release %s rendered into ConfigMap %s", s.release.Name, cm.Name)}
+	return true, nil
+}
+
+// renderInput gathers the Cluster, its control plane and infrastructure objects as maps.
+func (r *ClusterAddonReconciler) renderInput(ctx context.Context, s *addonScope) (render.Input, error) {
+	clusterMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.cluster)
+	if err != nil {
+		return render.Input{}, err
+	}
+	in := render.Input{
+		Cluster: clean(clusterMap),
+		Release: render.Release{Name: s.release.Name, Version: s.release.Spec.Version, KubernetesVersion: s.release.Status.KubernetesVersion},
+	}
+	if in.ControlPlane, err = r.referenced(ctx, s.cluster, s.cluster.Spec.ControlPlaneRef); err != nil {
+		return in, err
+	}
+	if in.InfraCluster, err = r.referenced(ctx, s.cluster, s.cluster.Spec.InfrastructureRef); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// referenced reads an object the Cluster refers to (in the Cluster's namespace) and makes sure
+// changes to objects of its kind trigger a re-render.
+func (r *ClusterAddonReconciler) referenced(ctx context.Context, cluster *clusterv1.Cluster, ref clusterv1.ContractVersionedObjectReference) (map[string]any, error) {
+	if ref.Name == "" || ref.Kind == "" {
+		return nil, nil
+	}
+	mapping, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s.%s referenced by Cluster %s: %w", ref.Kind, ref.APIGroup, cluster.Name, err)
+	}
+	if err := r.watchKind(mapping.GroupVersionKind); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(mapping.GroupVersionKind)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return clean(u.Object), nil
+}
+
+// clean drops what no template needs and what would make renders differ without a real change.
+func clean(m map[string]any) map[string]any {
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+		delete(md, "resourceVersion")
+		delete(md, "generation")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+		}
+	}
+	return m
+}
+
+// watchKind starts watching objects of a referenced kind (once per kind), mapping them to the
+// Cluster named by their cluster-name label or Cluster owner.
+func (r *ClusterAddonReconciler) watchKind(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] || r.ctrl == nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := r.ctrl.Watch(source.Kind[client.Object](r.cache, u, handler.EnqueueRequestsFromMapFunc(clusterOfObject), predicate.ResourceVersionChangedPredicate{})); err != nil {
+		return fmt.Errorf("watch %s: %w", gvk, err)
+	}
+	if r.watched == nil {
+		r.watched = map[schema.GroupVersionKind]bool{}
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+// clusterOfObject maps an object to its Cluster: by CAPI's cluster-name label, else by a Cluster owner.
+func clusterOfObject(_ context.Context, o client.Object) []reconcile.Request {
+	if name := o.GetLabels()[csv1.ClusterNameLabel]; name != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	}
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "Cluster" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
+		}
+	}
+	return nil
+}
+
+// applyFluxObjects applies one HelmRelease or Kustomization per component and removes those of
+// components the release no longer has (Flux uninstalls or prunes them from the workload cluster).
+func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonScope) (bool, error) {
+	comps := s.release.Status.Components
+	objs := fluxgen.AddonObjects(fluxgen.ClusterInput{
+		Cluster: s.cluster.Name, Namespace: s.cluster.Namespace, Stack: s.release.Spec.ClusterStack,
+		Release: s.release, Components: comps,
+	})
+	want := map[string]bool{}
+	s.components = make([]csv1.AddonComponentStatus, 0, len(comps))
+	var prev client.Object
+	for i, obj := range objs {
+		c := comps[i]
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		want[kind+"/"+obj.GetName()] = true
+		status := csv1.AddonComponentStatus{Name: c.Name, Kind: c.Kind, Release: s.release.Name, Version: c.Version, FluxObject: kind + "/" + obj.GetName()}
+		// Flux orders only within a kind: a component after one of another kind is created only
+		// once its predecessor is Ready.
+		if prev != nil && prev.GetObjectKind().GroupVersionKind().Kind != kind {
+			exists, err := r.exists(ctx, obj)
+			if err != nil {
+				return false, err
+			}
+			ready, err := r.fluxReady(ctx, prev)
+			if err != nil {
+				return false, err
+			}
+			if !exists && !ready {
+				status.Message = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
+				s.components = append(s.components, status)
+				prev = obj
+				continue
+			}
+		}
+		if _, err := r.Applier.Apply(ctx, s.addon, obj); err != nil {
+			return false, err
+		}
+		s.components = append(s.components, status)
+		prev = obj
+	}
+	return true, r.pruneStale(ctx, s, want)
+}
+
+func (r *ClusterAddonReconciler) exists(ctx context.Context, obj client.Object) (bool, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	err := r.Get(ctx, client.ObjectKeyFromObject(obj), m)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Object) (bool, error) {
+	switch o := obj.(type) {
+	case *helmv2.HelmRelease:
+		cur := &helmv2.HelmRelease{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition), nil
+	case *kustomizev1.Kustomization:
+		cur := &kustomizev1.Kustomization{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition), nil
+	}
+	return false, nil
+}
+
+// pruneStale deletes the cluster's Flux objects that no component of the release wants.
+func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, want map[string]bool) error {
+	sel := client.MatchingLabels{csv1.ClusterNameLabel: s.cluster.Name, csv1.ManagedByLabel: csv1.ManagedByValue}
+	var hrs helmv2.HelmReleaseList
+	if err := r.List(ctx, &hrs, client.InNamespace(s.cluster.Namespace), sel); err != nil {
+		return err
+	}
+	var kss kustomizev1.KustomizationList
+	if err := r.List(ctx, &kss, client.InNamespace(s.cluster.Namespace), sel); err != nil {
+		return err
+	}
+	var stale []client.Object
+	for i := range hrs.Items {
+		if !want[helmv2.HelmReleaseKind+"/"+hrs.Items[i].Name] && metav1.IsControlledBy(&hrs.Items[i], s.addon) {
+			stale = append(stale, &hrs.Items[i])
+		}
+	}
+	for i := range kss.Items {
+		if !want[kustomizev1.KustomizationKind+"/"+kss.Items[i].Name] && metav1.IsControlledBy(&kss.Items[i], s.addon) {
+			stale = append(stale, &kss.Items[i])
+		}
+	}
+	for _, o := range stale {
+		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete %s no longer in release %s: %w", o.GetName(), s.release.Name, err)
+		}
+		r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentRemoved", "%s is not part of release %s: removed from the cluster", o.GetName(), s.release.Name)
+	}
+	return nil
+}
+
+// recordFacts writes what this controller owns in the ClusterAddon status.
+func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
+	return updateStatus(ctx, r.Client, s.addon, func(a *csv1.ClusterAddon) {
+		a.Status.ClusterStack = s.release.Spec.ClusterStack
+		a.Status.DesiredRelease = s.release.Name
+		if s.waiting != nil {
+			s.waiting.ObservedGeneration = a.Generation
+			fluxstatus.SetCondition(&a.Status.Conditions, *s.waiting)
+		}
+		if s.rendered != nil {
+			s.rendered.ObservedGeneration = a.Generation
+			if fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse {
+				r.Recorder.Event(a, corev1.EventTypeWarning, s.rendered.Reason, s.rendered.Message)
+			}
+		}
+		if s.values != "" {
+			a.Status.ValuesConfigMap = s.values
+		}
+		if s.components != nil {
+			old := map[string]csv1.AddonComponentStatus{}
+			for _, c := range a.Status.Components {
+				old[c.Name] = c
+			}
+			for i := range s.components {
+				c := &s.components[i]
+				if o, ok := old[c.Name]; ok && o.FluxObject == c.FluxObject && o.Release == c.Release && c.Message == "" {
+					c.Ready, c.Message = o.Ready, o.Message // the status aggregation's fields
+				}
+			}
+			a.Status.Components = s.components
+		}
+	})
+}
+
+// deleteAddon deletes the ClusterAddon of a Cluster that no longer uses a stack or is going away.
+func (r *ClusterAddonReconciler) deleteAddon(ctx context.Context, addon *csv1.ClusterAddon) error {
+	if addon == nil {
+		return nil
+	}
+	if err := r.Delete(ctx, addon); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return nil
+}
+
+// reconcileDelete suspends the cluster's Flux objects, so that Flux does not try to uninstall
+// from a workload cluster that may be gone or unreachable, deletes them and the ConfigMap, and
+// lets the ClusterAddon go.
+func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv1.ClusterAddon) error {
+	sel := client.MatchingLabels{csv1.ClusterNameLabel: addon.Spec.ClusterName, csv1.ManagedByLabel: csv1.ManagedByValue}
+	var hrs helmv2.HelmReleaseList
+	if err := r.List(ctx, &hrs, client.InNamespace(addon.Namespace), sel); err != nil {
+		return err
+	}
+	var kss kustomizev1.KustomizationList
+	if err := r.List(ctx, &kss, client.InNamespace(addon.Namespace), sel); err != nil {
+		return err
+	}
+	var objs []client.Object
+	for i := range hrs.Items {
+		if metav1.IsControlledBy(&hrs.Items[i], addon) {
+			o := &hrs.Items[i]
+			if !o.Spec.Suspend {
+				patch := client.MergeFrom(o.DeepCopy())
+				o.Spec.Suspend = true
+				if err := r.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			objs = append(objs, o)
+		}
+	}
+	for i := range kss.Items {
+		if metav1.IsControlledBy(&kss.Items[i], addon) {
+			o := &kss.Items[i]
+			if !o.Spec.Suspend {
+				patch := client.MergeFrom(o.DeepCopy())
+				o.Spec.Suspend = true
+				if err := r.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			objs = append(objs, o)
+		}
+	}
+	for _, o := range objs {
+		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	log.FromContext(ctx).V(1).Info("cluster addon objects suspended and deleted", "count", len(objs))
+	if controllerutil.RemoveFinalizer(addon, csv1.ClusterAddonFinalizer) {
+		return client.IgnoreNotFound(r.Update(ctx, addon))
+	}
+	return nil
+}
+
+// SetupWithManager wires the watches.
+func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.cache = mgr.GetCache()
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged())).
+		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(releaseFactsChanged())).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(clusterOfKubeconfig)).
+		Named("clusteraddon").
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.ctrl = c
+	return nil
+}
+
+// clustersOfRelease maps a release to the Clusters using its ClusterClass.
+func (r *ClusterAddonReconciler) clustersOfRelease(ctx context.Context, o client.Object) []reconcile.Request {
+	clusters, err := clustersUsing(ctx, r.Client, o.GetNamespace(), o.GetName())
+	if err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(clusters))
+	for _, c := range clusters {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return reqs
+}
+
+// clustersOfRepository maps a release's GitRepository (named like the release) to its Clusters.
+func (r *ClusterAddonReconciler) clustersOfRepository(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetLabels()[csv1.ManagedByLabel] != csv1.ManagedByValue {
+		return nil
+	}
+	return r.clustersOfRelease(ctx, o)
+}
+
+// clusterOfKubeconfig maps CAPI's kubeconfig Secret to its Cluster.
+func clusterOfKubeconfig(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[csv1.ClusterNameLabel]
+	if name == "" || o.GetName() != fluxgen.KubeconfigSecretName(name) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}

@@ -1,0 +1,224 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+)
+
+// ReleaseFinalizer keeps a ClusterStackRelease (and so its Flux objects and ClusterClass) while
+// any Cluster uses its ClusterClass, whoever deletes it.
+const ReleaseFinalizer = "clusterstack.io/release-in-use"
+
+// ClusterStackReleaseReconciler turns a ClusterStackRelease into its Flux objects: the
+// GitRepository pinned to the tag, the objects applying the cluster-class into the management
+// cluster, and the shared HelmCharts of the addon components. It records what it learned from
+// the stack (versions, components) and the StackValid condition; the status aggregation
+// computes the rest of the status.
+type ClusterStackReleaseReconciler struct {
+	client.Client
+	Applier  *Applier
+	Stacks   *StackCache
+	Recorder record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;helmcharts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile runs the release's steps in order.
+func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rel := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rel.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, rel)
+	}
+	if controllerutil.AddFinalizer(rel, ReleaseFinalizer) {
+		if err := r.Update(ctx, rel); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	// The release's one source.
+	repo := fluxgen.GitRepository(rel)
+	if _, err := r.Applier.Apply(ctx, rel, repo); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+		return ctrl.Result{}, err
+	}
+	if repo.Status.Artifact == nil || !strings.HasPrefix(repo.Status.Artifact.Revision, rel.Name+"@") {
+		// Flux has not fetched the tag (yet): the GitRepository watch brings us back; the
+		// status aggregation reports what Flux says.
+		return ctrl.Result{}, nil
+	}
+
+	// What the stack at the tag says.
+	st, err := r.Stacks.Get(ctx, repo, rel.Spec.Source.Path)
+	if err == nil {
+		err = validateStack(rel, st)
+	}
+	if err != nil {
+		var artErr *ArtifactError
+		if errors.As(err, &artErr) {
+			r.setStackValid(ctx, rel, repo, nil, metav1.ConditionFalse, csv1.ReasonArtifactUnavailable, err.Error())
+			return ctrl.Result{}, err // transient: back off and retry
+		}
+		msg := fmt.Sprintf("stack %q at tag %s is invalid: %s", rel.Spec.Source.Path, rel.Name, oneLine(err))
+		r.setStackValid(ctx, rel, repo, nil, metav1.ConditionFalse, csv1.ReasonInvalidStack, msg)
+		// Nothing already delivered is touched; a new tag or revision brings us back.
+		return ctrl.Result{}, nil
+	}
+	r.setStackValid(ctx, rel, repo, st, metav1.ConditionTrue, csv1.ReasonAsExpected,
+		fmt.Sprintf("stack %q at %s is valid", rel.Spec.Source.Path, repo.Status.Artifact.Revision))
+
+	// The cluster-class into the management cluster, and the shared addon sources.
+	cc := releaseComponent(rel, st.ClusterClass, "")
+	for _, obj := range fluxgen.ClusterClassObjects(rel, cc) {
+		if _, err := r.Applier.Apply(ctx, rel, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, chart := range fluxgen.AddonCharts(rel, releaseComponents(rel, st)) {
+		if _, err := r.Applier.Apply(ctx, rel, chart); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// validateStack checks that the stack at the tag is the one the release names.
+func validateStack(rel *csv1.ClusterStackRelease, st *stack.Stack) error {
+	var ps stack.Problems
+	if st.Provider != rel.Spec.Provider || st.Name != rel.Spec.StackName {
+		ps = append(ps, stack.Problem{File: st.MetadataFile, Message: fmt.Sprintf("stack is %s/%s, but the release is for %s/%s", st.Provider, st.Name, rel.Spec.Provider, rel.Spec.StackName)})
+	}
+	if st.KubernetesMinor != rel.Spec.KubernetesVersion {
+		ps = append(ps, stack.Problem{File: st.MetadataFile, Message: fmt.Sprintf("kubernetesVersion %s is not of the release's Kubernetes minor %s", st.KubernetesVersion, rel.Spec.KubernetesVersion)})
+	}
+	if st.ClusterClass.Kind == stack.KindHelm && st.ClusterClass.Version != rel.Spec.Version {
+		ps = append(ps, stack.Problem{File: st.ClusterClass.Path + "/Chart.yaml", Message: fmt.Sprintf("version %q does not match the release version %q", st.ClusterClass.Version, rel.Spec.Version)})
+	}
+	return ps.Err()
+}
+
+// setStackValid records what the release controller learned; it owns StackValid and the
+// stack facts in the status.
+func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository, st *stack.Stack, status metav1.ConditionStatus, reason, msg string) {
+	err := updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+		old := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition)
+		fluxstatus.SetCondition(&rel.Status.Conditions, metav1.Condition{Type: csv1.StackValidCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation})
+		if old == nil || old.Status != status {
+			eventType := "Normal"
+			if status != metav1.ConditionTrue {
+				eventType = "Warning"
+			}
+			r.Recorder.Event(rel, eventType, reason, msg)
+		}
+		if st == nil {
+			return // keep what was learned from the last valid revision
+		}
+		rel.Status.Revision = repo.Status.Artifact.Revision
+		rel.Status.KubernetesVersion = st.KubernetesVersion
+		rel.Status.ClusterClassName = rel.Name
+		cc := releaseComponent(rel, st.ClusterClass, "")
+		rel.Status.ClusterClass = &cc
+		rel.Status.Components = releaseComponents(rel, st)
+		rel.Status.ObservedGeneration = rel.Generation
+	})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "update status")
+	}
+}
+
+func releaseComponent(rel *csv1.ClusterStackRelease, c stack.Component, source string) csv1.ReleaseComponent {
+	return csv1.ReleaseComponent{
+		Name:      c.Name,
+		Kind:      csv1.ComponentKind(c.Kind),
+		Version:   c.Version,
+		Digest:    c.Digest,
+		Path:      c.Path,
+		Namespace: c.Namespace,
+		Source:    source,
+	}
+}
+
+func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack) []csv1.ReleaseComponent {
+	out := make([]csv1.ReleaseComponent, 0, len(st.Components))
+	for _, c := range st.Components {
+		source := fluxgen.GitRepositoryName(rel.Name)
+		if c.Kind == stack.KindHelm {
+			source = fluxgen.AddonChartName(rel.Name, c.Name)
+		}
+		out = append(out, releaseComponent(rel, c, source))
+	}
+	return out
+}
+
+// reconcileDelete lets the release go only when no Cluster uses its ClusterClass; its Flux
+// objects (and with them the ClusterClass) are garbage-collected through owner references.
+func (r *ClusterStackReleaseReconciler) reconcileDelete(ctx context.Context, rel *csv1.ClusterStackRelease) (ctrl.Result, error) {
+	users, err := clustersUsing(ctx, r.Client, rel.Namespace, rel.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(users) > 0 {
+		// The Cluster watch brings us back when a Cluster moves off the release.
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.RemoveFinalizer(rel, ReleaseFinalizer) {
+		return ctrl.Result{}, r.Update(ctx, rel)
+	}
+	return ctrl.Result{}, nil
+}
+
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// SetupWithManager wires the watches: the release, the Flux objects it owns, and the Clusters
+// using its ClusterClass (for deletion).
+func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&csv1.ClusterStackRelease{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
+		Owns(&sourcev1.GitRepository{}, builder.WithPredicates(artifactChanged())).
+		Owns(&sourcev1.HelmChart{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1.Cluster{}, clusterClassHandler(func(_ context.Context, ns, class string) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: class}}}
+		})).
+		Named("clusterstackrelease").
+		Complete(r)
+}
+
+var _ = time.Second

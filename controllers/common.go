@@ -1,0 +1,111 @@
+// Package controllers holds the operator's reconcilers. They do I/O and wiring only: the
+// translation into Flux objects lives in internal/fluxgen, value rendering in internal/render,
+// and status computation in internal/fluxstatus.
+//
+//   - ClusterStackReconciler: ClusterStack -> ClusterStackReleases (pinned and discovered
+//     versions; garbage collection of unused releases).
+//   - ClusterStackReleaseReconciler: ClusterStackRelease -> GitRepository, cluster-class
+//     HelmRelease/Kustomization, shared addon HelmCharts.
+//   - ClusterAddonReconciler: CAPI Cluster -> ClusterAddon, values ConfigMap, per-cluster
+//     HelmReleases/Kustomizations.
+//   - StatusReconcilers: Flux readiness -> Available/Progressing/Degraded/Ready on all three kinds.
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// Field index names.
+const (
+	// clusterClassIndex indexes CAPI Clusters by the name of the ClusterClass their topology
+	// uses, counting only references within the Cluster's own namespace.
+	clusterClassIndex = "spec.topology.classRef.name"
+	// releaseStackIndex indexes ClusterStackReleases by their ClusterStack.
+	releaseStackIndex = "spec.clusterStack"
+	// addonReleaseIndex indexes ClusterAddons by their desired release.
+	addonReleaseIndex = "status.desiredRelease"
+)
+
+// ClusterClassOf returns the name of the ClusterClass a Cluster's topology uses, or "" when it
+// uses none in its own namespace. A reference into another namespace is never followed: one
+// namespace's stack must not reach another namespace's clusters.
+func ClusterClassOf(c *clusterv1.Cluster) string {
+	ref := c.Spec.Topology.ClassRef
+	if ref.Name == "" || (ref.Namespace != "" && ref.Namespace != c.Namespace) {
+		return ""
+	}
+	return ref.Name
+}
+
+// SetupIndexes registers the field indexes the reconcilers use.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &clusterv1.Cluster{}, clusterClassIndex, func(o client.Object) []string {
+		if cc := ClusterClassOf(o.(*clusterv1.Cluster)); cc != "" {
+			return []string{cc}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &csv1.ClusterStackRelease{}, releaseStackIndex, func(o client.Object) []string {
+		return []string{o.(*csv1.ClusterStackRelease).Spec.ClusterStack}
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &csv1.ClusterAddon{}, addonReleaseIndex, func(o client.Object) []string {
+		if r := o.(*csv1.ClusterAddon).Status.DesiredRelease; r != "" {
+			return []string{r}
+		}
+		return nil
+	})
+}
+
+// clustersUsing lists the Clusters in ns whose topology uses the ClusterClass (release) name.
+func clustersUsing(ctx context.Context, c client.Reader, ns, release string) ([]clusterv1.Cluster, error) {
+	var list clusterv1.ClusterList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{clusterClassIndex: release}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// uncachedReader reads from the API server directly (the manager's API reader); set by Setup.
+var uncachedReader client.Reader
+
+// statusObject is an API object of ours with a status.
+type statusObject interface {
+	client.Object
+	*csv1.ClusterStack | *csv1.ClusterStackRelease | *csv1.ClusterAddon
+}
+
+// updateStatus re-reads obj, lets mutate change the fields of status its caller owns, and writes
+// the status only when it changed. Several controllers own different fields of the same status;
+// each re-reads and retries on conflict, so none overwrites another's fields.
+func updateStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+	var reader client.Reader = c
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if uncachedReader != nil {
+			reader = uncachedReader // after a conflict the cache may lag behind: read the API
+		}
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		before := obj.DeepCopyObject()
+		mutate(obj)
+		if equality.Semantic.DeepEqual(before, runtime.Object(obj)) {
+			return nil
+		}
+		return c.Status().Update(ctx, obj)
+	})
+}

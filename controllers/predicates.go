@@ -1,0 +1,132 @@
+package controllers
+
+import (
+	"context"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/client-go/util/workqueue"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// deletingPredicate passes updates that mark an object for deletion.
+func deletingPredicate() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+// artifactChanged passes GitRepository updates whose artifact revision or digest changed.
+func artifactChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
+		n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if (o.Status.Artifact == nil) != (n.Status.Artifact == nil) {
+			return true
+		}
+		if n.Status.Artifact != nil && (o.Status.Artifact.Digest != n.Status.Artifact.Digest || o.Status.Artifact.Revision != n.Status.Artifact.Revision) {
+			return true
+		}
+		return o.Generation != n.Generation
+	}}
+}
+
+// clusterClassHandler calls fn with the namespace and ClusterClass of a Cluster, for the old and
+// the new ClusterClass when a Cluster moves between them, and only then.
+func clusterClassHandler(fn func(ctx context.Context, ns, class string) []reconcile.Request) handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns, class string) {
+		if class == "" {
+			return
+		}
+		for _, r := range fn(ctx, ns, class) {
+			q.Add(r)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if c, ok := e.Object.(*clusterv1.Cluster); ok {
+				enqueue(ctx, q, c.Namespace, ClusterClassOf(c))
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+			n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+			if !ok1 || !ok2 || ClusterClassOf(o) == ClusterClassOf(n) {
+				return
+			}
+			enqueue(ctx, q, o.Namespace, ClusterClassOf(o))
+			enqueue(ctx, q, n.Namespace, ClusterClassOf(n))
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if c, ok := e.Object.(*clusterv1.Cluster); ok {
+				enqueue(ctx, q, c.Namespace, ClusterClassOf(c))
+			}
+		},
+	}
+}
+
+// clusterInputChanged passes Cluster events that can change the addons: spec (generation),
+// labels and annotations, initialization status, deletion.
+func clusterInputChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+		n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Generation != n.Generation ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			controlPlaneInitialized(o) != controlPlaneInitialized(n) ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+	}}
+}
+
+// releaseFactsChanged passes release updates that change what clusters are built from.
+func releaseFactsChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*csv1.ClusterStackRelease)
+		n, ok2 := e.ObjectNew.(*csv1.ClusterStackRelease)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Status.Revision != n.Status.Revision ||
+			!equality.Semantic.DeepEqual(o.Status.Components, n.Status.Components) ||
+			conditionStatus(o.Status.Conditions, csv1.StackValidCondition) != conditionStatus(n.Status.Conditions, csv1.StackValidCondition) ||
+			o.Generation != n.Generation
+	}}
+}
+
+// readyChanged passes Flux object updates whose Ready status changed.
+func readyChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew)
+	}}
+}
+
+func readyStatus(o client.Object) metav1.ConditionStatus {
+	if g, ok := o.(interface{ GetConditions() []metav1.Condition }); ok {
+		return conditionStatus(g.GetConditions(), meta.ReadyCondition)
+	}
+	return metav1.ConditionUnknown
+}
+
+func conditionStatus(conds []metav1.Condition, t string) metav1.ConditionStatus {
+	if c := apimeta.FindStatusCondition(conds, t); c != nil {
+		return c.Status
+	}
+	return metav1.ConditionUnknown
+}

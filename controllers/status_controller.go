@@ -1,0 +1,644 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+)
+
+// StatusOptions configure the status aggregation.
+type StatusOptions struct {
+	// Grace is how long a Flux object may be not Ready, or a rollout unfinished, before the
+	// subject is Degraded.
+	Grace time.Duration
+	// Now returns the current time (a clock for tests).
+	Now func() time.Time
+}
+
+func (o StatusOptions) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClusterAddon
+
+// ClusterAddonStatusReconciler is the one place that computes a ClusterAddon's Available,
+// Progressing, Degraded and Ready conditions, its components' readiness and its last applied
+// release, from the Flux objects delivering its components.
+type ClusterAddonStatusReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+	Options  StatusOptions
+}
+
+// Reconcile recomputes one ClusterAddon's status.
+func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	addon := &csv1.ClusterAddon{}
+	if err := r.Get(ctx, req.NamespacedName, addon); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !addon.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	in, err := r.input(ctx, addon)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res := fluxstatus.Compute(in)
+	err = updateStatus(ctx, r.Client, addon, func(a *csv1.ClusterAddon) {
+		for i := range a.Status.Components {
+			c := &a.Status.Components[i]
+			for _, o := range in.Objects {
+				if o.Ref() == c.FluxObject {
+					c.Ready = o.Healthy()
+					if !strings.HasPrefix(c.Message, "waiting for ") || o.Exists {
+						c.Message = o.Describe()
+					}
+				}
+			}
+		}
+		ready := 0
+		for _, c := range a.Status.Components {
+			if c.Ready {
+				ready++
+			}
+		}
+		a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
+		if res.Healthy && a.Status.DesiredRelease != "" {
+			a.Status.LastAppliedRelease = a.Status.DesiredRelease
+		}
+		emitTransitions(r.Recorder, a, a.Status.Conditions, res)
+		fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
+		if res.Healthy {
+			a.Status.ObservedGeneration = a.Generation
+		}
+	})
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, error) {
+	in := fluxstatus.Input{
+		Subject:   fmt.Sprintf("cluster %s/%s", addon.Namespace, addon.Spec.ClusterName),
+		Delivered: addon.Status.LastAppliedRelease,
+		Desired:   addon.Status.DesiredRelease,
+		Previous:  addon.Status.Conditions,
+		Now:       r.Options.now(),
+		Grace:     r.Options.Grace,
+	}
+	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ValuesRenderedCondition); c != nil && c.Status == metav1.ConditionFalse {
+		in.Invalid = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+	}
+	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		p := &fluxstatus.Problem{Reason: csv1.ReasonUnknown, Message: "the cluster's addons have not been reconciled yet", Since: addon.CreationTimestamp.Time}
+		if c != nil {
+			p = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+		}
+		in.Waiting = p
+	}
+	if addon.Status.DesiredRelease == "" {
+		return in, nil
+	}
+	rel := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: addon.Status.DesiredRelease}, rel); err != nil {
+		if apierrors.IsNotFound(err) {
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonWaitingForRelease, Message: "release " + addon.Status.DesiredRelease + " does not exist", Since: addon.CreationTimestamp.Time}
+			return in, nil
+		}
+		return in, err
+	}
+	versions := map[string]csv1.ReleaseComponent{}
+	for _, c := range rel.Status.Components {
+		versions[c.Name] = c
+	}
+	for _, c := range addon.Status.Components {
+		var st fluxstatus.ObjectState
+		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
+		key := client.ObjectKey{Namespace: addon.Namespace, Name: name}
+		switch c.Kind {
+		case csv1.ComponentKindHelm:
+			o := &helmv2.HelmRelease{}
+			if err := r.Get(ctx, key, o); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return in, err
+				}
+				st = fluxstatus.Missing(helmv2.HelmReleaseKind, name, c.Name)
+			} else {
+				st = fluxstatus.FromHelmRelease(o, versions[c.Name].Version)
+			}
+		default:
+			o := &kustomizev1.Kustomization{}
+			if err := r.Get(ctx, key, o); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return in, err
+				}
+				st = fluxstatus.Missing(kustomizev1.KustomizationKind, name, c.Name)
+			} else {
+				st = fluxstatus.FromKustomization(o, rel.Status.Revision)
+			}
+		}
+		st.Component = c.Name
+		in.Objects = append(in.Objects, st)
+	}
+	return in, nil
+}
+
+// SetupWithManager watches ClusterAddons and the Flux objects they own.
+func (r *ClusterAddonStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&csv1.ClusterAddon{}).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.addonsOfRelease)).
+		Named("clusteraddon-status").
+		Complete(r)
+}
+
+func (r *ClusterAddonStatusReconciler) addonsOfRelease(ctx context.Context, o client.Object) []reconcile.Request {
+	var list csv1.ClusterAddonList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{addonReleaseIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClusterStackRelease
+
+// ClusterStackReleaseStatusReconciler computes a release's conditions from its Flux objects,
+// and counts the Clusters using it.
+type ClusterStackReleaseStatusReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+	Options  StatusOptions
+}
+
+// Reconcile recomputes one release's status.
+func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rel := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	in, err := r.input(ctx, rel)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	counts, err := countClusters(ctx, r.Client, rel.Namespace, client.MatchingFields{addonReleaseIndex: rel.Name})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res := fluxstatus.Compute(in)
+	err = updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+		rel.Status.Clusters = counts
+		emitTransitions(r.Recorder, rel, rel.Status.Conditions, res)
+		fluxstatus.Apply(&rel.Status.Conditions, rel.Generation, res)
+	})
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, error) {
+	in := fluxstatus.Input{
+		Subject:  "release " + rel.Name,
+		Desired:  rel.Spec.Version,
+		Previous: rel.Status.Conditions,
+		Now:      r.Options.now(),
+		Grace:    r.Options.Grace,
+	}
+	repo := &sourcev1.GitRepository{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return in, err
+		}
+		in.Objects = append(in.Objects, fluxstatus.Missing(sourcev1.GitRepositoryKind, rel.Name, "source"))
+	} else {
+		st := fluxstatus.FromGitRepository(repo)
+		st.Component = "source"
+		in.Objects = append(in.Objects, st)
+	}
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition); c != nil && c.Status == metav1.ConditionFalse {
+		p := &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+		if c.Reason == csv1.ReasonInvalidStack {
+			in.Invalid = p
+		} else {
+			in.Waiting = p
+		}
+	}
+	if rel.Status.ClusterClass == nil {
+		if in.Waiting == nil && in.Invalid == nil {
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: fmt.Sprintf("waiting for the stack at tag %s to be fetched", rel.Name), Since: rel.CreationTimestamp.Time}
+		}
+		return in, nil
+	}
+	cc := *rel.Status.ClusterClass
+	name := fluxgen.ClusterClassObjectName(rel.Name)
+	if cc.Kind == csv1.ComponentKindKustomize {
+		st, err := getState(ctx, r.Client, rel.Namespace, name, &kustomizev1.Kustomization{}, func(o *kustomizev1.Kustomization) fluxstatus.ObjectState {
+			return fluxstatus.FromKustomization(o, rel.Status.Revision)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
+	} else {
+		st, err := getState(ctx, r.Client, rel.Namespace, name, &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
+			return fluxstatus.FromHelmChart(o, cc.Version)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
+		st, err = getState(ctx, r.Client, rel.Namespace, name, &helmv2.HelmRelease{}, func(o *helmv2.HelmRelease) fluxstatus.ObjectState {
+			return fluxstatus.FromHelmRelease(o, cc.Version)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
+	}
+	for _, c := range rel.Status.Components {
+		if c.Kind != csv1.ComponentKindHelm {
+			continue
+		}
+		st, err := getState(ctx, r.Client, rel.Namespace, fluxgen.AddonChartName(rel.Name, c.Name), &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
+			return fluxstatus.FromHelmChart(o, c.Version)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, c.Name))
+	}
+	return in, nil
+}
+
+func withComponent(s fluxstatus.ObjectState, c string) fluxstatus.ObjectState {
+	s.Component = c
+	return s
+}
+
+// getState reads a Flux object and maps it, or reports it missing.
+func getState[T client.Object](ctx context.Context, c client.Reader, ns, name string, obj T, fn func(T) fluxstatus.ObjectState) (fluxstatus.ObjectState, error) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*")
+			kind = kind[strings.LastIndex(kind, ".")+1:]
+			return fluxstatus.Missing(kind, name, ""), nil
+		}
+		return fluxstatus.ObjectState{}, err
+	}
+	return fn(obj), nil
+}
+
+// countClusters counts the ClusterAddons matching opts by state.
+func countClusters(ctx context.Context, c client.Reader, ns string, opts ...client.ListOption) (csv1.ClusterCounts, error) {
+	var list csv1.ClusterAddonList
+	if err := c.List(ctx, &list, append(opts, client.InNamespace(ns))...); err != nil {
+		return csv1.ClusterCounts{}, err
+	}
+	var n csv1.ClusterCounts
+	for _, a := range list.Items {
+		n.Total++
+		if a.Status.LastAppliedRelease != "" && a.Status.LastAppliedRelease == a.Status.DesiredRelease {
+			n.UpToDate++
+		}
+		if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition) {
+			n.Available++
+		}
+		if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.DegradedCondition) {
+			n.Degraded++
+		}
+	}
+	return n, nil
+}
+
+// SetupWithManager watches releases, their Flux objects and the ClusterAddons using them.
+func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	owner := func() handler.EventHandler {
+		return handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterStackRelease{}, handler.OnlyControllerOwner())
+	}
+	rv := builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&csv1.ClusterStackRelease{}).
+		Watches(&sourcev1.GitRepository{}, owner(), rv).
+		Watches(&sourcev1.HelmChart{}, owner(), rv).
+		Watches(&helmv2.HelmRelease{}, owner(), rv).
+		Watches(&kustomizev1.Kustomization{}, owner(), rv).
+		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			a := o.(*csv1.ClusterAddon)
+			var reqs []reconcile.Request
+			for _, rel := range []string{a.Status.DesiredRelease, a.Status.LastAppliedRelease} {
+				if rel != "" {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: rel}})
+				}
+			}
+			return reqs
+		})).
+		Named("clusterstackrelease-status").
+		Complete(r)
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClusterStack
+
+// ClusterStackStatusReconciler computes a ClusterStack's conditions, available version and
+// counts from its releases and the ClusterAddons of its Clusters.
+type ClusterStackStatusReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+}
+
+// Reconcile recomputes one ClusterStack's status.
+func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cs := &csv1.ClusterStack{}
+	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var rels csv1.ClusterStackReleaseList
+	if err := r.List(ctx, &rels, client.InNamespace(cs.Namespace), client.MatchingFields{releaseStackIndex: cs.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var addons csv1.ClusterAddonList
+	if err := r.List(ctx, &addons, client.InNamespace(cs.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	var mine []csv1.ClusterAddon
+	for _, a := range addons.Items {
+		if a.Status.ClusterStack == cs.Name {
+			mine = append(mine, a)
+		}
+	}
+	related, err := r.relatedObjects(ctx, cs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	f := StackFacts{Releases: rels.Items, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition)}
+	err = updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
+		res := ComputeStackStatus(cs.Name, f)
+		cs.Status.Versions.Available = res.AvailableVersion
+		cs.Status.Clusters = res.Clusters
+		cs.Status.ClustersSummary = fmt.Sprintf("%d/%d", res.Clusters.Available, res.Clusters.Total)
+		cs.Status.RelatedObjects = related
+		for i := range cs.Status.Releases {
+			s := &cs.Status.Releases[i]
+			s.Available = res.ReleaseAvailable[s.Name]
+			s.Clusters = res.ReleaseClusters[s.Name]
+		}
+		emitTransitions(r.Recorder, cs, cs.Status.Conditions, res.Result)
+		fluxstatus.Apply(&cs.Status.Conditions, cs.Generation, res.Result)
+	})
+	return ctrl.Result{}, err
+}
+
+// relatedObjects lists the objects generated for the stack's releases.
+func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *csv1.ClusterStack) ([]csv1.RelatedObject, error) {
+	sel := client.MatchingLabels{csv1.StackLabel: cs.Name, csv1.ManagedByLabel: csv1.ManagedByValue}
+	var out []csv1.RelatedObject
+	add := func(apiVersion, kind string, o metav1.Object) {
+		if _, perCluster := o.GetLabels()[csv1.ClusterNameLabel]; perCluster {
+			return
+		}
+		out = append(out, csv1.RelatedObject{APIVersion: apiVersion, Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	var repos sourcev1.GitRepositoryList
+	if err := r.List(ctx, &repos, client.InNamespace(cs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for i := range repos.Items {
+		add(sourcev1.GroupVersion.String(), sourcev1.GitRepositoryKind, &repos.Items[i])
+	}
+	var charts sourcev1.HelmChartList
+	if err := r.List(ctx, &charts, client.InNamespace(cs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for i := range charts.Items {
+		add(sourcev1.GroupVersion.String(), sourcev1.HelmChartKind, &charts.Items[i])
+	}
+	var hrs helmv2.HelmReleaseList
+	if err := r.List(ctx, &hrs, client.InNamespace(cs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for i := range hrs.Items {
+		add(helmv2.GroupVersion.String(), helmv2.HelmReleaseKind, &hrs.Items[i])
+	}
+	var kss kustomizev1.KustomizationList
+	if err := r.List(ctx, &kss, client.InNamespace(cs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for i := range kss.Items {
+		add(kustomizev1.GroupVersion.String(), kustomizev1.KustomizationKind, &kss.Items[i])
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// SetupWithManager watches ClusterStacks, their releases and their clusters' ClusterAddons.
+func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toStack := func(label string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name := ""
+			switch t := o.(type) {
+			case *csv1.ClusterStackRelease:
+				name = t.Spec.ClusterStack
+			case *csv1.ClusterAddon:
+				name = t.Status.ClusterStack
+			default:
+				name = o.GetLabels()[label]
+			}
+			if name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		})
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&csv1.ClusterStack{}).
+		Watches(&csv1.ClusterStackRelease{}, toStack(csv1.StackLabel)).
+		Watches(&csv1.ClusterAddon{}, toStack(csv1.StackLabel)).
+		Named("clusterstack-status").
+		Complete(r)
+}
+
+// StackFacts is what a ClusterStack's status is computed from.
+type StackFacts struct {
+	Releases []csv1.ClusterStackRelease
+	Addons   []csv1.ClusterAddon
+	Resolved *metav1.Condition
+}
+
+// StackResult is the computed status of a ClusterStack.
+type StackResult struct {
+	fluxstatus.Result
+	AvailableVersion string
+	Clusters         csv1.ClusterCounts
+	ReleaseAvailable map[string]bool
+	ReleaseClusters  map[string]csv1.ClusterCounts
+}
+
+// ComputeStackStatus derives a ClusterStack's status from its releases and ClusterAddons. A
+// version is fully available when its release is Available and every Cluster that wants it has
+// it applied and Available; status.versions.available is the newest such version, so it moves
+// only when a rollout has completed.
+func ComputeStackStatus(name string, f StackFacts) StackResult {
+	res := StackResult{ReleaseAvailable: map[string]bool{}, ReleaseClusters: map[string]csv1.ClusterCounts{}}
+	subject := "ClusterStack " + name
+	var degraded, progressing []string
+	byVersion := map[string]string{}
+	for _, rel := range f.Releases {
+		byVersion[rel.Name] = rel.Spec.Version
+		avail := apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)
+		res.ReleaseAvailable[rel.Name] = avail
+		if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			degraded = append(degraded, c.Message)
+		} else if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ProgressingCondition); c == nil || c.Status != metav1.ConditionFalse {
+			msg := "release " + rel.Name + " is being reconciled"
+			if c != nil {
+				msg = c.Message
+			}
+			progressing = append(progressing, msg)
+		}
+	}
+	pending := map[string]bool{} // releases some Cluster wants but does not have yet
+	allAvailable := true
+	for _, a := range f.Addons {
+		counts := res.ReleaseClusters[a.Status.DesiredRelease]
+		counts.Total++
+		res.Clusters.Total++
+		upToDate := a.Status.LastAppliedRelease != "" && a.Status.LastAppliedRelease == a.Status.DesiredRelease
+		avail := apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition)
+		if upToDate {
+			counts.UpToDate++
+			res.Clusters.UpToDate++
+		}
+		if avail {
+			counts.Available++
+			res.Clusters.Available++
+		} else {
+			allAvailable = false
+		}
+		if !upToDate || !avail {
+			pending[a.Status.DesiredRelease] = true
+		}
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			counts.Degraded++
+			res.Clusters.Degraded++
+			degraded = append(degraded, c.Message)
+		} else if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil && c.Status == metav1.ConditionTrue {
+			progressing = append(progressing, c.Message)
+		}
+		res.ReleaseClusters[a.Status.DesiredRelease] = counts
+	}
+	for _, rel := range f.Releases {
+		if !res.ReleaseAvailable[rel.Name] || pending[rel.Name] {
+			continue
+		}
+		if res.AvailableVersion == "" || stack.CompareVersions(rel.Spec.Version, res.AvailableVersion) > 0 {
+			res.AvailableVersion = rel.Spec.Version
+		}
+	}
+	if f.Resolved != nil && f.Resolved.Status == metav1.ConditionFalse {
+		if f.Resolved.Reason == csv1.ReasonInUse {
+			progressing = append([]string{f.Resolved.Message}, progressing...)
+		} else {
+			degraded = append([]string{f.Resolved.Message}, degraded...)
+		}
+	}
+
+	mk := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncateMsg(msg)}
+	}
+	if len(degraded) > 0 {
+		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady, subject+": "+summarize(degraded))
+	} else {
+		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": no release or cluster is degraded")
+	}
+	if len(progressing) > 0 {
+		res.Progressing = mk(csv1.ProgressingCondition, metav1.ConditionTrue, csv1.ReasonReconciling, subject+": "+summarize(progressing))
+	} else {
+		res.Progressing = mk(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": nothing is rolling out")
+	}
+	switch {
+	case len(f.Releases) == 0:
+		res.Available = mk(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonNoReleases, subject+": no release yet")
+	case res.AvailableVersion == "":
+		res.Available = mk(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonReconciling, subject+": no version is fully available yet")
+	case !allAvailable:
+		res.Available = mk(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonFluxNotReady,
+			fmt.Sprintf("%s: %s is available, but only %d/%d clusters are", subject, res.AvailableVersion, res.Clusters.Available, res.Clusters.Total))
+	default:
+		res.Available = mk(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected,
+			fmt.Sprintf("%s: %s is available on %d/%d clusters", subject, res.AvailableVersion, res.Clusters.Available, res.Clusters.Total))
+	}
+	res.Ready = fluxstatus.ReadyFrom(res.Available, res.Progressing, res.Degraded)
+	res.Healthy = res.Ready.Status == metav1.ConditionTrue
+	_ = byVersion
+	return res
+}
+
+func summarize(msgs []string) string {
+	const max = 3
+	if len(msgs) <= max {
+		return strings.Join(msgs, "; ")
+	}
+	return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
+}
+
+func truncateMsg(s string) string {
+	if len(s) > 2048 {
+		return s[:2045] + "..."
+	}
+	return s
+}
+
+// emitTransitions records an Event when Available or Degraded changes status: on transitions
+// only, never on every reconcile.
+func emitTransitions(rec record.EventRecorder, obj client.Object, prev []metav1.Condition, res fluxstatus.Result) {
+	if rec == nil {
+		return
+	}
+	for _, c := range []metav1.Condition{res.Available, res.Degraded} {
+		old := apimeta.FindStatusCondition(prev, c.Type)
+		if old != nil && old.Status == c.Status {
+			continue
+		}
+		if old == nil && c.Status == metav1.ConditionFalse && c.Type == csv1.DegradedCondition {
+			continue // "not degraded" at birth is no news
+		}
+		typ := corev1.EventTypeNormal
+		if (c.Type == csv1.DegradedCondition && c.Status == metav1.ConditionTrue) || (c.Type == csv1.AvailableCondition && c.Status == metav1.ConditionFalse && old != nil) {
+			typ = corev1.EventTypeWarning
+		}
+		rec.Event(obj, typ, c.Type+string(c.Status), c.Message)
+	}
+}

@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools records the commands this module builds, so that go mod tidy keeps them.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)

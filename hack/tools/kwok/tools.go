@@ -1,0 +1,6 @@
+//go:build tools
+
+// Package tools records the command this module builds.
+package tools
+
+import _ "sigs.k8s.io/kwok/cmd/kwok"

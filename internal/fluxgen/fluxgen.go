@@ -1,0 +1,315 @@
+// Package fluxgen translates cluster stack intents into Flux objects. It has no client: every
+// function is a pure mapping from API objects to the Flux objects the controllers apply, so the
+// translation is table-tested without an API server.
+//
+// Per release (in the ClusterStack's namespace, owned by the ClusterStackRelease):
+//   - a GitRepository pinned to the release tag, the one source of the release;
+//   - the cluster-class: a HelmChart + HelmRelease (chart) or a Kustomization (kustomize dir)
+//     applying it into the management cluster;
+//   - one HelmChart per Helm addon component, shared by every cluster's HelmRelease.
+//
+// Per cluster (in the Cluster's namespace, owned by the ClusterAddon): one HelmRelease or
+// Kustomization per addon component, targeting the workload cluster through CAPI's
+// <cluster>-kubeconfig Secret and taking its values from the cluster's generated ConfigMap.
+package fluxgen
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/kustomize"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/render"
+)
+
+const (
+	// DefaultInterval is the Flux interval of generated objects when the ClusterStack sets none.
+	DefaultInterval = 5 * time.Minute
+	// AddonInterval is how often Flux re-checks an addon for drift; changes are watched, not polled.
+	AddonInterval = 10 * time.Minute
+	// AddonTimeout bounds one install or upgrade of an addon.
+	AddonTimeout = 5 * time.Minute
+	// KubeconfigKey is the key of CAPI's kubeconfig Secret holding the kubeconfig.
+	KubeconfigKey = "value"
+	// ClusterClassKind and ClusterClassGroup identify CAPI's ClusterClass.
+	ClusterClassKind  = "ClusterClass"
+	ClusterClassGroup = "cluster.x-k8s.io"
+	// maxHelmReleaseName is Helm's limit on release names.
+	maxHelmReleaseName = 53
+)
+
+// Names of generated objects.
+
+// GitRepositoryName is the name of a release's GitRepository.
+func GitRepositoryName(release string) string { return release }
+
+// ClusterClassObjectName is the name of the HelmChart/HelmRelease/Kustomization of a release's cluster-class.
+func ClusterClassObjectName(release string) string { return release + "-cluster-class" }
+
+// AddonChartName is the name of the shared HelmChart of an addon component of a release.
+func AddonChartName(release, component string) string { return release + "-" + component }
+
+// AddonObjectName is the name of a cluster's HelmRelease or Kustomization for a component.
+func AddonObjectName(cluster, component string) string { return cluster + "-" + component }
+
+// ValuesConfigMapName is the name of a cluster's generated values ConfigMap.
+func ValuesConfigMapName(cluster string) string { return cluster + "-stack-values" }
+
+// KubeconfigSecretName is the name of CAPI's kubeconfig Secret of a cluster.
+func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
+
+// ReleaseLabels are the labels of a release's objects.
+func ReleaseLabels(rel *csv1.ClusterStackRelease, component string) map[string]string {
+	l := map[string]string{
+		csv1.ManagedByLabel: csv1.ManagedByValue,
+		csv1.StackLabel:     rel.Spec.ClusterStack,
+		csv1.ReleaseLabel:   rel.Name,
+	}
+	if component != "" {
+		l[csv1.ComponentLabel] = component
+	}
+	return l
+}
+
+// ClusterLabels are the labels of a cluster's objects.
+func ClusterLabels(stack, release, cluster, component string) map[string]string {
+	l := map[string]string{
+		csv1.ManagedByLabel:   csv1.ManagedByValue,
+		csv1.StackLabel:       stack,
+		csv1.ReleaseLabel:     release,
+		csv1.ClusterNameLabel: cluster,
+	}
+	if component != "" {
+		l[csv1.ComponentLabel] = component
+	}
+	return l
+}
+
+func interval(rel *csv1.ClusterStackRelease) metav1.Duration {
+	if rel.Spec.Interval.Duration > 0 {
+		return rel.Spec.Interval
+	}
+	return metav1.Duration{Duration: DefaultInterval}
+}
+
+// componentPath is the path of a component in the repository, as Flux wants it ("./a/b").
+func componentPath(rel *csv1.ClusterStackRelease, p string) string {
+	return "./" + path.Clean(path.Join(rel.Spec.Source.Path, p))
+}
+
+// GitRepository is the release's source: the repository at the release tag. Only the stack
+// directory is packaged into the artifact, so a repository holding many stacks costs little.
+func GitRepository(rel *csv1.ClusterStackRelease) *sourcev1.GitRepository {
+	gr := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Name: GitRepositoryName(rel.Name), Namespace: rel.Namespace, Labels: ReleaseLabels(rel, "")},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       rel.Spec.Source.URL,
+			SecretRef: rel.Spec.Source.SecretRef.DeepCopy(),
+			Interval:  interval(rel),
+			Reference: &sourcev1.GitRepositoryRef{Tag: rel.Name},
+		},
+	}
+	if ignore := OnlyPath(rel.Spec.Source.Path); ignore != "" {
+		gr.Spec.Ignore = &ignore
+	}
+	return gr
+}
+
+// OnlyPath returns .sourceignore rules (gitignore syntax) that exclude everything but dir.
+// gitignore cannot re-include a file whose parent directory is excluded, so every ancestor is
+// re-included and its other entries excluded again: for "a/b" the rules are
+// "/*", "!/a/", "/a/*", "!/a/b/". It returns "" for the repository root.
+func OnlyPath(dir string) string {
+	dir = strings.Trim(path.Clean("/"+dir), "/")
+	if dir == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("/*\n")
+	prefix := ""
+	for _, part := range strings.Split(dir, "/") {
+		prefix += "/" + part
+		b.WriteString("!" + prefix + "/\n")
+		if prefix != "/"+dir {
+			b.WriteString(prefix + "/*\n")
+		}
+	}
+	return b.String()
+}
+
+// HelmChart is a chart in the release's GitRepository.
+func helmChart(rel *csv1.ClusterStackRelease, name, component, chartPath string) *sourcev1.HelmChart {
+	return &sourcev1.HelmChart{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmChartKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: ReleaseLabels(rel, component)},
+		Spec: sourcev1.HelmChartSpec{
+			Chart:             componentPath(rel, chartPath),
+			SourceRef:         sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
+			Interval:          interval(rel),
+			ReconcileStrategy: sourcev1.ReconcileStrategyChartVersion,
+		},
+	}
+}
+
+// HelmReleaseName returns a Helm release name within Helm's limit: the name itself when it
+// fits, otherwise a prefix and a short hash.
+func HelmReleaseName(name string) string {
+	if len(name) <= maxHelmReleaseName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:maxHelmReleaseName-9], "-") + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// ClusterClassObjects are the Flux objects applying a release's cluster-class into the
+// management cluster, in the release's namespace.
+//
+// A chart is installed as its own Helm release named after the release, so that two releases
+// of a stack never share (and upgrade away) each other's Helm release. Charts name their
+// ClusterClass `{{ .Release.Name }}-{{ .Chart.Version }}` (the Sovereign Cloud Stack
+// convention); a post-renderer sets the ClusterClass's name to the release name, the name
+// every Cluster refers to. The templates the ClusterClass references keep their rendered names.
+func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent) []client.Object {
+	name := ClusterClassObjectName(rel.Name)
+	labels := ReleaseLabels(rel, csv1.ClusterClassComponent)
+	if c.Kind == csv1.ComponentKindKustomize {
+		return []client.Object{&kustomizev1.Kustomization{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef:       kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
+				Path:            componentPath(rel, c.Path),
+				Interval:        interval(rel),
+				Prune:           true,
+				Wait:            true,
+				Timeout:         &metav1.Duration{Duration: AddonTimeout},
+				TargetNamespace: rel.Namespace,
+				// The variables a kustomize cluster-class names its ClusterClass with (stacks/README.md).
+				PostBuild: &kustomizev1.PostBuild{Substitute: map[string]string{
+					"cluster_class_name": rel.Name,
+					"release_name":       strings.TrimSuffix(strings.TrimSuffix(rel.Name, rel.Spec.Version), "-"),
+					"release_version":    rel.Spec.Version,
+					"kubernetes_version": rel.Status.KubernetesVersion,
+				}},
+			},
+		}}
+	}
+	chart := helmChart(rel, name, csv1.ClusterClassComponent, c.Path)
+	hr := &helmv2.HelmRelease{
+		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
+		Spec: helmv2.HelmReleaseSpec{
+			ChartRef:        &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: name},
+			Interval:        interval(rel),
+			ReleaseName:     HelmReleaseName(rel.Name),
+			TargetNamespace: rel.Namespace,
+			Install:         &helmv2.Install{Remediation: &helmv2.InstallRemediation{Retries: -1}},
+			Upgrade:         &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
+			PostRenderers: []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{Patches: []kustomize.Patch{{
+				Target: &kustomize.Selector{Group: ClusterClassGroup, Kind: ClusterClassKind},
+				Patch:  "- op: replace\n  path: /metadata/name\n  value: " + rel.Name + "\n",
+			}}}}},
+		},
+	}
+	return []client.Object{chart, hr}
+}
+
+// AddonCharts are the shared HelmCharts of a release's Helm addon components: one per
+// component per release, referenced by every cluster's HelmRelease.
+func AddonCharts(rel *csv1.ClusterStackRelease, components []csv1.ReleaseComponent) []*sourcev1.HelmChart {
+	var out []*sourcev1.HelmChart
+	for _, c := range components {
+		if c.Kind != csv1.ComponentKindHelm {
+			continue
+		}
+		out = append(out, helmChart(rel, AddonChartName(rel.Name, c.Name), c.Name, c.Path))
+	}
+	return out
+}
+
+// ClusterInput names what a cluster's addon objects are built from.
+type ClusterInput struct {
+	// Cluster and Namespace of the CAPI Cluster.
+	Cluster, Namespace string
+	// Stack is the ClusterStack's name.
+	Stack string
+	// Release is the release whose addons are wanted.
+	Release *csv1.ClusterStackRelease
+	// Components of that release, in install order.
+	Components []csv1.ReleaseComponent
+}
+
+// AddonObjects are a cluster's HelmReleases and Kustomizations, one per component, in order.
+// Each depends on the previous component of the same kind (Flux orders only within a kind);
+// callers gate creation across kinds.
+func AddonObjects(in ClusterInput) []client.Object {
+	values := ValuesConfigMapName(in.Cluster)
+	kubeconfig := &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: KubeconfigSecretName(in.Cluster), Key: KubeconfigKey}}
+	var out []client.Object
+	var prevHelm, prevKust string
+	for _, c := range in.Components {
+		name := AddonObjectName(in.Cluster, c.Name)
+		labels := ClusterLabels(in.Stack, in.Release.Name, in.Cluster, c.Name)
+		ns := c.Namespace
+		if ns == "" {
+			ns = "kube-system"
+		}
+		switch c.Kind {
+		case csv1.ComponentKindHelm:
+			hr := &helmv2.HelmRelease{
+				TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Labels: labels},
+				Spec: helmv2.HelmReleaseSpec{
+					ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: AddonChartName(in.Release.Name, c.Name)},
+					Interval:         metav1.Duration{Duration: AddonInterval},
+					KubeConfig:       kubeconfig.DeepCopy(),
+					ReleaseName:      HelmReleaseName(c.Name),
+					TargetNamespace:  ns,
+					StorageNamespace: ns,
+					Timeout:          &metav1.Duration{Duration: AddonTimeout},
+					Install:          &helmv2.Install{CreateNamespace: true, Remediation: &helmv2.InstallRemediation{Retries: -1}},
+					Upgrade:          &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
+					ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: values, ValuesKey: render.HelmValuesKey(c.Name)}},
+				},
+			}
+			if prevHelm != "" {
+				hr.Spec.DependsOn = []helmv2.DependencyReference{{Name: prevHelm}}
+			}
+			prevHelm = name
+			out = append(out, hr)
+		case csv1.ComponentKindKustomize:
+			ks := &kustomizev1.Kustomization{
+				TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Labels: labels},
+				Spec: kustomizev1.KustomizationSpec{
+					SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(in.Release.Name)},
+					Path:          componentPath(in.Release, c.Path),
+					Interval:      metav1.Duration{Duration: AddonInterval},
+					RetryInterval: &metav1.Duration{Duration: 30 * time.Second},
+					Timeout:       &metav1.Duration{Duration: AddonTimeout},
+					KubeConfig:    kubeconfig.DeepCopy(),
+					Prune:         true,
+					Wait:          true,
+					PostBuild:     &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: values}}},
+				},
+			}
+			if prevKust != "" {
+				ks.Spec.DependsOn = []kustomizev1.DependencyReference{{Name: prevKust}}
+			}
+			prevKust = name
+			out = append(out, ks)
+		}
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package fluxstatus
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// Problem is a fact recorded by the controller that writes Flux objects: invalid input (which
+// makes the subject Degraded at once) or a prerequisite being waited for (Progressing, and
+// Degraded only once it lasts longer than the grace period).
+type Problem struct {
+	Reason  string
+	Message string
+	// Since is when the problem started (the writer condition's transition time).
+	Since time.Time
+}
+
+// Input is everything the conditions of one subject (a ClusterAddon or a ClusterStackRelease)
+// are computed from.
+type Input struct {
+	// Subject prefixes every message, e.g. "cluster default/c1" or "release aws-base-1-33-v2".
+	Subject string
+	// Objects are the Flux objects the subject needs, in order. Callers set Waiting while they
+	// cannot tell yet which objects are needed.
+	Objects []ObjectState
+	// Invalid is an input problem no retry fixes (malformed stack, failed render).
+	Invalid *Problem
+	// Waiting is a prerequisite not met yet (control plane, kubeconfig Secret, release).
+	Waiting *Problem
+	// Delivered is the version last fully applied ("" when none yet); while a different version
+	// rolls out, Available stays True for it unless the subject is Degraded.
+	Delivered string
+	// Desired is the version being rolled out.
+	Desired string
+	// Previous are the subject's current conditions, so transition times and the start of
+	// progress are kept.
+	Previous []metav1.Condition
+	// Now and Grace: an object not Ready, or a rollout not done, for longer than Grace is Degraded.
+	Now   time.Time
+	Grace time.Duration
+}
+
+// Result holds the four computed conditions and when to look again.
+type Result struct {
+	Available, Progressing, Degraded, Ready metav1.Condition
+	// Healthy is true when every object is Ready at the expected revision and nothing is awaited.
+	Healthy bool
+	// RequeueAfter is when a grace period runs out and the result may change without any watch
+	// event; zero when no timer is needed.
+	RequeueAfter time.Duration
+}
+
+// Compute derives Available, Progressing, Degraded and Ready.
+func Compute(in Input) Result {
+	var r Result
+	r.Healthy = in.Invalid == nil && in.Waiting == nil
+	var firstUnhealthy *ObjectState
+	var stalled []ObjectState
+	var notReadyTooLong *ObjectState
+	for i := range in.Objects {
+		o := in.Objects[i]
+		if o.Healthy() {
+			continue
+		}
+		r.Healthy = false
+		if firstUnhealthy == nil {
+			firstUnhealthy = &in.Objects[i]
+		}
+		if o.Stalled {
+			stalled = append(stalled, o)
+			continue
+		}
+		if o.Exists && o.Ready == metav1.ConditionFalse && notReadyTooLong == nil {
+			since := o.ReadySince
+			if since.IsZero() {
+				since = o.Created
+			}
+			if left := in.Grace - in.Now.Sub(since); left <= 0 {
+				notReadyTooLong = &in.Objects[i]
+			} else {
+				r.RequeueAfter = minPositive(r.RequeueAfter, left)
+			}
+		}
+	}
+
+	// Progressing starts when the subject stops being healthy; its start is kept across reconciles.
+	progressingSince := in.Now
+	if prev := apimeta.FindStatusCondition(in.Previous, csv1.ProgressingCondition); prev != nil && prev.Status == metav1.ConditionTrue {
+		progressingSince = prev.LastTransitionTime.Time
+	}
+	if in.Waiting != nil && !in.Waiting.Since.IsZero() && in.Waiting.Since.Before(progressingSince) {
+		progressingSince = in.Waiting.Since
+	}
+	rolloutTooLong := false
+	if !r.Healthy && in.Invalid == nil && len(stalled) == 0 {
+		if left := in.Grace - in.Now.Sub(progressingSince); left <= 0 {
+			rolloutTooLong = true
+		} else {
+			r.RequeueAfter = minPositive(r.RequeueAfter, left)
+		}
+	}
+
+	// Degraded.
+	switch {
+	case in.Invalid != nil:
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Invalid.Reason, in.Subject+": "+in.Invalid.Message)
+	case len(stalled) > 0:
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxStalled, in.Subject+": "+describeAll(stalled))
+	case notReadyTooLong != nil:
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
+			fmt.Sprintf("%s: %s (not Ready for more than %s)", in.Subject, componentPrefix(*notReadyTooLong)+notReadyTooLong.Describe(), in.Grace))
+	case rolloutTooLong && in.Waiting != nil:
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Waiting.Reason,
+			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Waiting.Message, in.Grace))
+	case rolloutTooLong:
+		msg := "no Flux objects"
+		if firstUnhealthy != nil {
+			msg = componentPrefix(*firstUnhealthy) + firstUnhealthy.Describe()
+		}
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
+			fmt.Sprintf("%s: %s (not converged for more than %s)", in.Subject, msg, in.Grace))
+	default:
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, in.Subject+": desired state is met or converging")
+	}
+	degraded := r.Degraded.Status == metav1.ConditionTrue
+
+	// Progressing: moving towards the desired state, and able to.
+	switch {
+	case r.Healthy:
+		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is applied", in.Subject, orDefault(in.Desired, "the desired state")))
+	case in.Invalid != nil || len(stalled) > 0:
+		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionFalse, r.Degraded.Reason, in.Subject+": not progressing until the problem is fixed")
+	case in.Waiting != nil:
+		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Waiting.Reason, in.Subject+": "+in.Waiting.Message)
+	default:
+		reason := csv1.ReasonReconciling
+		if firstUnhealthy != nil && firstUnhealthy.Exists && firstUnhealthy.Current && firstUnhealthy.Ready == metav1.ConditionTrue {
+			reason = csv1.ReasonRevisionPending
+		}
+		if in.Delivered != "" && in.Desired != "" && in.Delivered != in.Desired {
+			reason = csv1.ReasonUpgrading
+		}
+		msg := "reconciling"
+		if firstUnhealthy != nil {
+			msg = componentPrefix(*firstUnhealthy) + firstUnhealthy.Describe()
+		}
+		if reason == csv1.ReasonUpgrading {
+			msg = fmt.Sprintf("upgrading from %s to %s: %s", in.Delivered, in.Desired, msg)
+		}
+		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, reason, in.Subject+": "+msg)
+	}
+
+	// Available: the desired version works, or the delivered one still does while another rolls out.
+	switch {
+	case r.Healthy:
+		r.Available = cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, orDefault(in.Desired, "the desired state")))
+	case in.Delivered != "" && !degraded:
+		r.Available = cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, in.Delivered))
+	case degraded:
+		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, r.Degraded.Reason, r.Degraded.Message)
+	default:
+		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, r.Progressing.Reason, r.Progressing.Message)
+	}
+
+	r.Ready = ReadyFrom(r.Available, r.Progressing, r.Degraded)
+	// A condition whose status changes transitions at in.Now (Apply keeps the time of an
+	// unchanged status), so the grace periods run on the caller's clock, not the wall clock.
+	if !in.Now.IsZero() {
+		for _, c := range []*metav1.Condition{&r.Available, &r.Progressing, &r.Degraded, &r.Ready} {
+			c.LastTransitionTime = metav1.NewTime(in.Now)
+		}
+	}
+	return r
+}
+
+// ReadyFrom is the kstatus summary: True when Available and neither Progressing nor Degraded.
+func ReadyFrom(available, progressing, degraded metav1.Condition) metav1.Condition {
+	switch {
+	case degraded.Status == metav1.ConditionTrue:
+		return cond(csv1.ReadyCondition, metav1.ConditionFalse, degraded.Reason, degraded.Message)
+	case progressing.Status == metav1.ConditionTrue:
+		return cond(csv1.ReadyCondition, metav1.ConditionFalse, progressing.Reason, progressing.Message)
+	case available.Status == metav1.ConditionTrue:
+		return cond(csv1.ReadyCondition, metav1.ConditionTrue, available.Reason, available.Message)
+	default:
+		return cond(csv1.ReadyCondition, metav1.ConditionFalse, available.Reason, available.Message)
+	}
+}
+
+// Apply sets the four conditions on a condition list, keeping transition times of unchanged
+// conditions, and reports whether anything changed.
+func Apply(conds *[]metav1.Condition, generation int64, r Result) bool {
+	changed := false
+	for _, c := range []metav1.Condition{r.Available, r.Progressing, r.Degraded, r.Ready} {
+		c.ObservedGeneration = generation
+		if SetCondition(conds, c) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+// SetCondition sets one condition, keeping its transition time when the status is unchanged,
+// and reports whether anything changed.
+func SetCondition(conds *[]metav1.Condition, c metav1.Condition) bool {
+	old := apimeta.FindStatusCondition(*conds, c.Type)
+	if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
+		return false
+	}
+	apimeta.SetStatusCondition(conds, c)
+	return true
+}
+
+func cond(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg, 2048)}
+}
+
+func componentPrefix(o ObjectState) string {
+	if o.Component == "" {
+		return ""
+	}
+	return "component " + o.Component + ": "
+}
+
+func describeAll(objs []ObjectState) string {
+	parts := make([]string, 0, len(objs))
+	for _, o := range objs {
+		parts = append(parts, componentPrefix(o)+o.Describe())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// truncate shortens s to at most n bytes, never splitting a UTF-8 sequence: a split one would
+// be stored as U+FFFD by the API server, and the message would then differ on every reconcile.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

@@ -1,0 +1,151 @@
+// Package fluxstatus reads the readiness of the Flux objects the operator generated and turns
+// it into Available, Progressing, Degraded and Ready conditions. Everything here is a pure
+// function of objects and time, table-tested without a client.
+package fluxstatus
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ObjectState is what the status aggregation needs to know of one Flux object.
+type ObjectState struct {
+	// Kind and Name identify the object ("HelmRelease", "c1-cni").
+	Kind, Name string
+	// Component is the stack component the object delivers, for messages.
+	Component string
+	// Exists is false when the object was expected but not found.
+	Exists bool
+	// Created is the object's creation time.
+	Created time.Time
+	// Ready is the status of its Ready condition (Unknown when absent).
+	Ready metav1.ConditionStatus
+	// ReadySince is the last transition time of the Ready condition.
+	ReadySince time.Time
+	// Message is what Flux said in the Ready condition (or Stalled, when stalled).
+	Message string
+	// Reason is the reason of the Ready (or Stalled) condition.
+	Reason string
+	// Stalled is true when Flux reports the Stalled condition True.
+	Stalled bool
+	// Reconciling is true when Flux reports the Reconciling condition True.
+	Reconciling bool
+	// Current is true when Flux has observed the object's current generation.
+	Current bool
+	// Revision is what the object last applied or produced: the artifact revision of a source,
+	// the last applied revision of a Kustomization, the chart version of a HelmRelease's
+	// current release.
+	Revision string
+	// ExpectedRevision is the revision it must have; empty when any revision will do.
+	ExpectedRevision string
+}
+
+// Ref is "<Kind>/<name>".
+func (s ObjectState) Ref() string { return s.Kind + "/" + s.Name }
+
+// AtRevision is true when the object applied the expected revision.
+func (s ObjectState) AtRevision() bool {
+	if s.ExpectedRevision == "" {
+		return s.Revision != ""
+	}
+	return s.Revision == s.ExpectedRevision || strings.HasPrefix(s.Revision, s.ExpectedRevision+"@")
+}
+
+// Healthy is true when the object is Ready at its current generation and expected revision.
+func (s ObjectState) Healthy() bool {
+	return s.Exists && s.Ready == metav1.ConditionTrue && s.Current && s.AtRevision() && !s.Stalled
+}
+
+// Missing returns the state of an expected object that does not exist.
+func Missing(kind, name, component string) ObjectState {
+	return ObjectState{Kind: kind, Name: name, Component: component, Ready: metav1.ConditionUnknown}
+}
+
+func fromConditions(kind string, obj metav1.Object, conds []metav1.Condition, observed int64) ObjectState {
+	s := ObjectState{
+		Kind:    kind,
+		Name:    obj.GetName(),
+		Exists:  true,
+		Created: obj.GetCreationTimestamp().Time,
+		Ready:   metav1.ConditionUnknown,
+		Current: observed == obj.GetGeneration(),
+	}
+	if c := apimeta.FindStatusCondition(conds, meta.ReadyCondition); c != nil {
+		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, c.Message, c.LastTransitionTime.Time
+	}
+	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
+		s.Stalled, s.Reason, s.Message = true, c.Reason, c.Message
+	}
+	if c := apimeta.FindStatusCondition(conds, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
+		s.Reconciling = true
+	}
+	return s
+}
+
+// FromGitRepository reads a GitRepository; the expected revision is its tag.
+func FromGitRepository(o *sourcev1.GitRepository) ObjectState {
+	s := fromConditions(sourcev1.GitRepositoryKind, o, o.Status.Conditions, o.Status.ObservedGeneration)
+	if o.Status.Artifact != nil {
+		s.Revision = o.Status.Artifact.Revision
+	}
+	if o.Spec.Reference != nil && o.Spec.Reference.Tag != "" {
+		s.ExpectedRevision = o.Spec.Reference.Tag
+	}
+	return s
+}
+
+// FromHelmChart reads a HelmChart; expected is the chart version the stack declares.
+func FromHelmChart(o *sourcev1.HelmChart, expectedVersion string) ObjectState {
+	s := fromConditions(sourcev1.HelmChartKind, o, o.Status.Conditions, o.Status.ObservedGeneration)
+	if o.Status.Artifact != nil {
+		s.Revision = o.Status.Artifact.Revision
+	}
+	s.ExpectedRevision = expectedVersion
+	return s
+}
+
+// FromHelmRelease reads a HelmRelease; expected is the chart version it must have deployed.
+func FromHelmRelease(o *helmv2.HelmRelease, expectedVersion string) ObjectState {
+	s := fromConditions(helmv2.HelmReleaseKind, o, o.Status.Conditions, o.Status.ObservedGeneration)
+	if latest := o.Status.History.Latest(); latest != nil && latest.Status == "deployed" {
+		s.Revision = latest.ChartVersion
+	}
+	s.ExpectedRevision = expectedVersion
+	return s
+}
+
+// FromKustomization reads a Kustomization; expected is the source revision it must have applied.
+func FromKustomization(o *kustomizev1.Kustomization, expectedRevision string) ObjectState {
+	s := fromConditions(kustomizev1.KustomizationKind, o, o.Status.Conditions, o.Status.ObservedGeneration)
+	s.Revision = o.Status.LastAppliedRevision
+	s.ExpectedRevision = expectedRevision
+	return s
+}
+
+// Describe says in a few words what is wrong with an object, for messages.
+func (s ObjectState) Describe() string {
+	switch {
+	case !s.Exists:
+		return fmt.Sprintf("%s does not exist yet", s.Ref())
+	case s.Stalled:
+		return fmt.Sprintf("%s stalled: %s", s.Ref(), s.Message)
+	case !s.Current:
+		return fmt.Sprintf("%s has not observed its latest generation yet", s.Ref())
+	case s.Ready == metav1.ConditionTrue && !s.AtRevision():
+		return fmt.Sprintf("%s is at revision %q, expected %q", s.Ref(), s.Revision, s.ExpectedRevision)
+	case s.Ready == metav1.ConditionTrue:
+		return fmt.Sprintf("%s is Ready", s.Ref())
+	case s.Message != "":
+		return fmt.Sprintf("%s: %s", s.Ref(), s.Message)
+	default:
+		return fmt.Sprintf("%s is not Ready", s.Ref())
+	}
+}

@@ -1,0 +1,362 @@
+package stack
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Lint checks a stack directory and reports every problem it finds, each with its file
+// (relative to dir). version is the release version the stack is about to be tagged with
+// ("v2"); when given, cluster-class/Chart.yaml must carry it. Beyond what Load checks:
+//
+//   - the cluster-class chart version is a stack version (and the release version, if given);
+//   - Chart.yaml dependencies are vendored under charts/ (or are file:// charts that exist);
+//   - every Helm template parses (text/template with Helm's function names);
+//   - Helm charts render (helm.sh/helm/v3 engine, as helm-controller would install them:
+//     cluster-class with release name <provider>-<stack>-<major>-<minor>; addons in their
+//     namespace with Kubernetes set to the stack's version and the values of overwrite.yaml
+//     rendered for a sample cluster when that works), to Kubernetes objects;
+//   - the cluster-class renders exactly one ClusterClass named like the release, whose
+//     template references are all rendered by the cluster-class itself;
+//   - kustomize directories build as Flux kustomize-controller v1.7 builds them (kustomize
+//     api v0.20.1, generated kustomization.yaml when there is none, LoadRestrictionsNone,
+//     builtin plugins only), to Kubernetes objects, and reference only substitution variables
+//     the operator provides (OperatorVariables, or the flattened keys of overwrite.yaml;
+//     ClusterClassVariables for a kustomize cluster-class).
+func Lint(dir, version string) []Problem {
+	s, loadProblems := load(dir)
+	lt := &linter{stackReader: &stackReader{dir: dir}, s: s}
+	for _, p := range loadProblems {
+		lt.ps.add(p)
+	}
+	if version != "" {
+		if _, err := ParseVersion(version); err != nil {
+			lt.ps.addf("", "release version: %v", err)
+			version = ""
+		}
+	}
+	lt.version = version
+	lt.lintClusterClass()
+	for _, c := range s.Components {
+		lt.lintAddon(c)
+	}
+	return lt.ps.list
+}
+
+type linter struct {
+	*stackReader
+	s       *Stack
+	version string
+	// variables are the ClusterClass variable defaults, used as sample .Variables.
+	variables map[string]any
+}
+
+func (lt *linter) metadataOK() bool {
+	return lt.s.Provider != "" && lt.s.Name != "" && lt.s.KubernetesMinor != ""
+}
+
+func (lt *linter) lintClusterClass() {
+	c := lt.s.ClusterClass
+	chartRel := path.Join(c.Path, ChartFile)
+	switch c.Kind {
+	case KindHelm:
+		if c.Version == "" || c.ChartName == "" {
+			return // reported by load
+		}
+		want := ""
+		if _, err := ParseVersion(c.Version); err != nil {
+			lt.ps.addf(chartRel, "version %q is not a stack version (v<N>, or v<N>-<channel>.<patch>): the ClusterClass and the release tag are named after it", c.Version)
+		} else if lt.metadataOK() {
+			want = lt.s.ReleaseName(c.Version)
+		}
+		if lt.version != "" && c.Version != lt.version {
+			lt.ps.addf(chartRel, "version %q does not match release version %q", c.Version, lt.version)
+		}
+		lt.checkDependencies(c)
+		if !lt.parseChartTemplates(c) {
+			return
+		}
+		files, err := renderHelm(lt.dir, c, helmRender{releaseName: lt.releaseNameOr("cluster-class"), namespace: "default"})
+		if err != nil {
+			lt.ps.add(problemFromRender(err, c))
+			return
+		}
+		lt.addAll(objectProblems(files))
+		lt.addAll(checkClusterClass(files, c, want))
+		lt.variables = classVariableDefaults(files)
+	case KindKustomize:
+		objs, err := buildKustomize(lt.dir, c.Path)
+		if err != nil {
+			lt.ps.addf(c.Path+"/", "%v", err)
+			return
+		}
+		files := []renderedFile{{File: c.Path + "/", Objects: objs}}
+		lt.addAll(objectProblems(files))
+		lt.checkVariables(c, objs, ClusterClassVariables, "the operator's cluster-class variables")
+		if !lt.metadataOK() {
+			return
+		}
+		ver := lt.version
+		if ver == "" {
+			ver = "v1"
+		}
+		vars := map[string]string{
+			"cluster_class_name": lt.s.ReleaseName(ver),
+			"release_name":       lt.s.HelmReleaseName(),
+			"release_version":    ver,
+			"kubernetes_version": lt.s.KubernetesVersion,
+		}
+		files = []renderedFile{{File: c.Path + "/", Objects: substitute(objs, vars)}}
+		for _, p := range checkClusterClass(files, c, lt.s.ReleaseName(ver)) {
+			if strings.Contains(p.Message, "want the release name") {
+				p.Message = strings.Replace(p.Message, "(name it {{ .Release.Name }}-{{ .Chart.Version }})", "(name it ${cluster_class_name})", 1)
+			}
+			lt.ps.add(p)
+		}
+		lt.variables = classVariableDefaults(files)
+	}
+}
+
+func (lt *linter) releaseNameOr(fallback string) string {
+	if lt.metadataOK() {
+		return lt.s.HelmReleaseName()
+	}
+	return fallback
+}
+
+func (lt *linter) lintAddon(c Component) {
+	switch c.Kind {
+	case KindHelm:
+		if c.Version == "" || c.ChartName == "" {
+			return
+		}
+		lt.checkDependencies(c)
+		if !lt.parseChartTemplates(c) {
+			return
+		}
+		var values map[string]any
+		valuesOK := c.ValuesFile == ""
+		if c.ValuesTemplate != "" {
+			// Best effort: a template that needs data the sample cluster lacks renders the
+			// chart with its defaults only, and then a failing render proves nothing.
+			var err error
+			values, err = RenderValues(path.Base(c.ValuesFile), c.ValuesTemplate, lt.sampleData())
+			valuesOK = err == nil
+		}
+		files, err := renderHelm(lt.dir, c, helmRender{releaseName: c.Name, namespace: c.Namespace, kubeVersion: lt.s.KubernetesVersion, values: values})
+		if err != nil {
+			if valuesOK {
+				lt.ps.add(problemFromRender(err, c))
+			}
+			return
+		}
+		lt.addAll(objectProblems(files))
+	case KindKustomize:
+		objs, err := buildKustomize(lt.dir, c.Path)
+		if err != nil {
+			lt.ps.addf(c.Path+"/", "%v", err)
+			return
+		}
+		lt.addAll(objectProblems([]renderedFile{{File: c.Path + "/", Objects: objs}}))
+		known := append([]string{}, OperatorVariables...)
+		if c.ValuesTemplate != "" {
+			out, err := ExecuteValuesTemplate(path.Base(c.ValuesFile), c.ValuesTemplate, lt.sampleData())
+			if err != nil {
+				return // cannot tell which keys the values have
+			}
+			values, err := parseValuesYAML(c.ValuesFile, out)
+			if err != nil {
+				lt.ps.addf(c.ValuesFile, "the values template does not produce a YAML mapping for a sample cluster: %v", err)
+				return
+			}
+			known = append(known, sortedKeys(FlattenValues(values))...)
+		}
+		lt.checkVariables(c, objs, known, "an operator variable nor a flattened key of the overwrite.yaml values")
+		lt.checkNumericSubstitutions(c, objs)
+	}
+}
+
+// checkNumericSubstitutions reports string-only fields (ConfigMap data, Secret stringData,
+// labels, annotations, container env values) whose whole value is "${port}"-like: kustomize
+// drops the quotes of "${var}", so Flux substitutes a bare number and the apply fails.
+func (lt *linter) checkNumericSubstitutions(c Component, objs []map[string]any) {
+	numeric := map[string]bool{"control_plane_endpoint_port": true}
+	check := func(where string, m map[string]any) {
+		for _, k := range sortedKeys(m) {
+			v, _ := m[k].(string)
+			if sm := substRE.FindStringSubmatch(v); sm != nil && sm[0] == v && numeric[sm[1]] {
+				lt.ps.addf(c.Path+"/", "%s.%s is just %s: kustomize drops the quotes, so Flux substitutes a bare number into a string field and the apply fails; combine it with text (\"${control_plane_endpoint_host}:%s\") or use a Helm component", where, k, v, v)
+			}
+		}
+	}
+	for _, o := range objs {
+		id := objKind(o) + " " + objName(o)
+		md, _ := o["metadata"].(map[string]any)
+		for _, f := range []string{"labels", "annotations"} {
+			if m, ok := md[f].(map[string]any); ok {
+				check(id+" metadata."+f, m)
+			}
+		}
+		switch objKind(o) {
+		case "ConfigMap":
+			if m, ok := o["data"].(map[string]any); ok {
+				check(id+" data", m)
+			}
+		case "Secret":
+			if m, ok := o["stringData"].(map[string]any); ok {
+				check(id+" stringData", m)
+			}
+		}
+	}
+}
+
+// checkVariables reports ${var} references that Flux would replace with an empty string.
+func (lt *linter) checkVariables(c Component, objs []map[string]any, known []string, what string) {
+	set := map[string]bool{}
+	for _, k := range known {
+		set[k] = true
+	}
+	for _, v := range substitutionVars(objs) {
+		if !set[v] {
+			lt.ps.addf(c.Path+"/", "${%s} is neither %s (Flux would substitute an empty string; known: %s)", v, strings.TrimPrefix(what, "the "), strings.Join(known, ", "))
+		}
+	}
+}
+
+func (lt *linter) addAll(ps []Problem) {
+	for _, p := range ps {
+		lt.ps.add(p)
+	}
+}
+
+// The made-up cluster lint renders values templates for.
+const (
+	sampleClusterName      = "lint-cluster"
+	sampleClusterNamespace = "default"
+	samplePodCIDR          = "192.168.0.0/16"
+	sampleServiceCIDR      = "10.96.0.0/12"
+	sampleEndpointHost     = "lint-cluster.example.com"
+	sampleEndpointPort     = int64(6443)
+)
+
+// sampleData is the template data of a made-up cluster of this stack.
+func (lt *linter) sampleData() TemplateData {
+	s := lt.s
+	version := lt.version
+	if version == "" {
+		version = s.ClusterClass.Version
+	}
+	release := ReleaseData{Name: s.ReleaseName(version), Version: version, KubernetesVersion: s.KubernetesVersion}
+	vars := []any{}
+	for _, k := range sortedKeys(lt.variables) {
+		vars = append(vars, map[string]any{"name": k, "value": lt.variables[k]})
+	}
+	infraKind := strings.ToUpper(s.Provider[:min(1, len(s.Provider))]) + s.Provider[min(1, len(s.Provider)):] + "Cluster"
+	md := map[string]any{"name": sampleClusterName, "namespace": sampleClusterNamespace}
+	cluster := map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2",
+		"kind":       "Cluster",
+		"metadata":   md,
+		"spec": map[string]any{
+			"clusterNetwork": map[string]any{
+				"pods":          map[string]any{"cidrBlocks": []any{samplePodCIDR}},
+				"services":      map[string]any{"cidrBlocks": []any{sampleServiceCIDR}},
+				"serviceDomain": "cluster.local",
+			},
+			"controlPlaneEndpoint": map[string]any{"host": sampleEndpointHost, "port": sampleEndpointPort},
+			"topology": map[string]any{
+				"classRef":  map[string]any{"name": release.Name},
+				"version":   s.KubernetesVersion,
+				"variables": vars,
+			},
+		},
+	}
+	controlPlane := map[string]any{
+		"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2",
+		"kind":       "KubeadmControlPlane",
+		"metadata":   map[string]any{"name": sampleClusterName + "-control-plane", "namespace": sampleClusterNamespace},
+		"spec":       map[string]any{"version": s.KubernetesVersion, "replicas": int64(1)},
+	}
+	infra := map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+		"kind":       infraKind,
+		"metadata":   map[string]any{"name": sampleClusterName, "namespace": sampleClusterNamespace},
+		"spec":       map[string]any{"controlPlaneEndpoint": map[string]any{"host": sampleEndpointHost, "port": sampleEndpointPort}},
+	}
+	return TemplateData{Cluster: cluster, ControlPlane: controlPlane, InfraCluster: infra, Variables: TopologyVariables(cluster), Release: release}
+}
+
+// classVariableDefaults returns the schema defaults of the rendered ClusterClass variables.
+func classVariableDefaults(files []renderedFile) map[string]any {
+	out := map[string]any{}
+	for _, f := range files {
+		for _, o := range f.Objects {
+			if objKind(o) != "ClusterClass" {
+				continue
+			}
+			spec, _ := o["spec"].(map[string]any)
+			vars, _ := spec["variables"].([]any)
+			for _, v := range vars {
+				vm, _ := v.(map[string]any)
+				name, _ := vm["name"].(string)
+				schema, _ := vm["schema"].(map[string]any)
+				oa, _ := schema["openAPIV3Schema"].(map[string]any)
+				if d, ok := oa["default"]; ok && name != "" {
+					out[name] = d
+				}
+			}
+		}
+	}
+	return out
+}
+
+// FormatProblems renders problems as "<dir>/<file>: message" lines (used by stackctl).
+func FormatProblems(dir string, ps []Problem) string {
+	var b strings.Builder
+	for _, p := range ps {
+		file := dir
+		if p.File != "" {
+			file = strings.TrimSuffix(dir, "/") + "/" + p.File
+		}
+		fmt.Fprintf(&b, "%s: %s\n", file, p.Message)
+	}
+	return b.String()
+}
+
+// RenderClusterClass renders the stack's cluster-class as the operator delivers it for the
+// given release version ("" for the chart's own): a Helm chart with release name
+// <provider>-<stack>-<major>-<minor> and that chart version, or a kustomize directory built
+// like Flux does with the cluster-class variables substituted. For stackctl template and
+// tests; the operator itself leaves this to Flux.
+func RenderClusterClass(dir, version string) ([]map[string]any, error) {
+	s, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := s.ClusterClass
+	if version == "" {
+		version = c.Version
+	}
+	if c.Kind == KindKustomize {
+		objs, err := buildKustomize(dir, c.Path)
+		if err != nil {
+			return nil, err
+		}
+		return substitute(objs, map[string]string{
+			"cluster_class_name": s.ReleaseName(version),
+			"release_name":       s.HelmReleaseName(),
+			"release_version":    version,
+			"kubernetes_version": s.KubernetesVersion,
+		}), nil
+	}
+	files, err := renderHelm(dir, c, helmRender{releaseName: s.HelmReleaseName(), namespace: "default", version: version})
+	if err != nil {
+		return nil, problemFromRender(err, c)
+	}
+	var objs []map[string]any
+	for _, f := range files {
+		objs = append(objs, f.Objects...)
+	}
+	return objs, nil
+}

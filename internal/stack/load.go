@@ -1,0 +1,718 @@
+package stack
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+)
+
+// Kind is how a component is delivered.
+type Kind string
+
+const (
+	// KindHelm is a Helm chart (the directory has a Chart.yaml), installed by a Flux
+	// HelmRelease.
+	KindHelm Kind = "Helm"
+	// KindKustomize is a kustomize directory (a kustomization.yaml, or plain manifests for
+	// which Flux generates one), applied by a Flux Kustomization.
+	KindKustomize Kind = "Kustomize"
+)
+
+// File and directory names of the stack format.
+const (
+	StackFile              = "stack.yaml"
+	CsctlFile              = "csctl.yaml"
+	ClusterClassDir        = "cluster-class"
+	ClusterAddonDir        = "cluster-addon"
+	ClusterAddonFile       = "clusteraddon.yaml"
+	OverwriteFile          = "overwrite.yaml"
+	ClusterAddonValuesFile = "cluster-addon-values.yaml"
+	ChartFile              = "Chart.yaml"
+
+	// UmbrellaComponent is the name of the single component of an old-style stack whose
+	// cluster-addon/ is one Helm chart.
+	UmbrellaComponent = "cluster-addon"
+	// DefaultNamespace is the workload-cluster namespace of a component unless stack.yaml
+	// says otherwise.
+	DefaultNamespace = "kube-system"
+	// CsctlAPIVersion is the only csctl.yaml apiVersion there is.
+	CsctlAPIVersion = "csctl.clusterstack.x-k8s.io/v1alpha1"
+)
+
+// Addon stages of clusteraddon.yaml, in the order the addon order is taken from.
+var AddonStages = []string{"AfterControlPlaneInitialized", "BeforeClusterUpgrade", "AfterClusterUpgrade"}
+
+// Component is one deliverable directory of a stack: the cluster-class or an addon.
+type Component struct {
+	// Name: "cluster-class", the addon directory name ("cni"), or "cluster-addon" for the
+	// umbrella chart of an old-style stack.
+	Name string `json:"name"`
+	// Path is relative to the stack directory, slash-separated: "cluster-addon/cni".
+	Path string `json:"path"`
+	Kind Kind   `json:"kind"`
+	// ChartName is the name in Chart.yaml (Helm only).
+	ChartName string `json:"chartName,omitempty"`
+	// Version is the Chart.yaml version for Helm; for kustomize "sha256-" and the first 12
+	// hex digits of Digest.
+	Version string `json:"version"`
+	// Digest is "sha256:<hex>" over the paths and contents of every file of the directory
+	// (and, for the umbrella chart, of cluster-addon-values.yaml): it changes whenever
+	// anything the operator delivers for the component changes.
+	Digest string `json:"digest"`
+	// ValuesTemplate is the `values` text of overwrite.yaml (or, for the umbrella chart, of
+	// cluster-addon-values.yaml): a Go template producing Helm values YAML. Empty if none.
+	ValuesTemplate string `json:"valuesTemplate,omitempty"`
+	// ValuesFile is where ValuesTemplate came from, relative to the stack directory.
+	ValuesFile string `json:"valuesFile,omitempty"`
+	// Namespace is the target namespace in the workload cluster (addons only):
+	// DefaultNamespace unless stack.yaml's namespaces map names another.
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Stack is a stack directory as read from disk.
+type Stack struct {
+	// Dir is the directory Load was given.
+	Dir      string `json:"dir"`
+	Provider string `json:"provider"`
+	Name     string `json:"name"`
+	// KubernetesVersion is the exact version, normalized: "v1.36.3".
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// KubernetesMinor is "1.36".
+	KubernetesMinor string    `json:"kubernetesMinor"`
+	ClusterClass    Component `json:"clusterClass"`
+	// Components are the addons in addon order (see clusteraddon.yaml).
+	Components []Component `json:"components"`
+	// MetadataFile is the file provider, name and version came from: stack.yaml or csctl.yaml.
+	MetadataFile string `json:"metadataFile"`
+	// Addons is stack.yaml's informative addons map (component -> upstream version).
+	Addons map[string]string `json:"addons,omitempty"`
+}
+
+// HelmReleaseName is the Helm release name of the cluster-class chart: "aws-base-1-36".
+func (s *Stack) HelmReleaseName() string {
+	return strings.TrimSuffix(ReleaseName(s.Provider, s.Name, s.KubernetesMinor, ""), "-")
+}
+
+// ReleaseName is the tag / ClusterClass name of the given version of this stack.
+func (s *Stack) ReleaseName(version string) string {
+	return ReleaseName(s.Provider, s.Name, s.KubernetesMinor, version)
+}
+
+// Component returns the addon component with the given name.
+func (s *Stack) Component(name string) (Component, bool) {
+	for _, c := range s.Components {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Component{}, false
+}
+
+// Load reads a stack directory. It reports every structural problem it finds (metadata,
+// cluster-class and component layout, clusteraddon.yaml, values files and their templates)
+// as a Problems error; Lint checks more (chart dependencies, Helm rendering, kustomize
+// builds, the release version).
+func Load(dir string) (*Stack, error) {
+	s, ps := load(dir)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return s, nil
+}
+
+type stackReader struct {
+	dir string
+	ps  problems
+	// namespaces from stack.yaml
+	namespaces map[string]string
+	stackYAML  bool
+}
+
+func load(dir string) (*Stack, Problems) {
+	l := &stackReader{dir: dir}
+	s := &Stack{Dir: dir}
+	info, err := os.Stat(dir)
+	if err != nil {
+		l.ps.addf("", "cannot read stack directory: %v", err)
+		return s, l.ps.list
+	}
+	if !info.IsDir() {
+		l.ps.addf("", "stack path %s is not a directory", dir)
+		return s, l.ps.list
+	}
+	l.readMetadata(s)
+	s.ClusterClass = l.readClusterClass()
+	s.Components = l.readComponents()
+	s.Components = l.order(s.Components)
+	l.applyNamespaces(s.Components)
+	return s, l.ps.list
+}
+
+func (l *stackReader) abs(rel string) string { return filepath.Join(l.dir, filepath.FromSlash(rel)) }
+
+func (l *stackReader) exists(rel string) bool {
+	_, err := os.Stat(l.abs(rel))
+	return err == nil
+}
+
+func (l *stackReader) isDir(rel string) bool {
+	info, err := os.Stat(l.abs(rel))
+	return err == nil && info.IsDir()
+}
+
+// --- metadata -------------------------------------------------------------------------
+
+type stackFile struct {
+	Provider          string            `yaml:"provider"`
+	ClusterStackName  string            `yaml:"clusterStackName"`
+	KubernetesVersion string            `yaml:"kubernetesVersion"`
+	Addons            map[string]string `yaml:"addons"`
+	Namespaces        map[string]string `yaml:"namespaces"`
+}
+
+type csctlFile struct {
+	APIVersion string `yaml:"apiVersion"`
+	Config     struct {
+		KubernetesVersion string `yaml:"kubernetesVersion"`
+		ClusterStackName  string `yaml:"clusterStackName"`
+		Provider          struct {
+			Type string `yaml:"type"`
+		} `yaml:"provider"`
+	} `yaml:"config"`
+}
+
+var (
+	dnsLabelRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	minorDirRE    = regexp.MustCompile(`^([0-9]+)-([0-9]+)$`)
+	minorOnlyRE   = regexp.MustCompile(`^v?[0-9]+\.[0-9]+$`)
+	kustomizeFile = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+)
+
+// decodeYAML decodes data into out; strict rejects unknown fields.
+func decodeYAML(data []byte, out any, strict bool) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(strict)
+	if err := dec.Decode(out); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("the file is empty")
+		}
+		return err
+	}
+	return nil
+}
+
+func (l *stackReader) readMetadata(s *Stack) {
+	haveStack, haveCsctl := l.exists(StackFile), l.exists(CsctlFile)
+	if !haveStack && !haveCsctl {
+		l.ps.addf("", "no stack metadata: neither %s nor %s exists", StackFile, CsctlFile)
+		return
+	}
+	var csctl *csctlFile
+	if haveCsctl {
+		csctl = l.readCsctl(!haveStack)
+	}
+	if haveStack {
+		l.stackYAML = true
+		s.MetadataFile = StackFile
+		data, err := os.ReadFile(l.abs(StackFile))
+		if err != nil {
+			l.ps.addf(StackFile, "%v", err)
+			return
+		}
+		var f stackFile
+		if err := decodeYAML(data, &f, true); err != nil {
+			l.ps.addf(StackFile, "not valid stack metadata: %s", yamlErr(err))
+			return
+		}
+		l.setMetadata(s, StackFile, f.Provider, f.ClusterStackName, f.KubernetesVersion, "provider", "clusterStackName", "kubernetesVersion")
+		s.Addons = f.Addons
+		l.namespaces = f.Namespaces
+		if csctl != nil {
+			l.checkCsctlAgrees(s, csctl)
+		}
+		return
+	}
+	s.MetadataFile = CsctlFile
+	if csctl == nil {
+		return
+	}
+	l.setMetadata(s, CsctlFile, csctl.Config.Provider.Type, csctl.Config.ClusterStackName, csctl.Config.KubernetesVersion,
+		"config.provider.type", "config.clusterStackName", "config.kubernetesVersion")
+}
+
+// readCsctl parses csctl.yaml; problems are only reported when it is the metadata in use.
+func (l *stackReader) readCsctl(report bool) *csctlFile {
+	data, err := os.ReadFile(l.abs(CsctlFile))
+	if err != nil {
+		if report {
+			l.ps.addf(CsctlFile, "%v", err)
+		}
+		return nil
+	}
+	var f csctlFile
+	if err := decodeYAML(data, &f, false); err != nil {
+		if report {
+			l.ps.addf(CsctlFile, "not valid csctl metadata: %s", yamlErr(err))
+		}
+		return nil
+	}
+	if report && f.APIVersion != CsctlAPIVersion {
+		if f.APIVersion == "" {
+			l.ps.addf(CsctlFile, "apiVersion is missing (want %s)", CsctlAPIVersion)
+		} else {
+			l.ps.addf(CsctlFile, "unknown apiVersion %q (want %s)", f.APIVersion, CsctlAPIVersion)
+		}
+	}
+	return &f
+}
+
+func (l *stackReader) setMetadata(s *Stack, file, provider, name, version, providerKey, nameKey, versionKey string) {
+	switch {
+	case provider == "":
+		l.ps.addf(file, "%s is missing", providerKey)
+	case !nameSegmentRE.MatchString(provider):
+		l.ps.addf(file, "%s %q must be lower-case letters and digits only (it is the first '-'-separated part of release names)", providerKey, provider)
+	default:
+		s.Provider = provider
+	}
+	switch {
+	case name == "":
+		l.ps.addf(file, "%s is missing", nameKey)
+	case !nameSegmentRE.MatchString(name):
+		l.ps.addf(file, "%s %q must be lower-case letters and digits only (it is the second '-'-separated part of release names)", nameKey, name)
+	default:
+		s.Name = name
+	}
+	if version == "" {
+		l.ps.addf(file, "%s is missing", versionKey)
+		return
+	}
+	normalized, minor, err := ParseKubernetesVersion(version)
+	if err != nil {
+		if minorOnlyRE.MatchString(version) {
+			l.ps.addf(file, "%s %q is not a patch version: give the exact Kubernetes version, e.g. %s.3", versionKey, version, strings.TrimPrefix(version, "v"))
+		} else {
+			l.ps.addf(file, "%s %q is not a Kubernetes patch version like 1.36.3", versionKey, version)
+		}
+		return
+	}
+	s.KubernetesVersion, s.KubernetesMinor = normalized, minor
+	if m := minorDirRE.FindStringSubmatch(filepath.Base(filepath.Clean(l.dir))); m != nil {
+		if dirMinor := m[1] + "." + m[2]; dirMinor != minor {
+			l.ps.addf(file, "%s %s does not match the stack directory %s (Kubernetes %s)", versionKey, version, filepath.Base(filepath.Clean(l.dir)), dirMinor)
+		}
+	}
+}
+
+func (l *stackReader) checkCsctlAgrees(s *Stack, c *csctlFile) {
+	if p := c.Config.Provider.Type; p != "" && s.Provider != "" && p != s.Provider {
+		l.ps.addf(CsctlFile, "config.provider.type %q contradicts %s provider %q", p, StackFile, s.Provider)
+	}
+	if n := c.Config.ClusterStackName; n != "" && s.Name != "" && n != s.Name {
+		l.ps.addf(CsctlFile, "config.clusterStackName %q contradicts %s clusterStackName %q", n, StackFile, s.Name)
+	}
+	if v := strings.TrimPrefix(c.Config.KubernetesVersion, "v"); v != "" && s.KubernetesMinor != "" {
+		if v != s.KubernetesMinor && !strings.HasPrefix(v, s.KubernetesMinor+".") {
+			l.ps.addf(CsctlFile, "config.kubernetesVersion %q contradicts %s kubernetesVersion %s", c.Config.KubernetesVersion, StackFile, s.KubernetesVersion)
+		}
+	}
+}
+
+// --- components ---------------------------------------------------------------------
+
+type chartFile struct {
+	APIVersion   string            `yaml:"apiVersion"`
+	Name         string            `yaml:"name"`
+	Version      string            `yaml:"version"`
+	Dependencies []chartDependency `yaml:"dependencies"`
+}
+
+type chartDependency struct {
+	Name       string `yaml:"name"`
+	Version    string `yaml:"version"`
+	Repository string `yaml:"repository"`
+	Alias      string `yaml:"alias"`
+}
+
+// detectKind tells what a component directory is. kustomization reports whether the
+// directory has its own kustomization file (else Flux would generate one).
+func (l *stackReader) detectKind(rel string) (kind Kind, kustomization bool, ok bool) {
+	if l.exists(path.Join(rel, ChartFile)) {
+		return KindHelm, false, true
+	}
+	for _, k := range kustomizeFile {
+		if l.exists(path.Join(rel, k)) {
+			return KindKustomize, true, true
+		}
+	}
+	found := false
+	_ = filepath.WalkDir(l.abs(rel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isYAMLName(d.Name()) {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if found {
+		return KindKustomize, false, true
+	}
+	return "", false, false
+}
+
+func isYAMLName(name string) bool {
+	ext := filepath.Ext(name)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func (l *stackReader) readChart(rel string) (chartFile, bool) {
+	file := path.Join(rel, ChartFile)
+	data, err := os.ReadFile(l.abs(file))
+	if err != nil {
+		l.ps.addf(file, "%v", err)
+		return chartFile{}, false
+	}
+	var c chartFile
+	if err := decodeYAML(data, &c, false); err != nil {
+		l.ps.addf(file, "not valid YAML: %s", yamlErr(err))
+		return chartFile{}, false
+	}
+	if c.APIVersion == "" {
+		l.ps.addf(file, "apiVersion is missing (Helm needs v2, or v1 for old charts)")
+	}
+	if c.Name == "" {
+		l.ps.addf(file, "name is missing")
+	}
+	if c.Version == "" {
+		l.ps.addf(file, "version is missing")
+	}
+	return c, true
+}
+
+// readComponent fills in a component of the given directory; name is its name.
+func (l *stackReader) readComponent(name, rel string, clusterClass bool) (Component, bool) {
+	c := Component{Name: name, Path: rel}
+	kind, kustomization, ok := l.detectKind(rel)
+	if !ok {
+		l.ps.addf(rel+"/", "neither a Helm chart (no %s) nor a kustomize directory (no kustomization.yaml and no YAML manifests)", ChartFile)
+		return c, false
+	}
+	c.Kind = kind
+	extra := []string{}
+	if name == UmbrellaComponent && !clusterClass && l.exists(ClusterAddonValuesFile) {
+		extra = append(extra, ClusterAddonValuesFile)
+	}
+	digest, err := l.digest(rel, extra)
+	if err != nil {
+		l.ps.addf(rel+"/", "cannot read: %v", err)
+		return c, false
+	}
+	c.Digest = digest
+	switch kind {
+	case KindHelm:
+		chart, ok := l.readChart(rel)
+		if ok {
+			c.ChartName, c.Version = chart.Name, chart.Version
+		}
+	case KindKustomize:
+		c.Version = "sha256-" + strings.TrimPrefix(digest, "sha256:")[:12]
+		if !kustomization && l.exists(path.Join(rel, OverwriteFile)) {
+			l.ps.addf(path.Join(rel, OverwriteFile), "the directory has no kustomization.yaml, so Flux generates one from every YAML file in it and would apply %s as a manifest: add a kustomization.yaml listing the resources", OverwriteFile)
+		}
+	}
+	return c, true
+}
+
+func (l *stackReader) readClusterClass() Component {
+	if !l.isDir(ClusterClassDir) {
+		l.ps.addf(ClusterClassDir+"/", "missing: a stack needs a cluster-class directory (a Helm chart or a kustomize directory producing the ClusterClass)")
+		return Component{Name: ClusterClassDir, Path: ClusterClassDir}
+	}
+	c, _ := l.readComponent(ClusterClassDir, ClusterClassDir, true)
+	return c
+}
+
+func (l *stackReader) readComponents() []Component {
+	if !l.isDir(ClusterAddonDir) {
+		if l.exists(ClusterAddonValuesFile) {
+			l.ps.addf(ClusterAddonValuesFile, "there is no %s/ chart to take these values", ClusterAddonDir)
+		}
+		return nil
+	}
+	// Old style: cluster-addon/ is itself one (umbrella) chart or kustomize directory.
+	umbrella := l.exists(path.Join(ClusterAddonDir, ChartFile))
+	for _, k := range kustomizeFile {
+		umbrella = umbrella || l.exists(path.Join(ClusterAddonDir, k))
+	}
+	if umbrella {
+		c, ok := l.readComponent(UmbrellaComponent, ClusterAddonDir, false)
+		if !ok {
+			return nil
+		}
+		if l.exists(ClusterAddonValuesFile) {
+			c.ValuesTemplate, c.ValuesFile = l.readValuesFile(ClusterAddonValuesFile)
+		} else if l.exists(path.Join(ClusterAddonDir, OverwriteFile)) {
+			c.ValuesTemplate, c.ValuesFile = l.readValuesFile(path.Join(ClusterAddonDir, OverwriteFile))
+		}
+		return []Component{c}
+	}
+	if l.exists(ClusterAddonValuesFile) {
+		l.ps.addf(ClusterAddonValuesFile, "only used with a single %s/ umbrella chart; this stack has one directory per component, whose values belong in %s/<component>/%s", ClusterAddonDir, ClusterAddonDir, OverwriteFile)
+	}
+	entries, err := os.ReadDir(l.abs(ClusterAddonDir))
+	if err != nil {
+		l.ps.addf(ClusterAddonDir+"/", "%v", err)
+		return nil
+	}
+	var comps []Component
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		rel := path.Join(ClusterAddonDir, e.Name())
+		if !dnsLabelRE.MatchString(e.Name()) || len(e.Name()) > 63 {
+			l.ps.addf(rel+"/", "component name %q must be a DNS-1123 label (lower-case letters, digits and '-'): the operator uses it in object names", e.Name())
+			continue
+		}
+		c, ok := l.readComponent(e.Name(), rel, false)
+		if !ok {
+			continue
+		}
+		if l.exists(path.Join(rel, OverwriteFile)) {
+			c.ValuesTemplate, c.ValuesFile = l.readValuesFile(path.Join(rel, OverwriteFile))
+		}
+		comps = append(comps, c)
+	}
+	return comps
+}
+
+type valuesFile struct {
+	Values *string `yaml:"values"`
+}
+
+// readValuesFile reads the `values: |` template of an overwrite.yaml or
+// cluster-addon-values.yaml and checks that it parses.
+func (l *stackReader) readValuesFile(rel string) (string, string) {
+	data, err := os.ReadFile(l.abs(rel))
+	if err != nil {
+		l.ps.addf(rel, "%v", err)
+		return "", rel
+	}
+	var f valuesFile
+	if err := decodeYAML(data, &f, true); err != nil {
+		msg := yamlErr(err)
+		if strings.Contains(msg, "into string") {
+			msg = "values must be a string holding the template, written as `values: |`"
+		}
+		l.ps.addf(rel, "not a valid values file: %s", msg)
+		return "", rel
+	}
+	if f.Values == nil {
+		l.ps.addf(rel, "the `values` key is missing (want `values: |` followed by a template of Helm values)")
+		return "", rel
+	}
+	if _, err := ParseValuesTemplate(path.Base(rel), *f.Values); err != nil {
+		l.ps.addf(rel, "values template does not parse: %v", err)
+	}
+	return *f.Values, rel
+}
+
+// --- addon order and namespaces --------------------------------------------------------
+
+func (l *stackReader) order(comps []Component) []Component {
+	byName := map[string]Component{}
+	for _, c := range comps {
+		byName[c.Name] = c
+	}
+	var first []string
+	seen := map[string]bool{}
+	if l.exists(ClusterAddonFile) {
+		for _, name := range l.readClusterAddon(byName) {
+			if !seen[name] {
+				seen[name] = true
+				first = append(first, name)
+			}
+		}
+	}
+	out := make([]Component, 0, len(comps))
+	for _, name := range first {
+		out = append(out, byName[name])
+	}
+	var rest []Component
+	for _, c := range comps {
+		if !seen[c.Name] {
+			rest = append(rest, c)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].Name < rest[j].Name })
+	return append(out, rest...)
+}
+
+type addonEntry struct {
+	Name   string `yaml:"name"`
+	Action string `yaml:"action"`
+}
+
+// readClusterAddon returns the component names of clusteraddon.yaml's stages in order of
+// appearance, AfterControlPlaneInitialized first, reporting unknown stages and components.
+func (l *stackReader) readClusterAddon(byName map[string]Component) []string {
+	data, err := os.ReadFile(l.abs(ClusterAddonFile))
+	if err != nil {
+		l.ps.addf(ClusterAddonFile, "%v", err)
+		return nil
+	}
+	var f struct {
+		AddonStages map[string][]addonEntry `yaml:"addonStages"`
+	}
+	if err := decodeYAML(data, &f, false); err != nil {
+		l.ps.addf(ClusterAddonFile, "not valid YAML: %s", yamlErr(err))
+		return nil
+	}
+	if len(f.AddonStages) == 0 {
+		l.ps.addf(ClusterAddonFile, "addonStages is missing or empty")
+		return nil
+	}
+	known := map[string]bool{}
+	for _, s := range AddonStages {
+		known[s] = true
+	}
+	for _, stage := range sortedKeys(f.AddonStages) {
+		if !known[stage] {
+			l.ps.addf(ClusterAddonFile, "addonStages.%s: unknown stage (want %s)", stage, strings.Join(AddonStages, ", "))
+		}
+	}
+	var names []string
+	missing := map[string]bool{}
+	for _, stage := range AddonStages {
+		for i, e := range f.AddonStages[stage] {
+			where := fmt.Sprintf("addonStages.%s[%d]", stage, i)
+			if e.Name == "" {
+				l.ps.addf(ClusterAddonFile, "%s: name is missing", where)
+				continue
+			}
+			if e.Action != "apply" && e.Action != "delete" {
+				l.ps.addf(ClusterAddonFile, "%s: action %q of %s must be apply or delete", where, e.Action, e.Name)
+			}
+			if _, ok := byName[e.Name]; !ok {
+				if !missing[e.Name] {
+					missing[e.Name] = true
+					if l.isDir(path.Join(ClusterAddonDir, e.Name)) {
+						l.ps.addf(ClusterAddonFile, "%s: component %q is not a valid component (see %s/%s/)", where, e.Name, ClusterAddonDir, e.Name)
+					} else {
+						l.ps.addf(ClusterAddonFile, "%s: component %q does not exist (no %s/%s/ directory)", where, e.Name, ClusterAddonDir, e.Name)
+					}
+				}
+				continue
+			}
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+func (l *stackReader) applyNamespaces(comps []Component) {
+	for i := range comps {
+		comps[i].Namespace = DefaultNamespace
+	}
+	for _, name := range sortedKeys(l.namespaces) {
+		ns := l.namespaces[name]
+		idx := -1
+		for i := range comps {
+			if comps[i].Name == name {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			l.ps.addf(StackFile, "namespaces.%s: there is no component %q", name, name)
+			continue
+		}
+		if !dnsLabelRE.MatchString(ns) || len(ns) > 63 {
+			l.ps.addf(StackFile, "namespaces.%s: %q is not a valid namespace name", name, ns)
+			continue
+		}
+		comps[idx].Namespace = ns
+	}
+}
+
+// --- digests ---------------------------------------------------------------------------
+
+// digest hashes every file under rel (sorted, by path relative to rel, with its content;
+// symlinks by their target) and the extra files (relative to the stack directory).
+func (l *stackReader) digest(rel string, extra []string) (string, error) {
+	return dirDigest(l.abs(rel), l.dir, extra)
+}
+
+func dirDigest(dir, stackDir string, extra []string) (string, error) {
+	type entry struct {
+		name string
+		data []byte
+	}
+	var entries []entry
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		var data []byte
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			data = []byte("symlink:" + target)
+		} else {
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		entries = append(entries, entry{filepath.ToSlash(rel), data})
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, e := range extra {
+		data, err := os.ReadFile(filepath.Join(stackDir, filepath.FromSlash(e)))
+		if err != nil {
+			return "", err
+		}
+		entries = append(entries, entry{"../" + e, data})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	h := sha256.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s\x00%d\x00", e.name, len(e.data))
+		h.Write(e.data)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// --- helpers -----------------------------------------------------------------------------
+
+func yamlErr(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	return msg
+}

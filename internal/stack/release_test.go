@@ -1,0 +1,153 @@
+package stack
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestReleaseName(t *testing.T) {
+	tests := []struct {
+		provider, name, minor, version, want string
+	}{
+		{"aws", "base", "1.36", "v1", "aws-base-1-36-v1"},
+		{"aws", "base", "v1.36", "v10", "aws-base-1-36-v10"},
+		{"aws", "base", "1-36", "v2", "aws-base-1-36-v2"},
+		{"aws", "base", "1.36.3", "v2", "aws-base-1-36-v2"},
+		{"openstack", "scs", "1.35", "v0-sha.abc1234", "openstack-scs-1-35-v0-sha.abc1234"},
+	}
+	for _, tt := range tests {
+		if got := ReleaseName(tt.provider, tt.name, tt.minor, tt.version); got != tt.want {
+			t.Errorf("ReleaseName(%q, %q, %q, %q) = %q, want %q", tt.provider, tt.name, tt.minor, tt.version, got, tt.want)
+		}
+	}
+}
+
+func TestParseReleaseName(t *testing.T) {
+	tests := []struct {
+		tag     string
+		want    Release
+		wantErr bool
+	}{
+		{tag: "aws-base-1-36-v1", want: Release{"aws", "base", 1, 36, "v1"}},
+		{tag: "aws-base-1-36-v10", want: Release{"aws", "base", 1, 36, "v10"}},
+		{tag: "openstack-scs-1-35-v0-sha.abc1234", want: Release{"openstack", "scs", 1, 35, "v0-sha.abc1234"}},
+		{tag: "openstack-scs2-1-33-v1-alpha.0", want: Release{"openstack", "scs2", 1, 33, "v1-alpha.0"}},
+		{tag: "docker-ferrol-1-27-v1-alpha-1", want: Release{"docker", "ferrol", 1, 27, "v1-alpha-1"}},
+		{tag: "aws-base-1-36", wantErr: true},
+		{tag: "aws-base-1-36-1", wantErr: true},
+		{tag: "aws-base-1-36-v", wantErr: true},
+		{tag: "aws-base-1-36-v01", wantErr: true},
+		{tag: "aws-base-1-x-v1", wantErr: true},
+		{tag: "AWS-base-1-36-v1", wantErr: true},
+		{tag: "aws-base-1-36-v1-alpha", wantErr: true},
+		{tag: "aws-base-1-36-v1.2", wantErr: true},
+		{tag: "my_provider-base-1-36-v1", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseReleaseName(tt.tag)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("ParseReleaseName(%q) = %+v, want an error", tt.tag, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseReleaseName(%q): %v", tt.tag, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("ParseReleaseName(%q) = %+v, want %+v", tt.tag, got, tt.want)
+		}
+		if got.String() != tt.tag {
+			t.Errorf("%+v.String() = %q, want %q", got, got.String(), tt.tag)
+		}
+	}
+	r, _ := ParseReleaseName("aws-base-1-36-v3")
+	if r.KubernetesMinor() != "1.36" || r.HelmReleaseName() != "aws-base-1-36" {
+		t.Errorf("KubernetesMinor/HelmReleaseName = %q/%q", r.KubernetesMinor(), r.HelmReleaseName())
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"v1", "v1", 0},
+		{"v2", "v10", -1},
+		{"v10", "v2", 1},
+		{"v10", "v9", 1},
+		{"v0-sha.abc1234", "v1", -1},
+		{"v1-alpha.0", "v1", -1},
+		{"v1", "v1-rc.3", 1},
+		{"v1-alpha.1", "v1-alpha.0", 1},
+		{"v1-alpha.10", "v1-alpha.9", 1},
+		{"v1-alpha.3", "v1-beta.0", -1},
+		{"v1-alpha-0", "v1-alpha.0", 0},
+		{"v2-alpha.0", "v1", 1},
+		{"garbage", "v1", -1},
+		{"v1", "garbage", 1},
+	}
+	for _, tt := range tests {
+		if got := CompareVersions(tt.a, tt.b); got != tt.want {
+			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestSortAndLatestRelease(t *testing.T) {
+	tags := []string{
+		"aws-base-1-36-v2", "aws-base-1-36-v10", "aws-base-1-36-v9", "aws-base-1-35-v11",
+		"aws-base-1-36-v11-alpha.0", "aws-other-1-36-v99", "not-a-tag", "aws-base-1-36-v1",
+	}
+	latest, ok := LatestRelease(tags, "aws", "base", "1.36", false)
+	if !ok || latest.Version != "v10" {
+		t.Errorf("LatestRelease(stable) = %+v, %v, want v10", latest, ok)
+	}
+	latest, ok = LatestRelease(tags, "aws", "base", "1.36", true)
+	if !ok || latest.Version != "v11-alpha.0" {
+		t.Errorf("LatestRelease(with channels) = %+v, %v, want v11-alpha.0", latest, ok)
+	}
+	if _, ok := LatestRelease(tags, "aws", "base", "1.34", true); ok {
+		t.Error("LatestRelease found a release of a minor without any")
+	}
+
+	var rs []Release
+	for _, tag := range []string{"aws-base-1-36-v10", "aws-base-1-36-v2", "aws-base-1-35-v3", "aws-base-1-36-v2-rc.1"} {
+		r, err := ParseReleaseName(tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	SortReleases(rs)
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.String())
+	}
+	want := []string{"aws-base-1-35-v3", "aws-base-1-36-v2-rc.1", "aws-base-1-36-v2", "aws-base-1-36-v10"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SortReleases = %v, want %v", got, want)
+	}
+}
+
+func TestParseKubernetesVersion(t *testing.T) {
+	tests := []struct {
+		in, normalized, minor string
+		wantErr               bool
+	}{
+		{in: "1.36.3", normalized: "v1.36.3", minor: "1.36"},
+		{in: "v1.28.11", normalized: "v1.28.11", minor: "1.28"},
+		{in: "1.36", wantErr: true},
+		{in: "v1.35", wantErr: true},
+		{in: "1.36.3-rc.0", wantErr: true},
+		{in: "1.036.3", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tt := range tests {
+		n, m, err := ParseKubernetesVersion(tt.in)
+		if (err != nil) != tt.wantErr || n != tt.normalized || m != tt.minor {
+			t.Errorf("ParseKubernetesVersion(%q) = %q, %q, %v", tt.in, n, m, err)
+		}
+	}
+}

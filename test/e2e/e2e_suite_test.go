@@ -1,0 +1,108 @@
+// Package e2e holds the end-to-end tests: the operator (bin/manager) on the local management
+// plane with real API servers, real Flux controllers, a real Git server and workload clusters
+// with kwok nodes. Nothing is faked.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(3 * time.Minute)
+	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	RunSpecs(t, "ClusterStack operator end-to-end")
+}
+
+const (
+	// grace is the operator's degraded grace period in these tests.
+	grace = 20 * time.Second
+	// stacksRepo is the Git repository the reference stacks are published to.
+	stacksRepo = "stacks"
+)
+
+var (
+	pl       *plane.Plane
+	k8s      client.Client
+	repoRoot string
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(GinkgoLogr)
+	wd, err := os.Getwd()
+	Expect(err).NotTo(HaveOccurred())
+	repoRoot, err = plane.FindRepoRoot(wd)
+	Expect(err).NotTo(HaveOccurred())
+	binDir := filepath.Join(repoRoot, "bin")
+	missing := plane.MissingBinaries(binDir)
+	if _, err := os.Stat(filepath.Join(binDir, "manager")); err != nil {
+		missing = append(missing, "manager")
+	}
+	Expect(missing).To(BeEmpty(), "run `make tools build` first (make test does): missing in %s: %s", binDir, strings.Join(missing, ", "))
+
+	stateDir, err := os.MkdirTemp("", "clusterstack-e2e-")
+	Expect(err).NotTo(HaveOccurred())
+	pl, err = plane.Start(ctx, plane.Options{
+		StateDir:     stateDir,
+		RepoRoot:     repoRoot,
+		WithOperator: true,
+		OperatorArgs: []string{"--degraded-grace-period=" + grace.String(), "--zap-log-level=debug"},
+		StartTimeout: 4 * time.Minute,
+		Logger:       GinkgoLogr,
+	})
+	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
+	scheme := pl.Scheme()
+	Expect(csv1.AddToScheme(scheme)).To(Succeed())
+	k8s, err = client.New(pl.Config(), client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
+
+	_, err = pl.Git().CreateRepo(stacksRepo)
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(6*time.Minute))
+
+var _ = AfterSuite(func() {
+	if pl != nil {
+		if CurrentSpecReport().Failed() || os.Getenv("E2E_KEEP_LOGS") != "" {
+			GinkgoWriter.Printf("logs kept in %s\n", pl.LogDir())
+		}
+		Expect(pl.Stop()).To(Succeed())
+	}
+})
+
+// publish commits the stacks/ tree of this repository, changed by mutate (which gets a copy), to
+// the Git server and tags it.
+func publish(ctx context.Context, tag string, mutate func(dir string)) {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	Expect(os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "stacks")))).To(Succeed())
+	if mutate != nil {
+		mutate(dir)
+	}
+	Expect(pl.Git().Publish(ctx, stacksRepo, dir, ".", tag)).To(Succeed())
+}
+
+// gitURL is the URL of the stacks repository.
+func gitURL() string { return pl.Git().RepoURL(stacksRepo) }
+
+// failureLogs prints where the logs are when a spec fails.
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && pl != nil {
+		fmt.Fprintf(GinkgoWriter, "spec failed; component logs: %s\n", pl.LogDir())
+	}
+})

@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// applyExamples applies the manifests in examples/, with ${GIT_URL} pointing at the local Git
+// server, exactly as `make demo` does.
+func applyExamples(ctx context.Context) {
+	GinkgoHelper()
+	files, err := filepath.Glob(filepath.Join(repoRoot, "examples", "*.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	sort.Strings(files)
+	Expect(files).NotTo(BeEmpty())
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		text := strings.ReplaceAll(string(b), "${GIT_URL}", pl.Git().URL())
+		for _, doc := range strings.Split(text, "\n---\n") {
+			u := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed(), f)
+			if len(u.Object) == 0 {
+				continue
+			}
+			Expect(k8s.Create(ctx, u)).To(Succeed(), "create %s from %s", u.GetName(), f)
+		}
+	}
+}
+
+func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
+	return apimeta.FindStatusCondition(obj.GetConditions(), t)
+}
+
+var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, func() {
+	const ns = "demo"
+	const release = "aws-base-1-36-v1"
+
+	BeforeAll(func(ctx SpecContext) {
+		publish(ctx, release, nil)
+		applyExamples(ctx)
+	})
+
+	It("pins a Flux GitRepository to the release tag", func(ctx SpecContext) {
+		repo := &sourcev1.GitRepository{}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: release}, repo)).To(Succeed())
+			g.Expect(repo.Spec.Reference).NotTo(BeNil())
+			g.Expect(repo.Spec.Reference.Tag).To(Equal(release))
+			g.Expect(repo.Status.Artifact).NotTo(BeNil())
+			g.Expect(repo.Status.Artifact.Revision).To(HavePrefix(release + "@sha1:"))
+		}).Should(Succeed())
+		Expect(repo.Labels).To(HaveKeyWithValue(csv1.StackLabel, "aws-base-1-36"))
+		Expect(repo.Labels).To(HaveKeyWithValue(csv1.ReleaseLabel, release))
+	})
+
+	It("applies the stack's ClusterClass into the management cluster through Flux", func(ctx SpecContext) {
+		cc := &unstructured.Unstructured{}
+		cc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"})
+		Eventually(ctx, func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: release}, cc)
+		}).Should(Succeed(), "ClusterClass %s/%s", ns, release)
+		hr := &helmv2.HelmRelease{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: release + "-cluster-class"}, hr)).To(Succeed())
+		Expect(hr.Spec.ChartRef).NotTo(BeNil())
+		Expect(hr.Spec.ChartRef.Kind).To(Equal(sourcev1.HelmChartKind))
+		rel := &csv1.ClusterStackRelease{}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: release}, rel)).To(Succeed())
+			g.Expect(rel.Status.KubernetesVersion).To(Equal("v1.36.3"))
+			g.Expect(rel.Status.ClusterClassName).To(Equal(release))
+			g.Expect(rel.Status.Components).To(HaveLen(2))
+			g.Expect(condition(rel, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		}).Should(Succeed())
+	})
+
+	for _, tc := range []struct{ cluster, podCIDR, region string }{
+		{"alpha", "10.244.0.0/16", "eu-central-1"},
+		{"beta", "10.245.0.0/16", "eu-west-1"},
+	} {
+		It("renders the runtime values of Cluster "+tc.cluster+" into its ConfigMap", func(ctx SpecContext) {
+			cm := &corev1.ConfigMap{}
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-stack-values"}, cm)).To(Succeed())
+				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_name", tc.cluster))
+				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_namespace", ns))
+				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_pod_cidr", tc.podCIDR))
+				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_service_cidr", "10.96.0.0/12"))
+				g.Expect(cm.Data).To(HaveKeyWithValue("control_plane_endpoint_host", "127.0.0.1"))
+				g.Expect(cm.Data).To(HaveKey("control_plane_endpoint_port"))
+				g.Expect(cm.Data).To(HaveKeyWithValue("infra_region", tc.region))
+				g.Expect(cm.Data).To(HaveKeyWithValue("helm_values_cni", ContainSubstring(tc.podCIDR)))
+			}).Should(Succeed())
+			Expect(cm.Labels).To(HaveKeyWithValue("reconcile.fluxcd.io/watch", "Enabled"))
+			Expect(cm.Labels).To(HaveKeyWithValue(csv1.ClusterNameLabel, tc.cluster))
+		})
+
+		It("installs the addons into workload cluster "+tc.cluster+" through its kubeconfig Secret", func(ctx SpecContext) {
+			hr := &helmv2.HelmRelease{}
+			ks := &kustomizev1.Kustomization{}
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-cni"}, hr)).To(Succeed())
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-cluster-info"}, ks)).To(Succeed())
+			}).Should(Succeed())
+			Expect(hr.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
+			Expect(hr.Spec.ChartRef.Name).To(Equal(release + "-cni"), "one shared HelmChart per release and component")
+			Expect(ks.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
+			Expect(ks.Spec.SourceRef.Name).To(Equal(release))
+
+			wl, err := pl.WorkloadClient(ctx, ns, tc.cluster)
+			Expect(err).NotTo(HaveOccurred())
+			info := &corev1.ConfigMap{}
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+				g.Expect(info.Data).To(HaveKeyWithValue("cluster-name", tc.cluster))
+				g.Expect(info.Data).To(HaveKeyWithValue("pod-cidr", tc.podCIDR))
+				g.Expect(info.Data).To(HaveKeyWithValue("region", tc.region))
+				g.Expect(info.Data).To(HaveKeyWithValue("control-plane-endpoint-host", "127.0.0.1"))
+			}).Should(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				var dss appsv1.DaemonSetList
+				g.Expect(wl.List(ctx, &dss, client.InNamespace("kube-system"))).To(Succeed())
+				g.Expect(dss.Items).NotTo(BeEmpty())
+				for _, ds := range dss.Items {
+					g.Expect(ds.Status.DesiredNumberScheduled).To(BeNumerically(">=", 1), ds.Name)
+					g.Expect(ds.Status.NumberReady).To(Equal(ds.Status.DesiredNumberScheduled), ds.Name)
+				}
+			}).Should(Succeed(), "the cni DaemonSet becomes Ready on the kwok node")
+		})
+	}
+
+	It("reports the ClusterStack Available once Flux is Ready on all of it", func(ctx SpecContext) {
+		cs := &csv1.ClusterStack{}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+			g.Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(condition(cs, csv1.ReadyCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(cs.Status.Versions.Available).To(Equal("v1"))
+			g.Expect(cs.Status.ClustersSummary).To(Equal("2/2"))
+		}).Should(Succeed())
+
+		for _, c := range []string{"alpha", "beta"} {
+			addon := &csv1.ClusterAddon{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c}, addon)).To(Succeed())
+			Expect(addon.Status.LastAppliedRelease).To(Equal(release))
+			Expect(condition(addon, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		}
+
+		By("kubectl get clusterstacks shows it, and kubectl wait agrees")
+		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", pl.Kubeconfig(), "get", "clusterstacks", "-n", ns).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		GinkgoWriter.Printf("%s\n", out)
+		Expect(string(out)).To(MatchRegexp(`aws-base-1-36\s+aws\s+base\s+1\.36\s+v1\s+aws-base-1-36-v1\s+2/2\s+True\s+False\s+False`))
+		out, err = exec.CommandContext(ctx, "kubectl", "--kubeconfig", pl.Kubeconfig(), "wait", "-n", ns, "clusterstack/aws-base-1-36",
+			"--for=condition=Available", "--timeout=10s").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+	})
+})
+
+var _ = time.Second
