@@ -6,7 +6,7 @@
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 ROOT := $(abspath .)
-BIN := $(ROOT)/bin
+BIN ?= $(ROOT)/bin
 TOOLS := $(ROOT)/hack/tools
 STATE_DIR ?= $(ROOT)/.local
 # The module cache may not reach the checksum database for every module; every module here is
@@ -27,8 +27,9 @@ help: ## Show this help.
 ##@ Development
 .PHONY: manifests
 manifests: $(BIN)/controller-gen ## Generate CRDs, RBAC and webhook manifests.
-	$(BIN)/controller-gen crd rbac:roleName=clusterstack-operator paths="./api/...;./controllers/..." \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(BIN)/controller-gen crd rbac:roleName=clusterstack-operator webhook paths="./api/...;./controllers/...;./internal/webhooks/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate
 generate: $(BIN)/controller-gen ## Generate deepcopy code.

@@ -1,5 +1,6 @@
 // Command manager runs the ClusterStack operator: a controller-runtime manager with the
-// ClusterStack, ClusterStackRelease, ClusterAddon and status controllers.
+// ClusterStack, ClusterStackRelease, ClusterAddon and status controllers, and (with
+// --enable-webhooks) the validating webhook on CAPI Clusters.
 package main
 
 import (
@@ -19,15 +20,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
+	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
 func main() {
 	var (
 		metricsAddr, probeAddr, artifactHost string
-		leaderElect                          bool
+		webhookHost, webhookCertDir          string
+		webhookPort                          int
+		leaderElect, enableWebhooks          bool
 		grace                                time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
@@ -36,6 +41,12 @@ func main() {
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
 	flag.StringVar(&artifactHost, "artifact-host-override", os.Getenv("SOURCE_CONTROLLER_LOCALHOST"),
 		"Replace the host of source-controller artifact URLs (defaults to $SOURCE_CONTROLLER_LOCALHOST, as Flux's controllers do).")
+	flag.BoolVar(&enableWebhooks, "enable-webhooks", false,
+		"Serve the validating webhook on CAPI Clusters (config/webhook). The Deployment in config/default enables it; off by default so that make run needs no serving certificate.")
+	flag.IntVar(&webhookPort, "webhook-port", webhook.DefaultPort, "The port the webhook server listens on.")
+	flag.StringVar(&webhookHost, "webhook-host", "", "The address the webhook server listens on; all addresses when empty.")
+	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "",
+		"The directory with the webhook server's tls.crt and tls.key; <temp dir>/k8s-webhook-server/serving-certs when empty.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -48,6 +59,7 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "clusterstack-operator.clusterstack.io",
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
@@ -59,6 +71,17 @@ func main() {
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
+	}
+	if enableWebhooks {
+		if err := webhooks.SetupClusterWebhookWithManager(mgr); err != nil {
+			setupLog.Error(err, "unable to set up the Cluster webhook")
+			os.Exit(1)
+		}
+		// Ready only once the webhook serves TLS: the API server calls it with failurePolicy Fail.
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			setupLog.Error(err, "unable to set up webhook ready check")
+			os.Exit(1)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "unable to set up health check")

@@ -34,6 +34,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -449,7 +450,8 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 
 // recordFacts writes what this controller owns in the ClusterAddon status.
 func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
-	return updateStatus(ctx, r.Client, s.addon, func(a *csv1.ClusterAddon) {
+	renderFailed := false // a new render failure is recorded (counted once written)
+	err := updateStatus(ctx, r.Client, s.addon, func(a *csv1.ClusterAddon) {
 		a.Status.ClusterStack = s.release.Spec.ClusterStack
 		a.Status.DesiredRelease = s.release.Name
 		if s.waiting != nil {
@@ -458,7 +460,8 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		}
 		if s.rendered != nil {
 			s.rendered.ObservedGeneration = a.Generation
-			if fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse {
+			renderFailed = fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse
+			if renderFailed {
 				r.Recorder.Event(a, corev1.EventTypeWarning, s.rendered.Reason, s.rendered.Message)
 			}
 		}
@@ -479,6 +482,10 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			a.Status.Components = s.components
 		}
 	})
+	if err == nil && renderFailed {
+		metrics.Default.RenderFailed(s.cluster.Namespace, s.release.Spec.ClusterStack, s.release.Name)
+	}
+	return err
 }
 
 // deleteAddon deletes the ClusterAddon of a Cluster that no longer uses a stack or is going away.

@@ -109,7 +109,7 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 func interval(cs *csv1.ClusterStack) time.Duration {
-	if cs.Spec.Interval.Duration > 0 {
+	if cs.Spec.Interval != nil && cs.Spec.Interval.Duration > 0 {
 		return cs.Spec.Interval.Duration
 	}
 	return 5 * time.Minute

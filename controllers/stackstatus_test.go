@@ -173,6 +173,7 @@ func TestComputeStackStatus(t *testing.T) {
 						ssCond("Progressing", metav1.ConditionTrue, "Reconciling", "cluster tenant/c2: component cni: HelmRelease/c2-cni is not Ready"),
 						ssCond("Degraded", metav1.ConditionFalse, "AsExpected", "cluster tenant/c2: converging")),
 				},
+				PreviousAvailable: "v1",
 			},
 			want: ssWant{
 				AvailableVersion: "v1",
@@ -258,9 +259,9 @@ func TestComputeStackStatus(t *testing.T) {
 				ReleaseClusters:  map[string]csv1.ClusterCounts{ssRelV1: {Total: 4, UpToDate: 3, Available: 1, Degraded: 3}},
 				Available:        ssC{"False", "Reconciling", ssSubj + "no version is fully available yet"},
 				Progressing:      notProgressing,
-				Degraded: ssC{"True", "FluxObjectNotReady", ssSubj + "release " + ssRelV2 + ": stack is invalid; cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom; " +
+				Degraded: ssC{"True", "InvalidStack", ssSubj + "release " + ssRelV2 + ": stack is invalid; cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom; " +
 					"cluster tenant/c3: waiting for Secret c3-kubeconfig (for more than 10m0s); and 1 more"},
-				Ready: ssC{"False", "FluxObjectNotReady", ssSubj + "release " + ssRelV2 + ": stack is invalid; cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom; " +
+				Ready: ssC{"False", "InvalidStack", ssSubj + "release " + ssRelV2 + ": stack is invalid; cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom; " +
 					"cluster tenant/c3: waiting for Secret c3-kubeconfig (for more than 10m0s); and 1 more"},
 			},
 		},
@@ -293,8 +294,8 @@ func TestComputeStackStatus(t *testing.T) {
 				ReleaseAvailable: map[string]bool{ssRelV1: true}, ReleaseClusters: map[string]csv1.ClusterCounts{},
 				Available:   ssC{"True", "AsExpected", ssSubj + "v1 is available on 0/0 clusters"},
 				Progressing: notProgressing,
-				Degraded:    ssC{"True", "FluxObjectNotReady", ssSubj + "listing tags of https://github.com/org/stacks: authentication required"},
-				Ready:       ssC{"False", "FluxObjectNotReady", ssSubj + "listing tags of https://github.com/org/stacks: authentication required"},
+				Degraded:    ssC{"True", "TagListFailed", ssSubj + "listing tags of https://github.com/org/stacks: authentication required"},
+				Ready:       ssC{"False", "TagListFailed", ssSubj + "listing tags of https://github.com/org/stacks: authentication required"},
 			},
 		},
 		{

@@ -25,6 +25,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -378,6 +379,9 @@ type ClusterStackStatusReconciler struct {
 func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.Default.DeleteStack(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var rels csv1.ClusterStackReleaseList
@@ -398,7 +402,8 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f := StackFacts{Releases: rels.Items, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition)}
+	f := StackFacts{Releases: rels.Items, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
+		PreviousAvailable: cs.Status.Versions.Available}
 	err = updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
 		res := ComputeStackStatus(cs.Name, f)
 		cs.Status.Versions.Available = res.AvailableVersion
@@ -413,6 +418,10 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		emitTransitions(r.Recorder, cs, cs.Status.Conditions, res.Result)
 		fluxstatus.Apply(&cs.Status.Conditions, cs.Generation, res.Result)
 	})
+	if err == nil {
+		// The same recount as status.clusters, so the metrics agree with the status.
+		metrics.Default.SetStack(cs.Namespace, cs.Name, rels.Items, mine)
+	}
 	return ctrl.Result{}, err
 }
 
@@ -495,6 +504,8 @@ type StackFacts struct {
 	Releases []csv1.ClusterStackRelease
 	Addons   []csv1.ClusterAddon
 	Resolved *metav1.Condition
+	// PreviousAvailable is the status.versions.available reported so far.
+	PreviousAvailable string
 }
 
 // StackResult is the computed status of a ClusterStack.
@@ -514,13 +525,15 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 	res := StackResult{ReleaseAvailable: map[string]bool{}, ReleaseClusters: map[string]csv1.ClusterCounts{}}
 	subject := "ClusterStack " + name
 	var degraded, progressing []string
-	byVersion := map[string]string{}
+	degradedReason := ""
 	for _, rel := range f.Releases {
-		byVersion[rel.Name] = rel.Spec.Version
 		avail := apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)
 		res.ReleaseAvailable[rel.Name] = avail
 		if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
 			degraded = append(degraded, c.Message)
+			if degradedReason == "" {
+				degradedReason = c.Reason
+			}
 		} else if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ProgressingCondition); c == nil || c.Status != metav1.ConditionFalse {
 			msg := "release " + rel.Name + " is being reconciled"
 			if c != nil {
@@ -529,7 +542,8 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 			progressing = append(progressing, msg)
 		}
 	}
-	pending := map[string]bool{} // releases some Cluster wants but does not have yet
+	pending := map[string]bool{}   // releases some Cluster wants but does not have yet
+	delivered := map[string]bool{} // releases some Cluster has applied and is Available with
 	allAvailable := true
 	for _, a := range f.Addons {
 		counts := res.ReleaseClusters[a.Status.DesiredRelease]
@@ -550,21 +564,39 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 		if !upToDate || !avail {
 			pending[a.Status.DesiredRelease] = true
 		}
+		if avail && a.Status.LastAppliedRelease != "" {
+			delivered[a.Status.LastAppliedRelease] = true
+		}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
 			counts.Degraded++
 			res.Clusters.Degraded++
 			degraded = append(degraded, c.Message)
+			if degradedReason == "" {
+				degradedReason = c.Reason
+			}
 		} else if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil && c.Status == metav1.ConditionTrue {
 			progressing = append(progressing, c.Message)
 		}
 		res.ReleaseClusters[a.Status.DesiredRelease] = counts
 	}
+	// With Clusters, only versions delivered to some Cluster count: a release no Cluster uses
+	// yet is not "the version delivered", however healthy its ClusterClass is.
 	for _, rel := range f.Releases {
-		if !res.ReleaseAvailable[rel.Name] || pending[rel.Name] {
+		if !res.ReleaseAvailable[rel.Name] || pending[rel.Name] || (len(f.Addons) > 0 && !delivered[rel.Name]) {
 			continue
 		}
 		if res.AvailableVersion == "" || stack.CompareVersions(rel.Spec.Version, res.AvailableVersion) > 0 {
 			res.AvailableVersion = rel.Spec.Version
+		}
+	}
+	// Nothing qualifies (say the newest version is applied everywhere but one cluster broke):
+	// the version reported before stays, while its release exists. It moves only forward to a
+	// version that is fully available.
+	if res.AvailableVersion == "" && f.PreviousAvailable != "" {
+		for _, rel := range f.Releases {
+			if rel.Spec.Version == f.PreviousAvailable {
+				res.AvailableVersion = f.PreviousAvailable
+			}
 		}
 	}
 	if f.Resolved != nil && f.Resolved.Status == metav1.ConditionFalse {
@@ -572,14 +604,15 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 			progressing = append([]string{f.Resolved.Message}, progressing...)
 		} else {
 			degraded = append([]string{f.Resolved.Message}, degraded...)
+			degradedReason = f.Resolved.Reason
 		}
 	}
 
 	mk := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncateMsg(msg)}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: fluxstatus.Truncate(msg)}
 	}
 	if len(degraded) > 0 {
-		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady, subject+": "+summarize(degraded))
+		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionTrue, degradedReason, subject+": "+summarize(degraded))
 	} else {
 		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": no release or cluster is degraded")
 	}
@@ -602,7 +635,6 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 	}
 	res.Ready = fluxstatus.ReadyFrom(res.Available, res.Progressing, res.Degraded)
 	res.Healthy = res.Ready.Status == metav1.ConditionTrue
-	_ = byVersion
 	return res
 }
 
@@ -612,13 +644,6 @@ func summarize(msgs []string) string {
 		return strings.Join(msgs, "; ")
 	}
 	return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
-}
-
-func truncateMsg(s string) string {
-	if len(s) > 2048 {
-		return s[:2045] + "..."
-	}
-	return s
 }
 
 // emitTransitions records an Event when Available or Degraded changes status: on transitions

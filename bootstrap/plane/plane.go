@@ -10,7 +10,10 @@
 //     each Cluster into a local workload cluster (API server, controller manager, scheduler
 //     and kwok Nodes) and writes its kubeconfig Secret. It is not part of the operator: see
 //     package localinfra;
-//   - optionally the operator itself (bin/manager).
+//   - optionally the operator itself (bin/manager), with its validating webhook on CAPI
+//     Clusters: the configuration in config/webhook is installed into the management API
+//     server (envtest generates the CA and the serving certificate and points it at the
+//     operator on loopback), and Start returns once the webhook serves TLS.
 //
 // Every process writes its output to <state-dir>/logs/<name>.log (workload clusters to
 // <state-dir>/logs/clusters/<namespace>-<name>/). [Plane.Stop] stops everything it started;
@@ -24,8 +27,11 @@ package plane
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +61,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
 const (
@@ -95,13 +102,17 @@ type Options struct {
 	// OperatorPath is the operator binary. Default: <BinDir>/manager.
 	OperatorPath string
 	// OperatorArgs are added to the operator's arguments, after
-	// --metrics-bind-address and --health-probe-bind-address.
+	// --metrics-bind-address, --health-probe-bind-address and the webhook flags
+	// (--enable-webhooks, --webhook-host, --webhook-port, --webhook-cert-dir).
 	OperatorArgs []string
 	// OperatorEnv is added to the operator's environment (KUBECONFIG and
 	// SOURCE_CONTROLLER_LOCALHOST are set).
 	OperatorEnv []string
-	// SkipOperatorReadyCheck does not wait for the operator's /readyz.
+	// SkipOperatorReadyCheck does not wait for the operator's /readyz nor its webhook.
 	SkipOperatorReadyCheck bool
+	// WebhookConfigDir is the kustomize directory of the operator's webhook configuration,
+	// installed with WithOperator. Default: <RepoRoot>/config/webhook.
+	WebhookConfigDir string
 
 	// WorkloadNodes is the default number of kwok Nodes per workload cluster (1 when zero).
 	WorkloadNodes int
@@ -131,6 +142,7 @@ type Plane struct {
 	operator *proc.Process
 
 	operatorMetricsAddr, operatorHealthAddr string
+	operatorWebhookAddr                     string
 	sourceStorageAddr                       string
 
 	stopOnce sync.Once
@@ -212,6 +224,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OperatorPath == "" {
 		o.OperatorPath = filepath.Join(o.BinDir, "manager")
+	}
+	if o.WebhookConfigDir == "" {
+		o.WebhookConfigDir = filepath.Join(o.RepoRoot, filepath.FromSlash(webhooks.ConfigDir))
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
@@ -317,7 +332,7 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		if err := p.startOperator(ctx); err != nil {
 			return nil, err
 		}
-		p.log.Info("operator started", "health", p.operatorHealthAddr, "metrics", p.operatorMetricsAddr)
+		p.log.Info("operator started", "health", p.operatorHealthAddr, "metrics", p.operatorMetricsAddr, "webhook", p.operatorWebhookAddr)
 	}
 	p.record()
 	p.log.Info("plane ready", "took", time.Since(started).Round(time.Millisecond))
@@ -408,6 +423,16 @@ func (p *Plane) startAPIServer() error {
 		Err:     apiLog,
 	}
 	apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)}
+	// The operator's webhook: envtest installs the configuration with a URL on loopback and a
+	// CA of its own, and writes the serving certificate the operator gets (startOperator).
+	var webhookOpts envtest.WebhookInstallOptions
+	if o.WithOperator {
+		vwcs, err := webhooks.LoadValidatingWebhookConfigurations(o.WebhookConfigDir)
+		if err != nil {
+			return fmt.Errorf("plane: operator webhook: %w", err)
+		}
+		webhookOpts = envtest.WebhookInstallOptions{ValidatingWebhooks: vwcs, LocalServingHost: "127.0.0.1"}
+	}
 	// A scheme without CAPI's hub types, so that envtest does not point the CRDs at a
 	// conversion webhook that nothing serves.
 	envScheme := runtime.NewScheme()
@@ -426,6 +451,7 @@ func (p *Plane) startAPIServer() error {
 			},
 		},
 		Scheme:                   envScheme,
+		WebhookInstallOptions:    webhookOpts,
 		CRDDirectoryPaths:        o.CRDDirs,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
@@ -470,6 +496,9 @@ func kubeconfigFor(cfg *rest.Config, cluster, user string) ([]byte, error) {
 
 // startFlux starts source-, kustomize- and helm-controller and waits until each is ready.
 func (p *Plane) startFlux(ctx context.Context) error {
+	if err := p.startControllerManager(ctx); err != nil {
+		return err
+	}
 	o := p.opts
 	ports, err := proc.FreePorts(7)
 	if err != nil {
@@ -551,6 +580,42 @@ func (p *Plane) startFlux(ctx context.Context) error {
 	return nil
 }
 
+// startControllerManager runs kube-controller-manager against the management API server with the
+// controllers every real management cluster has and the operator relies on: the garbage
+// collector (owner references: a release's Flux objects, a ClusterAddon's ConfigMap) and the
+// namespace controller. envtest alone runs neither.
+func (p *Plane) startControllerManager(ctx context.Context) error {
+	o := p.opts
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		return err
+	}
+	pr, err := proc.Start(proc.Spec{
+		Name: "kube-controller-manager",
+		Path: filepath.Join(o.BinDir, "kube-controller-manager"),
+		Args: []string{
+			"--kubeconfig=" + p.kubeconfig,
+			"--authentication-kubeconfig=" + p.kubeconfig,
+			"--authorization-kubeconfig=" + p.kubeconfig,
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(ports[0]),
+			"--cert-dir=" + filepath.Join(o.StateDir, "kube-controller-manager"),
+			"--controllers=garbagecollector,namespace",
+		},
+		LogFile: filepath.Join(p.LogDir(), "kube-controller-manager.log"),
+	})
+	if err != nil {
+		return fmt.Errorf("plane: %w", err)
+	}
+	p.flux = append(p.flux, pr)
+	p.record()
+	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), pr); err != nil {
+		return fmt.Errorf("plane: kube-controller-manager not healthy (log: %s): %w", pr.LogFile(), err)
+	}
+	return nil
+}
+
 // startLocalInfra runs the localinfra controller in this process.
 func (p *Plane) startLocalInfra(ctx context.Context) error {
 	o := p.opts
@@ -593,9 +658,15 @@ func (p *Plane) startOperator(ctx context.Context) error {
 	}
 	p.operatorMetricsAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
 	p.operatorHealthAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
+	wh := p.env.WebhookInstallOptions
+	p.operatorWebhookAddr = net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
 	args := append([]string{
 		"--metrics-bind-address=" + p.operatorMetricsAddr,
 		"--health-probe-bind-address=" + p.operatorHealthAddr,
+		"--enable-webhooks",
+		"--webhook-host=" + wh.LocalServingHost,
+		"--webhook-port=" + strconv.Itoa(wh.LocalServingPort),
+		"--webhook-cert-dir=" + wh.LocalServingCertDir,
 	}, o.OperatorArgs...)
 	pr, err := proc.Start(proc.Spec{
 		Name: "manager",
@@ -619,7 +690,42 @@ func (p *Plane) startOperator(ctx context.Context) error {
 	if err := proc.WaitHTTP(ctx, "http://"+p.operatorHealthAddr+"/readyz", pr); err != nil {
 		return fmt.Errorf("plane: operator not ready (log: %s): %w", pr.LogFile(), err)
 	}
+	if err := waitTLS(ctx, p.operatorWebhookAddr, wh.LocalServingCAData, pr); err != nil {
+		return fmt.Errorf("plane: operator webhook not serving (log: %s): %w", pr.LogFile(), err)
+	}
 	return nil
+}
+
+// waitTLS polls addr until a TLS handshake verified against the CA caPEM succeeds, the
+// process p exits, or ctx is done.
+func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return errors.New("no CA certificate for the webhook")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	dialer := &tls.Dialer{
+		NetDialer: &net.Dialer{Timeout: 2 * time.Second},
+		Config:    &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12},
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for TLS on %s: %w (last: %v)", addr, ctx.Err(), err)
+		case <-p.Done():
+			return fmt.Errorf("wait for TLS on %s: %w", addr, p.Exited())
+		case <-tick.C:
+		}
+	}
 }
 
 // Stop stops everything the plane started: the operator, the localinfra controller and all
@@ -720,6 +826,10 @@ func (p *Plane) OperatorHealthAddr() string { return p.operatorHealthAddr }
 
 // OperatorMetricsAddr is the operator's metrics address ("" without the operator).
 func (p *Plane) OperatorMetricsAddr() string { return p.operatorMetricsAddr }
+
+// OperatorWebhookAddr is the host:port the operator's webhook server listens on ("" without
+// the operator).
+func (p *Plane) OperatorWebhookAddr() string { return p.operatorWebhookAddr }
 
 // ProcessInfo describes one process of the plane.
 type ProcessInfo struct {

@@ -60,8 +60,21 @@ func (s ObjectState) AtRevision() bool {
 }
 
 // Healthy is true when the object is Ready at its current generation and expected revision.
+//
+// A routine reconcile of an unchanged object is healthy too: kustomize-controller marks Ready
+// Unknown (reason Progressing) at the start of every reconcile, interval ones included. When
+// the object has observed its generation and already applied the expected revision, nothing
+// is moving, and reporting Progressing for it would make every object's status churn at every
+// Flux interval. A reconcile that then fails turns Ready False, which is not healthy.
 func (s ObjectState) Healthy() bool {
-	return s.Exists && s.Ready == metav1.ConditionTrue && s.Current && s.AtRevision() && !s.Stalled
+	if !s.Exists || !s.Current || s.Stalled || !s.AtRevision() {
+		return false
+	}
+	return s.Ready == metav1.ConditionTrue || s.routineReconcile()
+}
+
+func (s ObjectState) routineReconcile() bool {
+	return s.Ready == metav1.ConditionUnknown && s.Reason == meta.ProgressingReason && s.Revision != ""
 }
 
 // Missing returns the state of an expected object that does not exist.
@@ -137,6 +150,8 @@ func (s ObjectState) Describe() string {
 		return fmt.Sprintf("%s does not exist yet", s.Ref())
 	case s.Stalled:
 		return fmt.Sprintf("%s stalled: %s", s.Ref(), s.Message)
+	case s.Ready == metav1.ConditionFalse && s.Message != "":
+		return fmt.Sprintf("%s: %s", s.Ref(), s.Message)
 	case !s.Current:
 		return fmt.Sprintf("%s has not observed its latest generation yet", s.Ref())
 	case s.Ready == metav1.ConditionTrue && !s.AtRevision():

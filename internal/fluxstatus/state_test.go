@@ -358,6 +358,21 @@ func TestHealthy(t *testing.T) {
 		{name: "wrong revision", mut: func(s *ObjectState) { s.Revision = "0.9.0" }, want: false},
 		{name: "stalled although Ready", mut: func(s *ObjectState) { s.Stalled = true }, want: false},
 		{name: "reconciling but ready and current", mut: func(s *ObjectState) { s.Reconciling = true }, want: true},
+		{name: "routine reconcile of an applied revision (kustomize-controller marks Ready Unknown each time)", mut: func(s *ObjectState) {
+			s.Ready, s.Reason, s.Reconciling = metav1.ConditionUnknown, "Progressing", true
+		}, want: true},
+		{name: "first reconcile: Ready Unknown, nothing applied yet", mut: func(s *ObjectState) {
+			s.Ready, s.Reason, s.Reconciling, s.Revision = metav1.ConditionUnknown, "Progressing", true, ""
+		}, want: false},
+		{name: "reconciling a new revision: Ready Unknown, old revision applied", mut: func(s *ObjectState) {
+			s.Ready, s.Reason, s.Reconciling, s.Revision = metav1.ConditionUnknown, "Progressing", true, "0.9.0"
+		}, want: false},
+		{name: "reconciling a new generation", mut: func(s *ObjectState) {
+			s.Ready, s.Reason, s.Reconciling, s.Current = metav1.ConditionUnknown, "Progressing", true, false
+		}, want: false},
+		{name: "Ready Unknown for another reason", mut: func(s *ObjectState) {
+			s.Ready, s.Reason = metav1.ConditionUnknown, "DependencyNotReady"
+		}, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,6 +397,8 @@ func TestMissingAndDescribe(t *testing.T) {
 		{name: "wrong revision", s: ObjectState{Kind: "HelmChart", Name: "h", Exists: true, Current: true, Ready: metav1.ConditionTrue, Revision: "1.0.0", ExpectedRevision: "1.1.0"}, want: `HelmChart/h is at revision "1.0.0", expected "1.1.0"`},
 		{name: "healthy", s: ObjectState{Kind: "HelmChart", Name: "h", Exists: true, Current: true, Ready: metav1.ConditionTrue, Revision: "1.1.0"}, want: "HelmChart/h is Ready"},
 		{name: "flux message", s: ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Current: true, Ready: metav1.ConditionFalse, Message: "install failed"}, want: "HelmRelease/c1-cni: install failed"},
+		{name: "failing before it could observe its generation: what Flux said wins", s: ObjectState{Kind: "GitRepository", Name: "r", Exists: true, Ready: metav1.ConditionFalse,
+			Message: "failed to checkout and determine revision: unable to clone"}, want: "GitRepository/r: failed to checkout and determine revision: unable to clone"},
 		{name: "no message", s: ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Current: true, Ready: metav1.ConditionUnknown}, want: "HelmRelease/c1-cni is not Ready"},
 	}
 	for _, tt := range tests {

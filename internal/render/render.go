@@ -54,6 +54,9 @@ type Component struct {
 	Template string
 	// File is the stack file the template came from, for error messages.
 	File string
+	// AllowMissing renders a printed value missing from the data as "" instead of failing
+	// (stack lint uses it to learn which keys a template produces for a made-up cluster).
+	AllowMissing bool
 }
 
 // Error is a render failure of one component, naming the file it came from.
@@ -94,20 +97,9 @@ func VarName(s string) string {
 func Render(in Input, components []Component) (map[string]string, error) {
 	data := BaseVariables(in)
 	for _, c := range components {
-		// Every component gets its own copy of the data: sprig's set, unset and merge change
-		// the maps they are given, which must change neither the caller's objects nor what
-		// the next component sees.
-		cluster := deepCopy(in.Cluster)
-		tdata := map[string]any{
-			"Cluster":      orEmpty(cluster),
-			"ControlPlane": orEmpty(deepCopy(in.ControlPlane)),
-			"InfraCluster": orEmpty(deepCopy(in.InfraCluster)),
-			"Variables":    topologyVariables(cluster),
-			"Release":      map[string]any{"Name": in.Release.Name, "Version": in.Release.Version, "KubernetesVersion": in.Release.KubernetesVersion},
-		}
-		values, err := renderValues(c, tdata)
+		values, err := RenderComponent(in, c)
 		if err != nil {
-			return nil, &Error{Component: c.Name, File: c.File, Err: err}
+			return nil, err
 		}
 		if c.Helm {
 			out, err := yaml.Marshal(values)
@@ -133,6 +125,36 @@ func Render(in Input, components []Component) (map[string]string, error) {
 		}
 	}
 	return data, nil
+}
+
+// RenderComponent renders one component's template against in and returns its values; a
+// failure is an *Error naming the component and the file.
+func RenderComponent(in Input, c Component) (map[string]any, error) {
+	values, err := renderValues(c, templateData(in))
+	if err != nil {
+		return nil, &Error{Component: c.Name, File: c.File, Err: err}
+	}
+	return values, nil
+}
+
+// templateData is the data a template sees. Every render gets its own copy: sprig's set, unset
+// and merge change the maps they are given, which must change neither the caller's objects nor
+// what the next component sees.
+func templateData(in Input) map[string]any {
+	cluster := deepCopy(in.Cluster)
+	return map[string]any{
+		"Cluster":      orEmpty(cluster),
+		"ControlPlane": orEmpty(deepCopy(in.ControlPlane)),
+		"InfraCluster": orEmpty(deepCopy(in.InfraCluster)),
+		"Variables":    topologyVariables(cluster),
+		"Release":      map[string]any{"Name": in.Release.Name, "Version": in.Release.Version, "KubernetesVersion": in.Release.KubernetesVersion},
+	}
+}
+
+// Parse checks that a template parses with the functions value templates have.
+func Parse(name, text string) error {
+	_, err := template.New(name).Funcs(FuncMap()).Parse(text)
+	return err
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -189,6 +211,9 @@ func renderValues(c Component, data map[string]any) (map[string]any, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("render template: %w", err)
+	}
+	if c.AllowMissing {
+		buf = *bytes.NewBuffer(bytes.ReplaceAll(buf.Bytes(), []byte(noValue), nil))
 	}
 	if i := bytes.Index(buf.Bytes(), []byte(noValue)); i >= 0 {
 		out := buf.String()
@@ -317,6 +342,11 @@ func checkTime(fn string, d any) error {
 		}
 	}
 	return fmt.Errorf("%s: %v (%T) is neither a time nor Unix seconds", fn, d, d)
+}
+
+// BaseVariableNames are the names of BaseVariables, sorted.
+func BaseVariableNames() []string {
+	return SortedKeys(BaseVariables(Input{}))
 }
 
 // BaseVariables are the flat variables every cluster's ConfigMap holds.

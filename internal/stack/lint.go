@@ -1,9 +1,12 @@
 package stack
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 )
 
 // Lint checks a stack directory and reports every problem it finds, each with its file
@@ -22,7 +25,7 @@ import (
 //   - kustomize directories build as Flux kustomize-controller v1.7 builds them (kustomize
 //     api v0.20.1, generated kustomization.yaml when there is none, LoadRestrictionsNone,
 //     builtin plugins only), to Kubernetes objects, and reference only substitution variables
-//     the operator provides (OperatorVariables, or the flattened keys of overwrite.yaml;
+//     the operator provides (render.BaseVariableNames, or the flattened keys of overwrite.yaml;
 //     ClusterClassVariables for a kustomize cluster-class).
 func Lint(dir, version string) []Problem {
 	s, loadProblems := load(dir)
@@ -141,7 +144,7 @@ func (lt *linter) lintAddon(c Component) {
 			// Best effort: a template that needs data the sample cluster lacks renders the
 			// chart with its defaults only, and then a failing render proves nothing.
 			var err error
-			values, err = RenderValues(path.Base(c.ValuesFile), c.ValuesTemplate, lt.sampleData())
+			values, err = render.RenderComponent(lt.sampleData(), render.Component{Name: c.Name, Helm: true, Template: c.ValuesTemplate, File: c.ValuesFile})
 			valuesOK = err == nil
 		}
 		files, err := renderHelm(lt.dir, c, helmRender{releaseName: c.Name, namespace: c.Namespace, kubeVersion: lt.s.KubernetesVersion, values: values})
@@ -159,18 +162,18 @@ func (lt *linter) lintAddon(c Component) {
 			return
 		}
 		lt.addAll(objectProblems([]renderedFile{{File: c.Path + "/", Objects: objs}}))
-		known := append([]string{}, OperatorVariables...)
+		known := render.BaseVariableNames()
 		if c.ValuesTemplate != "" {
-			out, err := ExecuteValuesTemplate(path.Base(c.ValuesFile), c.ValuesTemplate, lt.sampleData())
+			values, err := render.RenderComponent(lt.sampleData(), render.Component{Name: c.Name, Template: c.ValuesTemplate, File: c.ValuesFile, AllowMissing: true})
+			var rerr *render.Error
+			if errors.As(err, &rerr) && strings.HasPrefix(rerr.Err.Error(), "rendered values are not a YAML map") {
+				lt.ps.addf(c.ValuesFile, "the values template does not produce a YAML mapping for a sample cluster: %v", rerr.Err)
+				return
+			}
 			if err != nil {
 				return // cannot tell which keys the values have
 			}
-			values, err := parseValuesYAML(c.ValuesFile, out)
-			if err != nil {
-				lt.ps.addf(c.ValuesFile, "the values template does not produce a YAML mapping for a sample cluster: %v", err)
-				return
-			}
-			known = append(known, sortedKeys(FlattenValues(values))...)
+			known = append(known, sortedKeys(render.Flatten(values))...)
 		}
 		lt.checkVariables(c, objs, known, "an operator variable nor a flattened key of the overwrite.yaml values")
 		lt.checkNumericSubstitutions(c, objs)
@@ -241,13 +244,13 @@ const (
 )
 
 // sampleData is the template data of a made-up cluster of this stack.
-func (lt *linter) sampleData() TemplateData {
+func (lt *linter) sampleData() render.Input {
 	s := lt.s
 	version := lt.version
 	if version == "" {
 		version = s.ClusterClass.Version
 	}
-	release := ReleaseData{Name: s.ReleaseName(version), Version: version, KubernetesVersion: s.KubernetesVersion}
+	release := render.Release{Name: s.ReleaseName(version), Version: version, KubernetesVersion: s.KubernetesVersion}
 	vars := []any{}
 	for _, k := range sortedKeys(lt.variables) {
 		vars = append(vars, map[string]any{"name": k, "value": lt.variables[k]})
@@ -284,7 +287,7 @@ func (lt *linter) sampleData() TemplateData {
 		"metadata":   map[string]any{"name": sampleClusterName, "namespace": sampleClusterNamespace},
 		"spec":       map[string]any{"controlPlaneEndpoint": map[string]any{"host": sampleEndpointHost, "port": sampleEndpointPort}},
 	}
-	return TemplateData{Cluster: cluster, ControlPlane: controlPlane, InfraCluster: infra, Variables: TopologyVariables(cluster), Release: release}
+	return render.Input{Cluster: cluster, ControlPlane: controlPlane, InfraCluster: infra, Release: release}
 }
 
 // classVariableDefaults returns the schema defaults of the rendered ClusterClass variables.

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 )
 
 // Kind is how a component is delivered.
@@ -525,7 +527,7 @@ func (l *stackReader) readValuesFile(rel string) (string, string) {
 		l.ps.addf(rel, "the `values` key is missing (want `values: |` followed by a template of Helm values)")
 		return "", rel
 	}
-	if _, err := ParseValuesTemplate(path.Base(rel), *f.Values); err != nil {
+	if err := render.Parse(path.Base(rel), *f.Values); err != nil {
 		l.ps.addf(rel, "values template does not parse: %v", err)
 	}
 	return *f.Values, rel

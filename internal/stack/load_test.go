@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 )
 
 func componentNames(cs []Component) []string {
@@ -45,7 +47,7 @@ func TestLoadSCSLayout(t *testing.T) {
 	if s.Addons["ccm"] != "2.35.x" {
 		t.Errorf("addons = %v", s.Addons)
 	}
-	values, err := RenderValues("overwrite.yaml", cni.ValuesTemplate, sampleTemplateData())
+	values, err := renderValues("overwrite.yaml", cni.ValuesTemplate, sampleTemplateData())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestLoadOldSCSLayout(t *testing.T) {
 		c.ValuesFile != ClusterAddonValuesFile || !strings.Contains(c.ValuesTemplate, "workload_loadbalancer") {
 		t.Errorf("umbrella = %+v", c)
 	}
-	values, err := RenderValues(ClusterAddonValuesFile, c.ValuesTemplate, sampleTemplateData())
+	values, err := renderValues(ClusterAddonValuesFile, c.ValuesTemplate, sampleTemplateData())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestLoadReferenceStack(t *testing.T) {
 	}
 	data := sampleTemplateData()
 	cni, _ := s.Component("cni")
-	values, err := RenderValues("overwrite.yaml", cni.ValuesTemplate, data)
+	values, err := renderValues("overwrite.yaml", cni.ValuesTemplate, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,17 +112,17 @@ func TestLoadReferenceStack(t *testing.T) {
 	if !reflect.DeepEqual(values, want) {
 		t.Errorf("cni values = %#v, want %#v", values, want)
 	}
-	values, err = RenderValues("overwrite.yaml", info.ValuesTemplate, data)
+	values, err = renderValues("overwrite.yaml", info.ValuesTemplate, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vars := FlattenValues(values); vars["infra_region"] != "eu-west-1" {
+	if vars := render.Flatten(values); vars["infra_region"] != "eu-west-1" {
 		t.Errorf("cluster-info variables = %v", vars)
 	}
 	// A Cluster without an endpoint yet: the operator must wait rather than install "".
 	noEndpoint := sampleTemplateData()
 	delete(noEndpoint.Cluster["spec"].(map[string]any), "controlPlaneEndpoint")
-	if _, err := RenderValues("overwrite.yaml", cni.ValuesTemplate, noEndpoint); err == nil {
+	if _, err := renderValues("overwrite.yaml", cni.ValuesTemplate, noEndpoint); err == nil {
 		t.Error("cni values rendered for a Cluster without controlPlaneEndpoint")
 	}
 }

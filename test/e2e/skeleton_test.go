@@ -58,7 +58,6 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 	const release = "aws-base-1-36-v1"
 
 	BeforeAll(func(ctx SpecContext) {
-		publish(ctx, release, nil)
 		applyExamples(ctx)
 	})
 
@@ -124,7 +123,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-cluster-info"}, ks)).To(Succeed())
 			}).Should(Succeed())
 			Expect(hr.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
-			Expect(hr.Spec.ChartRef.Name).To(Equal(release + "-cni"), "one shared HelmChart per release and component")
+			Expect(hr.Spec.ChartRef.Name).To(Equal(release+"-cni"), "one shared HelmChart per release and component")
 			Expect(ks.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
 			Expect(ks.Spec.SourceRef.Name).To(Equal(release))
 

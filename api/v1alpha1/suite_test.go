@@ -1,0 +1,51 @@
+package v1alpha1_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// These tests run the CRDs' validation (OpenAPI schema and CEL rules) in a real kube-apiserver.
+
+func TestAPI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "API validation (envtest)")
+}
+
+var (
+	env *envtest.Environment
+	k8s client.Client
+)
+
+var _ = BeforeSuite(func() {
+	bin, err := filepath.Abs("../../bin")
+	Expect(err).NotTo(HaveOccurred())
+	_, err = os.Stat(filepath.Join(bin, "kube-apiserver"))
+	Expect(err).NotTo(HaveOccurred(), "run `make tools` first (make test does)")
+	env = &envtest.Environment{
+		CRDDirectoryPaths:     []string{"../../config/crd/bases"},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: bin,
+	}
+	cfg, err := env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	scheme := runtime.NewScheme()
+	Expect(csv1.AddToScheme(scheme)).To(Succeed())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})

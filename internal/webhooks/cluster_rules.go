@@ -1,0 +1,155 @@
+// Package webhooks holds the operator's admission webhooks.
+//
+// The validating webhook on CAPI Clusters enforces how a Cluster may use ClusterStackReleases
+// (whose names are the ClusterClass names the operator delivers):
+//
+//   - a Cluster using a release must set spec.topology.version to the Kubernetes version the
+//     release was validated with (status.kubernetesVersion); while the release has not been
+//     validated yet the Cluster is admitted with a warning;
+//   - a Cluster moving from one release to another stays with the same provider and stack and
+//     moves at most one Kubernetes minor up (no downgrade, no skipped minor);
+//   - a ClusterStack only serves Clusters of its own namespace: a classRef into another
+//     namespace that names a release there is refused.
+//
+// Clusters whose ClusterClass is not a release are admitted untouched. The rules are pure
+// functions (this file); ClusterValidator does the reads.
+package webhooks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+var (
+	classRefPath          = field.NewPath("spec", "topology", "classRef")
+	classRefNamePath      = classRefPath.Child("name")
+	classRefNamespacePath = classRefPath.Child("namespace")
+	versionPath           = field.NewPath("spec", "topology", "version")
+)
+
+// ClassRef returns the namespace and name of the ClusterClass a Cluster's topology uses; the
+// namespace defaults to the Cluster's, as in CAPI. The name is "" when the Cluster has no
+// topology.
+func ClassRef(c *clusterv1.Cluster) (namespace, name string) {
+	ref := c.Spec.Topology.ClassRef
+	if ref.Name == "" {
+		return "", ""
+	}
+	if ref.Namespace == "" {
+		return c.Namespace, ref.Name
+	}
+	return ref.Namespace, ref.Name
+}
+
+// ClassOrVersionChanged reports whether an update changes what the rules look at: the
+// ClusterClass (name or effective namespace) or spec.topology.version. Other updates (labels,
+// finalizers, the control plane endpoint, replicas) are never refused, so that the webhook
+// cannot stop CAPI's controllers or a deletion, even for a Cluster that predates a rule.
+func ClassOrVersionChanged(old, updated *clusterv1.Cluster) bool {
+	oldNS, oldName := ClassRef(old)
+	newNS, newName := ClassRef(updated)
+	return oldNS != newNS || oldName != newName || old.Spec.Topology.Version != updated.Spec.Topology.Version
+}
+
+// ValidateClusterCreate checks a new Cluster. rel is the ClusterStackRelease its classRef
+// names (in the classRef's namespace), nil when the ClusterClass is not a release. It returns
+// the errors and the warnings for the user.
+func ValidateClusterCreate(c *clusterv1.Cluster, rel *csv1.ClusterStackRelease) (field.ErrorList, []string) {
+	return validateUse(c, rel)
+}
+
+// ValidateClusterUpdate checks an update of a Cluster. oldRel is the ClusterStackRelease the
+// old Cluster used (in its own namespace), newRel the one the updated Cluster's classRef names
+// (in the classRef's namespace); either is nil when that ClusterClass is not a release.
+// Updates that change neither the ClusterClass nor spec.topology.version are always allowed.
+func ValidateClusterUpdate(old, updated *clusterv1.Cluster, oldRel, newRel *csv1.ClusterStackRelease) (field.ErrorList, []string) {
+	if !ClassOrVersionChanged(old, updated) {
+		return nil, nil
+	}
+	errs, warnings := validateUse(updated, newRel)
+	if newRel != nil && newRel.Namespace == updated.Namespace &&
+		oldRel != nil && oldRel.Namespace == old.Namespace && oldRel.Name != newRel.Name {
+		errs = append(errs, validateMove(oldRel, newRel)...)
+	}
+	return errs, warnings
+}
+
+// validateUse checks that c may use rel at its spec.topology.version.
+func validateUse(c *clusterv1.Cluster, rel *csv1.ClusterStackRelease) (field.ErrorList, []string) {
+	if rel == nil {
+		return nil, nil
+	}
+	if rel.Namespace != c.Namespace {
+		return field.ErrorList{field.Invalid(classRefNamespacePath, rel.Namespace, fmt.Sprintf(
+			"ClusterClass %q in namespace %q is ClusterStackRelease %s/%s, and a ClusterStack only serves Clusters of its own namespace: "+
+				"create the ClusterStack in namespace %q and refer to its release without classRef.namespace",
+			rel.Name, rel.Namespace, rel.Namespace, rel.Name, c.Namespace))}, nil
+	}
+	want, got := rel.Status.KubernetesVersion, c.Spec.Topology.Version
+	if want == "" {
+		return nil, []string{fmt.Sprintf(
+			"ClusterStackRelease %s/%s has not been validated yet (no status.kubernetesVersion), so spec.topology.version %q is not checked; "+
+				"once it is, Clusters using it must set the Kubernetes version it was validated with",
+			rel.Namespace, rel.Name, got)}
+	}
+	if got != want {
+		return field.ErrorList{field.Invalid(versionPath, got, fmt.Sprintf(
+			"ClusterStackRelease %q was validated with Kubernetes %s: a Cluster using it must set spec.topology.version to %q",
+			rel.Name, want, want))}, nil
+	}
+	return nil, nil
+}
+
+// validateMove checks a move from release from to release to: same provider and stack, and
+// the Kubernetes minor of to equal to that of from or one more.
+func validateMove(from, to *csv1.ClusterStackRelease) field.ErrorList {
+	fromStack := from.Spec.Provider + "/" + from.Spec.StackName
+	toStack := to.Spec.Provider + "/" + to.Spec.StackName
+	if fromStack != toStack {
+		return field.ErrorList{field.Invalid(classRefNamePath, to.Name, fmt.Sprintf(
+			"the Cluster uses ClusterStackRelease %q of stack %s and cannot move to %q of stack %s: "+
+				"a Cluster may only move to a release of the same provider and stack (%s-%s-<major>-<minor>-<version>)",
+			from.Name, fromStack, to.Name, toStack, from.Spec.Provider, from.Spec.StackName))}
+	}
+	fromMajor, fromMinor, err := parseMinor(from.Spec.KubernetesVersion)
+	if err != nil {
+		return field.ErrorList{field.InternalError(classRefNamePath, fmt.Errorf("ClusterStackRelease %q: %w", from.Name, err))}
+	}
+	toMajor, toMinor, err := parseMinor(to.Spec.KubernetesVersion)
+	if err != nil {
+		return field.ErrorList{field.InternalError(classRefNamePath, fmt.Errorf("ClusterStackRelease %q: %w", to.Name, err))}
+	}
+	if fromMajor == toMajor && (toMinor == fromMinor || toMinor == fromMinor+1) {
+		return nil
+	}
+	what := "skips a Kubernetes minor version"
+	if toMajor < fromMajor || (toMajor == fromMajor && toMinor < fromMinor) {
+		what = "downgrades Kubernetes"
+	}
+	return field.ErrorList{field.Invalid(classRefNamePath, to.Name, fmt.Sprintf(
+		"moving from ClusterStackRelease %q (Kubernetes %s) to %q (Kubernetes %s) %s: "+
+			"a Cluster moves one Kubernetes minor at a time, so it may move to a release of stack %s for Kubernetes %d.%d or %d.%d",
+		from.Name, from.Spec.KubernetesVersion, to.Name, to.Spec.KubernetesVersion, what,
+		fromStack, fromMajor, fromMinor, fromMajor, fromMinor+1))}
+}
+
+// parseMinor parses a Kubernetes minor such as "1.36".
+func parseMinor(v string) (major, minor int, err error) {
+	ma, mi, ok := strings.Cut(v, ".")
+	if ok {
+		major, err = strconv.Atoi(ma)
+		if err == nil {
+			minor, err = strconv.Atoi(mi)
+		}
+	}
+	if !ok || err != nil {
+		return 0, 0, fmt.Errorf("spec.kubernetesVersion %q is not <major>.<minor>", v)
+	}
+	return major, minor, nil
+}

@@ -1,0 +1,116 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// ClusterPath is the path the Cluster webhook is served on (controller-runtime's
+// /validate-<group>-<version>-<kind>).
+const ClusterPath = "/validate-cluster-x-k8s-io-v1beta2-cluster"
+
+// The failure policy is Fail, and config/webhook adds matchConditions so that the API server
+// only calls the webhook for requests the rules are about: creating a Cluster whose ClusterClass
+// name has the shape of a release tag, or changing such a Cluster's ClusterClass or
+// spec.topology.version. While the operator is down those requests are refused; every other
+// write to a Cluster (of any Cluster, with or without a stack: CAPI's controllers, finalizers,
+// deletion) never reaches the webhook. See README.md, "Validating webhook".
+//
+// +kubebuilder:webhook:path=/validate-cluster-x-k8s-io-v1beta2-cluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=cluster.x-k8s.io,resources=clusters,verbs=create;update,versions=v1beta2,name=vcluster.clusterstack.io,admissionReviewVersions=v1,serviceName=clusterstack-webhook-service,serviceNamespace=clusterstack-system,timeoutSeconds=10
+// +kubebuilder:webhookconfiguration:mutating=false,name=clusterstack-validating-webhook-configuration
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases,verbs=get;list;watch
+
+// ClusterValidator validates CAPI Clusters against the ClusterStackReleases their
+// ClusterClasses are (see the package documentation for the rules).
+type ClusterValidator struct {
+	// Client reads ClusterStackReleases: the manager's cached client.
+	Client client.Reader
+	// APIReader, when set, is asked for a release the Client does not find, since the cache
+	// may not have seen a release created a moment ago.
+	APIReader client.Reader
+}
+
+var _ admission.Validator[*clusterv1.Cluster] = &ClusterValidator{}
+
+// SetupClusterWebhookWithManager registers the Cluster webhook with the manager's webhook
+// server, reading releases through the manager's cache.
+func SetupClusterWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &clusterv1.Cluster{}).
+		WithValidator(&ClusterValidator{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
+		WithValidatorCustomPath(ClusterPath).
+		Complete()
+}
+
+// ValidateCreate checks a new Cluster.
+func (v *ClusterValidator) ValidateCreate(ctx context.Context, c *clusterv1.Cluster) (admission.Warnings, error) {
+	ns, name := ClassRef(c)
+	rel, err := v.release(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	errs, warnings := ValidateClusterCreate(c, rel)
+	return warnings, invalid(c, errs)
+}
+
+// ValidateUpdate checks an update of a Cluster; only updates of its ClusterClass or
+// spec.topology.version read anything.
+func (v *ClusterValidator) ValidateUpdate(ctx context.Context, old, updated *clusterv1.Cluster) (admission.Warnings, error) {
+	if !ClassOrVersionChanged(old, updated) {
+		return nil, nil
+	}
+	ns, name := ClassRef(updated)
+	newRel, err := v.release(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	var oldRel *csv1.ClusterStackRelease
+	// The old release matters only for a move between two releases of the Cluster's namespace.
+	if oldNS, oldName := ClassRef(old); newRel != nil && ns == updated.Namespace && oldNS == old.Namespace && oldName != name {
+		if oldRel, err = v.release(ctx, oldNS, oldName); err != nil {
+			return nil, err
+		}
+	}
+	errs, warnings := ValidateClusterUpdate(old, updated, oldRel, newRel)
+	return warnings, invalid(updated, errs)
+}
+
+// ValidateDelete allows every deletion (the webhook is not registered for it).
+func (v *ClusterValidator) ValidateDelete(context.Context, *clusterv1.Cluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// release returns the ClusterStackRelease namespace/name, nil when there is none.
+func (v *ClusterValidator) release(ctx context.Context, namespace, name string) (*csv1.ClusterStackRelease, error) {
+	if name == "" {
+		return nil, nil
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	rel := &csv1.ClusterStackRelease{}
+	err := v.Client.Get(ctx, key, rel)
+	if apierrors.IsNotFound(err) && v.APIReader != nil {
+		err = v.APIReader.Get(ctx, key, rel)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("read ClusterStackRelease %s: %w", key, err))
+	}
+	return rel, nil
+}
+
+func invalid(c *clusterv1.Cluster, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs)
+}

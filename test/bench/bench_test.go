@@ -1,0 +1,723 @@
+// Package bench holds BenchmarkIdleWritesAndStatusLatency, run by `make bench`: the operator
+// binary (bin/manager) against a real kube-apiserver with a few hundred CAPI Clusters. It
+// measures what a management cluster pays for the operator when nothing happens (API writes
+// while idle, expected 0) and how quickly a Flux readiness change shows in a ClusterAddon's
+// conditions. It reports figures and asserts no timing.
+//
+// Settings (flag after -args, or environment):
+//
+//	-bench.clusters / BENCH_CLUSTERS   number of CAPI Clusters (300)
+//	-bench.idle     / BENCH_IDLE       idle window (10m; e.g. 2m for a quick run)
+//	-bench.samples  / BENCH_SAMPLES    Ready flips for the status latency (20)
+//	-bench.log-level/ BENCH_LOG_LEVEL  the operator's --zap-log-level (info; debug to find churn)
+//	-bench.keep     / BENCH_KEEP=1     keep the state directory with all logs
+package bench
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
+)
+
+const (
+	benchNS   = "bench"
+	stackName = "aws-base-1-36"
+	release   = "aws-base-1-36-v1"
+	repoName  = "stacks"
+)
+
+type benchConfig struct {
+	clusters int
+	idle     time.Duration
+	samples  int
+	logLevel string
+	keep     bool
+}
+
+var (
+	flagClusters = flag.String("bench.clusters", envOr("BENCH_CLUSTERS", "300"), "number of CAPI Clusters")
+	flagIdle     = flag.String("bench.idle", envOr("BENCH_IDLE", "10m"), "idle window in which API writes are counted")
+	flagSamples  = flag.String("bench.samples", envOr("BENCH_SAMPLES", "20"), "number of HelmRelease Ready flips for the status latency")
+	flagLogLevel = flag.String("bench.log-level", envOr("BENCH_LOG_LEVEL", "info"), "the operator's --zap-log-level")
+	flagKeep     = flag.Bool("bench.keep", os.Getenv("BENCH_KEEP") != "", "keep the state directory and logs")
+)
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func loadConfig() (benchConfig, error) {
+	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep}
+	var err error
+	if cfg.clusters, err = strconv.Atoi(*flagClusters); err != nil || cfg.clusters < 1 {
+		return cfg, fmt.Errorf("BENCH_CLUSTERS / -bench.clusters: want a positive number, got %q", *flagClusters)
+	}
+	if cfg.idle, err = time.ParseDuration(*flagIdle); err != nil || cfg.idle <= 0 {
+		return cfg, fmt.Errorf("BENCH_IDLE / -bench.idle: want a positive duration such as 2m, got %q", *flagIdle)
+	}
+	if cfg.samples, err = strconv.Atoi(*flagSamples); err != nil || cfg.samples < 1 {
+		return cfg, fmt.Errorf("BENCH_SAMPLES / -bench.samples: want a positive number, got %q", *flagSamples)
+	}
+	return cfg, nil
+}
+
+var started = time.Now()
+
+func logf(format string, args ...any) {
+	fmt.Printf("bench %7.1fs: %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// BenchmarkIdleWritesAndStatusLatency runs once whatever b.N is (make bench passes -benchtime 1x).
+func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
+	cfg, err := loadConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	started = time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := plane.FindRepoRoot(wd)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	e := startEnv(ctx, b, root, cfg)
+	benchLog, err := os.Create(filepath.Join(e.logDir, "bench-controllers.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = benchLog.Close() })
+	ctrl.SetLogger(zap.New(zap.WriteTo(benchLog)))
+	logf("API server, source-controller and operator up; logs in %s", e.logDir)
+
+	// The stack, published to the Git server, and a ClusterStack delivering its v1.
+	publishStack(ctx, b, e, root)
+	for _, ns := range []string{benchNS, "flux-system"} {
+		must(b, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	must(b, e.c.Create(ctx, &csv1.ClusterStack{
+		ObjectMeta: metav1.ObjectMeta{Name: stackName, Namespace: benchNS},
+		Spec: csv1.ClusterStackSpec{
+			Provider: "aws", Name: "base", KubernetesVersion: "1.36",
+			Source:   csv1.StackSource{URL: e.git.RepoURL(repoName), Path: "aws/base/1-36"},
+			Versions: []string{"v1"},
+			// Short, so that source-controller's periodic reconciles fall into the idle window.
+			Interval: &metav1.Duration{Duration: time.Minute},
+		},
+	}))
+	stopFlux, err := startFakeFlux(e.cfg, e.scheme, benchNS)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fluxStopped := false
+	b.Cleanup(func() {
+		if !fluxStopped {
+			_ = stopFlux()
+		}
+	})
+	tRelease := time.Now()
+	rel := &csv1.ClusterStackRelease{}
+	waitFor(ctx, b, e, 3*time.Minute, "release "+release+" Available", func() (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: release}, rel); err != nil {
+			return false, err.Error(), client.IgnoreNotFound(err)
+		}
+		c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ReadyCondition)
+		if c == nil {
+			return false, "no Ready condition yet", nil
+		}
+		return c.Status == metav1.ConditionTrue, c.Message, nil
+	})
+	logf("release %s Available after %s (revision %s)", release, since(tRelease), rel.Status.Revision)
+
+	// N Clusters as CAPI would leave them: an AWSCluster, the control plane initialized and the
+	// kubeconfig Secret written.
+	writesAtCreate, reconcilesAtCreate := scrapeWrites(ctx, b, e), scrapeReconciles(ctx, b, e)
+	tCreate := time.Now()
+	createClusters(ctx, b, e, cfg.clusters)
+	created := time.Since(tCreate)
+	logf("%d Clusters created in %s", cfg.clusters, created.Round(time.Millisecond))
+	var lastProgress time.Time
+	waitFor(ctx, b, e, 20*time.Minute, fmt.Sprintf("%d ClusterAddons Available", cfg.clusters), func() (bool, string, error) {
+		var list csv1.ClusterAddonList
+		if err := e.c.List(ctx, &list, client.InNamespace(benchNS)); err != nil {
+			return false, "", err
+		}
+		ready := 0
+		for _, a := range list.Items {
+			if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition) && a.Status.LastAppliedRelease == release {
+				ready++
+			}
+		}
+		msg := fmt.Sprintf("%d ClusterAddons, %d Ready", len(list.Items), ready)
+		if time.Since(lastProgress) > 15*time.Second {
+			lastProgress = time.Now()
+			logf("converging: %s", msg)
+		}
+		return ready == cfg.clusters, msg, nil
+	})
+	convergeAddons := time.Since(tCreate)
+	cs := &csv1.ClusterStack{}
+	want := fmt.Sprintf("%d/%d", cfg.clusters, cfg.clusters)
+	waitFor(ctx, b, e, 5*time.Minute, "ClusterStack Ready with "+want, func() (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: stackName}, cs); err != nil {
+			return false, "", err
+		}
+		return cs.Status.ClustersSummary == want && apimeta.IsStatusConditionTrue(cs.Status.Conditions, csv1.ReadyCondition), cs.Status.ClustersSummary, nil
+	})
+	converge := time.Since(tCreate)
+	convergeWrites, convergeBreakdown := diffCounts(writesAtCreate, scrapeWrites(ctx, b, e))
+	convergeReconciles, reconciles := diffCounts(reconcilesAtCreate, scrapeReconciles(ctx, b, e))
+	logf("operator API writes to converge: %d %s; reconciles: %d %s", convergeWrites, convergeBreakdown, convergeReconciles, reconciles)
+	logf("converged: every ClusterAddon Ready after %s, ClusterStack %s Ready after %s", convergeAddons.Round(time.Millisecond), want, converge.Round(time.Millisecond))
+
+	// Nothing changes from here on: Flux's part is done.
+	fluxStopped = true
+	if err := stopFlux(); err != nil {
+		b.Fatal(err)
+	}
+	checkOperatorMetrics(ctx, b, e, cfg.clusters)
+
+	// (i) Idle writes.
+	settled, settleTook := settle(ctx, b, e)
+	before := scrapeWrites(ctx, b, e)
+	snapBefore := snapshot(ctx, b, e)
+	logf("idle window of %s starts (settled: %v after %s)", cfg.idle, settled, settleTook.Round(time.Second))
+	idleEnd := time.Now().Add(cfg.idle)
+	for time.Now().Before(idleEnd) {
+		select {
+		case <-ctx.Done():
+			b.Fatal(ctx.Err())
+		case <-time.After(min(5*time.Second, time.Until(idleEnd))):
+		}
+		if err := e.alive(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	after := scrapeWrites(ctx, b, e)
+	snapAfter := snapshot(ctx, b, e)
+	writes, breakdown := diffCounts(before, after)
+	perMin := float64(writes) / cfg.idle.Minutes()
+	logf("idle window over: %d operator API writes (%.2f/min) %s", writes, perMin, breakdown)
+	changes := diffSnapshots(snapBefore, snapAfter)
+	for _, c := range changes {
+		logf("  changed during the idle window: %s", c)
+	}
+
+	// (ii) Status latency.
+	var down, up []time.Duration
+	for i := range cfg.samples {
+		cluster := clusterName(i * cfg.clusters / cfg.samples)
+		d, u := flipSample(ctx, b, e, cluster)
+		down, up = append(down, d), append(up, u)
+		time.Sleep(300 * time.Millisecond) // let the stack's status follow before the next flip
+	}
+	all := append(append([]time.Duration{}, down...), up...)
+	p50, p90, pmax := percentile(all, 50), percentile(all, 90), percentile(all, 100)
+
+	b.ReportMetric(0, "ns/op") // setup dominates the wall time; it is not the figure
+	b.ReportMetric(float64(cfg.clusters), "clusters")
+	b.ReportMetric(float64(writes), "writes/idle-window")
+	b.ReportMetric(perMin, "writes/min")
+	b.ReportMetric(ms(p50), "p50-latency-ms")
+	b.ReportMetric(ms(p90), "p90-latency-ms")
+	b.ReportMetric(ms(pmax), "max-latency-ms")
+	b.ReportMetric(converge.Seconds(), "converge-s")
+	b.ReportMetric(float64(convergeWrites)/float64(cfg.clusters), "converge-writes/cluster")
+	b.ReportMetric(float64(convergeReconciles)/float64(cfg.clusters), "converge-reconciles/cluster")
+
+	fmt.Printf(`
+ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d Clusters
+  (each: Cluster + AWSCluster + kubeconfig Secret -> ClusterAddon, values ConfigMap, HelmRelease, Kustomization)
+  create the Clusters                         %s
+  converge: create -> every ClusterAddon Ready %s
+  converge: create -> ClusterStack Ready %s  %s
+  operator API writes to converge             %d (%.1f per Cluster) %s
+  operator reconciles to converge             %d (%.1f per Cluster) %s
+  idle window                                 %s (after waiting %s for 15s without operator writes; reached: %v)
+  operator API writes in the idle window      %d (%.2f/min) %s
+  objects changed in the idle window          %d
+  status latency, HelmRelease Ready flip -> ClusterAddon conditions (%d flips, watch):
+    Ready False -> Progressing True, Ready False   p50 %s  p90 %s  max %s
+    Ready True  -> Available True, Ready True      p50 %s  p90 %s  max %s
+    both edges                                     p50 %s  p90 %s  max %s
+`, cfg.clusters, created.Round(time.Millisecond), convergeAddons.Round(time.Millisecond), want, converge.Round(time.Millisecond),
+		convergeWrites, float64(convergeWrites)/float64(cfg.clusters), convergeBreakdown,
+		convergeReconciles, float64(convergeReconciles)/float64(cfg.clusters), reconciles,
+		cfg.idle, settleTook.Round(time.Second), settled, writes, perMin, breakdown, len(changes), cfg.samples,
+		round(percentile(down, 50)), round(percentile(down, 90)), round(percentile(down, 100)),
+		round(percentile(up, 50)), round(percentile(up, 90)), round(percentile(up, 100)),
+		round(p50), round(p90), round(pmax))
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+func round(d time.Duration) time.Duration {
+	return d.Round(100 * time.Microsecond)
+}
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// percentile is the nearest-rank percentile p (0 < p <= 100) of ds.
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration{}, ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := (p*len(s) + 99) / 100
+	return s[max(rank, 1)-1]
+}
+
+// waitFor polls cond every 250ms until it holds, failing the benchmark after timeout or when a
+// process died.
+func waitFor(ctx context.Context, b *testing.B, e *benchEnv, timeout time.Duration, what string, cond func() (bool, string, error)) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, msg, err := cond()
+		if err != nil {
+			b.Fatalf("wait for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		last = msg
+		if err := e.alive(); err != nil {
+			b.Fatalf("wait for %s: %v", what, err)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, last, e.logDir)
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatal(ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// publishStack publishes the reference stacks/ tree with the release tag, as the e2e does.
+func publishStack(ctx context.Context, b *testing.B, e *benchEnv, root string) {
+	b.Helper()
+	dir := filepath.Join(e.dir, "stacks-src")
+	must(b, os.CopyFS(dir, os.DirFS(filepath.Join(root, "stacks"))))
+	if _, err := e.git.CreateRepo(repoName); err != nil {
+		b.Fatal(err)
+	}
+	must(b, e.git.Publish(ctx, repoName, dir, ".", release))
+}
+
+func clusterName(i int) string { return fmt.Sprintf("c-%04d", i) }
+
+var awsClusterGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "AWSCluster"}
+
+// createClusters creates n Clusters, each with what CAPI and CAPA would have made of it by the
+// time its control plane is up.
+func createClusters(ctx context.Context, b *testing.B, e *benchEnv, n int) {
+	b.Helper()
+	kubeconfig := []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: nowhere\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: nowhere\n  context:\n    cluster: nowhere\n    user: nobody\ncurrent-context: nowhere\nusers:\n- name: nobody\n  user: {}\n")
+	jobs := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range jobs {
+				if err := createCluster(ctx, e.c, clusterName(i), kubeconfig); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func createCluster(ctx context.Context, c client.Client, name string, kubeconfig []byte) error {
+	labels := map[string]string{csv1.ClusterNameLabel: name}
+	infra := &unstructured.Unstructured{}
+	infra.SetGroupVersionKind(awsClusterGVK)
+	infra.SetNamespace(benchNS)
+	infra.SetName(name)
+	infra.SetLabels(labels)
+	infra.Object["spec"] = map[string]any{"region": "eu-central-1"}
+	if err := c.Create(ctx, infra); err != nil {
+		return fmt.Errorf("create AWSCluster %s: %w", name, err)
+	}
+	cl := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{
+				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}},
+				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
+			},
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443},
+			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: awsClusterGVK.Group, Kind: awsClusterGVK.Kind, Name: name},
+			Topology: clusterv1.Topology{
+				ClassRef:     clusterv1.ClusterClassRef{Name: release},
+				Version:      "v1.36.3",
+				ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptrTo[int32](1)},
+			},
+		},
+	}
+	if err := c.Create(ctx, cl); err != nil {
+		return fmt.Errorf("create Cluster %s: %w", name, err)
+	}
+	cl.Status.Initialization.InfrastructureProvisioned = ptrTo(true)
+	cl.Status.Initialization.ControlPlaneInitialized = ptrTo(true)
+	if err := c.Status().Update(ctx, cl); err != nil {
+		return fmt.Errorf("initialize Cluster %s: %w", name, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: benchNS, Labels: labels},
+		Type:       "cluster.x-k8s.io/secret",
+		Data:       map[string][]byte{"value": kubeconfig},
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return fmt.Errorf("create Secret %s: %w", secret.Name, err)
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator's metrics endpoint.
+
+func scrape(ctx context.Context, e *benchEnv) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), nil
+}
+
+var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$`)
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// sample is one sample of a metric.
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+// samples returns the samples of metric name in a text exposition.
+func samples(text, name string) []sample {
+	var out []sample
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := sampleLine.FindStringSubmatch(sc.Text())
+		if m == nil || m[1] != name {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			l[p[1]] = p[2]
+		}
+		out = append(out, sample{l, v})
+	}
+	return out
+}
+
+var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// scrapeWrites returns the operator's client-go write requests so far by "METHOD code".
+func scrapeWrites(ctx context.Context, b *testing.B, e *benchEnv) map[string]float64 {
+	b.Helper()
+	text, err := scrape(ctx, e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, s := range samples(text, "rest_client_requests_total") {
+		if writeMethods[s.labels["method"]] {
+			out[s.labels["method"]+" "+s.labels["code"]] += s.value
+		}
+	}
+	return out
+}
+
+// scrapeReconciles returns the operator's reconciles so far by controller.
+func scrapeReconciles(ctx context.Context, b *testing.B, e *benchEnv) map[string]float64 {
+	b.Helper()
+	text, err := scrape(ctx, e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, s := range samples(text, "controller_runtime_reconcile_total") {
+		out[s.labels["controller"]] += s.value
+	}
+	return out
+}
+
+func sum(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// diffCounts returns the total increase from before to after and its breakdown by key.
+func diffCounts(before, after map[string]float64) (int, string) {
+	var parts []string
+	total := 0
+	for k, v := range after {
+		if d := int(v - before[k]); d != 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, d))
+			total += d
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return 0, ""
+	}
+	return total, "(" + strings.Join(parts, ", ") + ")"
+}
+
+// settle waits until the operator has made no API write for 15s (at most 3m), so that the
+// idle window starts after the last reaction to the convergence.
+func settle(ctx context.Context, b *testing.B, e *benchEnv) (bool, time.Duration) {
+	b.Helper()
+	start := time.Now()
+	last, lastChange := sum(scrapeWrites(ctx, b, e)), time.Now()
+	for time.Since(start) < 3*time.Minute {
+		time.Sleep(time.Second)
+		if cur := sum(scrapeWrites(ctx, b, e)); cur != last {
+			last, lastChange = cur, time.Now()
+		}
+		if time.Since(lastChange) >= 15*time.Second {
+			return true, time.Since(start)
+		}
+	}
+	return false, time.Since(start)
+}
+
+// checkOperatorMetrics compares the operator's clusterstack_* gauges with what was built: it
+// is the end-to-end check of internal/metrics.
+func checkOperatorMetrics(ctx context.Context, b *testing.B, e *benchEnv, n int) {
+	b.Helper()
+	var text string
+	waitFor(ctx, b, e, time.Minute, "clusterstack_clusters to count every Cluster available", func() (bool, string, error) {
+		var err error
+		if text, err = scrape(ctx, e); err != nil {
+			return false, "", err
+		}
+		got := map[string]float64{}
+		for _, s := range samples(text, metrics.ClustersMetric) {
+			if s.labels["namespace"] == benchNS && s.labels["stack"] == stackName && s.labels["release"] == release {
+				got[s.labels["state"]] = s.value
+			}
+		}
+		return got[metrics.StateAvailable] == float64(n) && sum(got) == float64(n), fmt.Sprint(got), nil
+	})
+	for _, name := range []string{metrics.ClustersMetric, metrics.ReleasesMetric, metrics.RenderFailuresMetric} {
+		for _, s := range samples(text, name) {
+			if s.value != 0 {
+				logf("operator metric %s%s %g", name, formatLabels(s.labels), s.value)
+			}
+		}
+	}
+}
+
+func formatLabels(l map[string]string) string {
+	var parts []string
+	for k, v := range l {
+		parts = append(parts, k+"="+strconv.Quote(v))
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which objects changed.
+
+var snapshotKinds = []schema.GroupVersionKind{
+	csv1.GroupVersion.WithKind("ClusterStack"),
+	csv1.GroupVersion.WithKind("ClusterStackRelease"),
+	csv1.GroupVersion.WithKind("ClusterAddon"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	corev1.SchemeGroupVersion.WithKind("Secret"),
+	corev1.SchemeGroupVersion.WithKind("Event"),
+	helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
+	kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
+	sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind),
+	sourcev1.GroupVersion.WithKind(sourcev1.HelmChartKind),
+	clusterv1.GroupVersion.WithKind("Cluster"),
+	awsClusterGVK,
+}
+
+type objState struct {
+	rv, writer string
+}
+
+// snapshot records every object's resourceVersion and last writer (from managedFields).
+func snapshot(ctx context.Context, b *testing.B, e *benchEnv) map[string]objState {
+	b.Helper()
+	out := map[string]objState{}
+	for _, gvk := range snapshotKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		must(b, e.c.List(ctx, list, client.InNamespace(benchNS)))
+		for _, o := range list.Items {
+			writer, at := "", time.Time{}
+			for _, f := range o.ManagedFields {
+				if f.Time != nil && !f.Time.Time.Before(at) {
+					writer, at = f.Manager+" "+string(f.Operation)+" "+f.Subresource, f.Time.Time
+				}
+			}
+			out[gvk.Kind+" "+o.Name] = objState{rv: o.ResourceVersion, writer: strings.TrimSpace(writer)}
+		}
+	}
+	return out
+}
+
+func diffSnapshots(before, after map[string]objState) []string {
+	var out []string
+	for k, a := range after {
+		bf, ok := before[k]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s created (by %s)", k, a.writer))
+		case bf.rv != a.rv:
+			out = append(out, fmt.Sprintf("%s updated (last by %s)", k, a.writer))
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, k+" deleted")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status latency.
+
+// flipSample sets the Ready condition of a cluster's cni HelmRelease to False, then back to
+// True, and returns how long each took to show in the cluster's ClusterAddon (seen through a
+// watch): Progressing True and Ready False, then Available True, Progressing False and Ready
+// True. The clock starts just before the HelmRelease status write.
+func flipSample(ctx context.Context, b *testing.B, e *benchEnv, cluster string) (down, up time.Duration) {
+	b.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	w, err := e.c.Watch(wctx, &csv1.ClusterAddonList{}, client.InNamespace(benchNS), client.MatchingFields{"metadata.name": cluster})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	healthy := func(a *csv1.ClusterAddon) bool {
+		c := a.Status.Conditions
+		return apimeta.IsStatusConditionTrue(c, csv1.AvailableCondition) && apimeta.IsStatusConditionFalse(c, csv1.ProgressingCondition) &&
+			apimeta.IsStatusConditionFalse(c, csv1.DegradedCondition) && apimeta.IsStatusConditionTrue(c, csv1.ReadyCondition)
+	}
+	reflectsFailure := func(a *csv1.ClusterAddon) bool {
+		c := a.Status.Conditions
+		return apimeta.IsStatusConditionTrue(c, csv1.ProgressingCondition) && apimeta.IsStatusConditionFalse(c, csv1.ReadyCondition)
+	}
+	await := func(what string, pred func(*csv1.ClusterAddon) bool) time.Time {
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					b.Fatalf("ClusterAddon %s: watch ended waiting for %s", cluster, what)
+				}
+				if ev.Type == watch.Error {
+					b.Fatalf("ClusterAddon %s: watch error waiting for %s: %v", cluster, what, ev.Object)
+				}
+				if a, ok := ev.Object.(*csv1.ClusterAddon); ok && pred(a) {
+					return time.Now()
+				}
+			case <-wctx.Done():
+				b.Fatalf("ClusterAddon %s: %s not seen: %v", cluster, what, wctx.Err())
+			}
+		}
+	}
+	await("the current state (healthy)", healthy)
+
+	flip := func(status metav1.ConditionStatus) time.Time {
+		hr := &helmv2.HelmRelease{}
+		must(b, e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: cluster + "-cni"}, hr))
+		c := metav1.Condition{Type: meta.ReadyCondition, Status: status, Reason: "UpgradeFailed", Message: "benchmark: Ready flipped to False", ObservedGeneration: hr.Generation}
+		if status == metav1.ConditionTrue {
+			c.Reason, c.Message = "UpgradeSucceeded", "benchmark: Ready flipped back to True"
+		}
+		apimeta.SetStatusCondition(&hr.Status.Conditions, c)
+		t := time.Now()
+		must(b, e.c.Status().Update(ctx, hr))
+		return t
+	}
+	t0 := flip(metav1.ConditionFalse)
+	down = await("Progressing True and Ready False", reflectsFailure).Sub(t0)
+	t1 := flip(metav1.ConditionTrue)
+	up = await("Available True, Progressing False, Ready True", healthy).Sub(t1)
+	return down, up
+}

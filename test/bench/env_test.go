@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+)
+
+// benchEnv is what the benchmark runs on: a real kube-apiserver and etcd (envtest) with the
+// operator's, Flux's and CAPI's CRDs, Flux's source-controller, a Git server and the operator
+// binary, each a process of its own. No helm- or kustomize-controller and no workload clusters:
+// the benchmark plays those (see fakeFlux).
+type benchEnv struct {
+	dir, logDir string
+	cfg         *rest.Config
+	kubeconfig  string
+	scheme      *runtime.Scheme
+	c           client.WithWatch
+	git         *gitserver.Server
+
+	source, manager *process
+	storageAddr     string
+	metricsAddr     string
+}
+
+// startEnv starts everything; b.Cleanup stops it again, in reverse order, whatever happens.
+func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *benchEnv {
+	b.Helper()
+	bin := filepath.Join(root, "bin")
+	for _, f := range []string{"kube-apiserver", "etcd", "source-controller", "manager"} {
+		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
+			b.Fatalf("%s missing in %s: run `make tools build` (make bench does)", f, bin)
+		}
+	}
+	dir, err := os.MkdirTemp("", "clusterstack-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &benchEnv{dir: dir, logDir: filepath.Join(dir, "logs")}
+	b.Cleanup(func() {
+		if b.Failed() || cfg.keep {
+			fmt.Printf("bench: state and logs kept in %s\n", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	if err := os.MkdirAll(e.logDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+
+	// The management API server.
+	apiLog, err := os.Create(filepath.Join(e.logDir, "kube-apiserver.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = apiLog.Close() })
+	for _, d := range []string{"kube-apiserver", "etcd"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wrappers := filepath.Join(dir, "bin")
+	apiPath, err := deathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	etcdPath, err := deathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	envScheme := runtime.NewScheme() // no CAPI hub types: no conversion webhook nobody serves
+	if err := clientgoscheme.AddToScheme(envScheme); err != nil {
+		b.Fatal(err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: apiPath, CertDir: filepath.Join(dir, "kube-apiserver"), Out: apiLog, Err: apiLog},
+			Etcd:      &envtest.Etcd{Path: etcdPath, DataDir: filepath.Join(dir, "etcd"), Out: apiLog, Err: apiLog},
+		},
+		Scheme: envScheme,
+		CRDInstallOptions: envtest.CRDInstallOptions{
+			Paths: []string{
+				filepath.Join(root, "config", "crd", "bases"),
+				filepath.Join(bin, "crds", "flux"),
+				filepath.Join(bin, "crds", "capi"),
+				// The reference stack's values read the infrastructure cluster's region.
+				filepath.Join(bin, "crds", "capa", "infrastructure.cluster.x-k8s.io_awsclusters.yaml"),
+			},
+			ErrorIfPathMissing: true,
+		},
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	onSpawnerThread(func() { _, err = env.Start() })
+	b.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			b.Errorf("stop the API server: %v", err)
+		}
+	})
+	if err != nil {
+		b.Fatalf("start the API server (log %s): %v", apiLog.Name(), err)
+	}
+	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 500, Burst: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.cfg = user.Config()
+	e.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(e.cfg, e.kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	if e.scheme, err = plane.NewScheme(); err != nil {
+		b.Fatal(err)
+	}
+	if err := csv1.AddToScheme(e.scheme); err != nil {
+		b.Fatal(err)
+	}
+	if e.c, err = client.NewWithWatch(e.cfg, client.Options{Scheme: e.scheme}); err != nil {
+		b.Fatal(err)
+	}
+
+	// The Git server holding the stacks.
+	gitLog, err := os.Create(filepath.Join(e.logDir, "gitserver.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = gitLog.Close() })
+	if e.git, err = gitserver.Start(filepath.Join(dir, "git"), "127.0.0.1:0", gitserver.WithLogOutput(gitLog)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.git.Close() })
+
+	ports, err := freePorts(5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+
+	// source-controller: the releases' GitRepositories and HelmCharts get real artifacts.
+	e.storageAddr = addr(0)
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(dir, "source-storage"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	e.source, err = startProcess("source-controller", filepath.Join(bin, "source-controller"), []string{
+		"--storage-path=" + filepath.Join(dir, "source-storage"),
+		"--storage-addr=" + addr(0), "--storage-adv-addr=" + addr(0),
+		"--metrics-addr=" + addr(1), "--health-addr=" + addr(2),
+		"--enable-leader-election=false", "--watch-all-namespaces=true", "--log-encoding=console",
+	}, []string{"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system", "HOME=" + home}, filepath.Join(e.logDir, "source-controller.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.source.stop)
+
+	// The operator, exactly as shipped.
+	e.metricsAddr = addr(3)
+	e.manager, err = startProcess("manager", filepath.Join(bin, "manager"), []string{
+		"--metrics-bind-address=" + addr(3),
+		"--health-probe-bind-address=" + addr(4),
+		"--leader-elect=false",
+		"--zap-log-level=" + cfg.logLevel,
+	}, []string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, filepath.Join(e.logDir, "manager.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.manager.stop) // registered last: stopped first
+
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := waitHTTP(wctx, "http://"+addr(2)+"/readyz", e.source); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitHTTP(wctx, "http://"+addr(4)+"/readyz", e.manager); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["bench-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench-admin"}
+	kc.CurrentContext = "bench"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// alive fails the benchmark when a process it needs has exited.
+func (e *benchEnv) alive() error {
+	for _, p := range []*process{e.source, e.manager} {
+		if err := p.exited(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"sync"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// observation is one sample of a cluster's and its stack's status during a rollout.
+type observation struct {
+	Available, Progressing metav1.ConditionStatus
+	ProgressingMsg         string
+	LastApplied            string
+	StackAvailableVersion  string
+}
+
+// observe samples a ClusterAddon and its ClusterStack every 50ms until stop is called.
+func observe(ctx context.Context, ns, cluster string) (stop func() []observation) {
+	var mu sync.Mutex
+	var obs []observation
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			a := &csv1.ClusterAddon{}
+			cs := &csv1.ClusterStack{}
+			if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, a) != nil ||
+				k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs) != nil {
+				continue
+			}
+			o := observation{LastApplied: a.Status.LastAppliedRelease, StackAvailableVersion: cs.Status.Versions.Available}
+			if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.AvailableCondition); c != nil {
+				o.Available = c.Status
+			}
+			if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil {
+				o.Progressing, o.ProgressingMsg = c.Status, c.Message
+			}
+			mu.Lock()
+			obs = append(obs, o)
+			mu.Unlock()
+		}
+	}()
+	return func() []observation {
+		close(done)
+		<-finished
+		mu.Lock()
+		defer mu.Unlock()
+		return obs
+	}
+}
+
+func helmRevision(ctx context.Context, g Gomega, ns, name string) int {
+	hr := &helmv2.HelmRelease{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hr)).To(Succeed())
+	latest := hr.Status.History.Latest()
+	g.Expect(latest).NotTo(BeNil())
+	return latest.Version
+}
+
+var _ = Describe("Cluster addons: values, upgrades, removal, bad input and deletion", Ordered, func() {
+	const ns = "addons"
+	var wl1, wl2 client.Client
+
+	BeforeAll(func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v2", "v3", "v5", "v6"))).To(Succeed())
+	})
+
+	It("installs v1 on both clusters, with each cluster's own values: Progressing, then Available", func(ctx SpecContext) {
+		stop := observe(ctx, ns, "a1")
+		Expect(k8s.Create(ctx, newCluster(ns, "a1", "v1", "10.1.0.0/16"))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, "a2", "v1", "10.2.0.0/16"))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, ns, "a1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		obs := stop()
+		firstAvailable := -1
+		for i, o := range obs {
+			if o.Available == metav1.ConditionTrue {
+				firstAvailable = i
+				break
+			}
+		}
+		Expect(firstAvailable).To(BeNumerically(">", 0), "a new cluster is not Available at once")
+		Expect(obs[:firstAvailable]).To(ContainElement(HaveField("Progressing", metav1.ConditionTrue)), "a healthy rollout goes Progressing, then Available")
+		Expect(obs[:firstAvailable]).NotTo(ContainElement(HaveField("Available", metav1.ConditionTrue)))
+
+		for _, c := range []string{"a1", "a2"} {
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, c)
+				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
+				g.Expect(a.Status.Progress).To(Equal("2/2"))
+			}).Should(Succeed())
+		}
+		var err error
+		wl1, err = pl.WorkloadClient(ctx, ns, "a1")
+		Expect(err).NotTo(HaveOccurred())
+		wl2, err = pl.WorkloadClient(ctx, ns, "a2")
+		Expect(err).NotTo(HaveOccurred())
+		for c, wl := range map[string]client.Client{"10.1.0.0/16": wl1, "10.2.0.0/16": wl2} {
+			info := &corev1.ConfigMap{}
+			Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+			Expect(info.Data).To(HaveKeyWithValue("pod-cidr", c))
+			Expect(info.Data).To(HaveKeyWithValue("region", "eu-north-1"))
+		}
+	})
+
+	It("upgrades a cluster from v1 to v2: Available stays True, unchanged components are not reinstalled, versions move at the end", func(ctx SpecContext) {
+		var revBefore int
+		Eventually(ctx, func(g Gomega) { revBefore = helmRevision(ctx, g, ns, "a1-cni") }).Should(Succeed())
+
+		stop := observe(ctx, ns, "a1")
+		moveCluster(ctx, ns, "a1", "v2")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a1")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(haveCondition(csv1.ProgressingCondition, metav1.ConditionFalse))
+		}).Should(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getStack(ctx, g, ns).Status.Versions.Available).To(Equal("v2"))
+		}).Should(Succeed())
+		obs := stop()
+
+		Expect(obs).To(ContainElement(And(
+			HaveField("Progressing", metav1.ConditionTrue),
+			HaveField("ProgressingMsg", ContainSubstring("upgrading from "+tagPrefix+"v1 to "+tagPrefix+"v2")),
+		)), "the ClusterAddon shows from-version and to-version while upgrading")
+		for _, o := range obs {
+			Expect(o.Available).To(Equal(metav1.ConditionTrue), "Available does not go False during a normal upgrade")
+			if o.LastApplied != tagPrefix+"v2" {
+				Expect(o.StackAvailableVersion).To(Equal("v1"), "status.versions.available moves only when v2 is fully available")
+			}
+		}
+
+		info := &corev1.ConfigMap{}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+			g.Expect(info.Data).To(HaveKeyWithValue("stack-version", "v2"))
+		}).Should(Succeed())
+		hr := &helmv2.HelmRelease{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1-cni"}, hr)).To(Succeed())
+		Expect(hr.Spec.ChartRef.Name).To(Equal(tagPrefix + "v2-cni"))
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(helmRevision(ctx, g, ns, "a1-cni")).To(Equal(revBefore), "cni did not change between v1 and v2: not reinstalled")
+		}).Should(Succeed())
+		Expect(wl2.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+		Expect(info.Data).NotTo(HaveKey("stack-version"), "a2 stays on v1")
+	})
+
+	It("removes a component dropped by the new release from the clusters that upgrade, and only from those", func(ctx SpecContext) {
+		moveCluster(ctx, ns, "a1", "v3")
+		Eventually(ctx, func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1-cluster-info"}, &kustomizev1.Kustomization{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+			err = wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, &corev1.ConfigMap{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "pruned from the workload cluster")
+			a := getAddon(ctx, g, ns, "a1")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v3"))
+			g.Expect(a.Status.Components).To(HaveLen(1))
+		}).Should(Succeed())
+		Expect(wl2.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, &corev1.ConfigMap{})).To(Succeed())
+	})
+
+	It("reports a template that fails to render on that cluster only, keeps what is installed, and recovers when fixed", func(ctx SpecContext) {
+		moveCluster(ctx, ns, "a2", "v5")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a2")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a2", "component cni", "cluster-addon/cni/overwrite.yaml", "missing from the data", "zone:"))
+			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "overwrite.yaml"))
+		}).Should(Succeed())
+		Expect(wl2.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, &corev1.ConfigMap{})).To(Succeed(), "nothing installed is removed")
+		Expect(getAddon(ctx, Default, ns, "a1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "other clusters are unaffected")
+
+		By("fixing the stack (the v5 tag moves to a good commit), the cluster recovers by itself")
+		publishVersion(ctx, "v5", nil)
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a2")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v5"))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+	})
+
+	It("reports a chart that fails to install after the grace period, naming the Flux object and what Flux said", func(ctx SpecContext) {
+		moveCluster(ctx, ns, "a1", "v6")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a1")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a1", "component cni", "HelmRelease/a1-cni"))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionFalse))
+		}).Should(Succeed())
+		ds := &appsv1.DaemonSet{}
+		Expect(wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cni"}, ds)).To(Succeed(), "the installed version stays")
+		Expect(getAddon(ctx, Default, ns, "a2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "other clusters are unaffected")
+
+		var events corev1.EventList
+		Expect(k8s.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "a1"})).To(Succeed())
+		Expect(events.Items).To(ContainElement(And(HaveField("Reason", "DegradedTrue"), HaveField("Type", corev1.EventTypeWarning))))
+
+		By("moving the cluster back to a working release, it recovers")
+		moveCluster(ctx, ns, "a1", "v3")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a1")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v3"))
+		}).Should(Succeed())
+	})
+
+	It("re-renders the values when an object the templates read changes, and Flux applies them at once", func(ctx SpecContext) {
+		// The topology variable feeds the AWSCluster's region (a ClusterClass patch, applied by
+		// the stand-in topology controller); the cluster-info component reads .InfraCluster.spec.region.
+		c := &clusterv1.Cluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1"}, c)).To(Succeed())
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Topology.Variables = []clusterv1.ClusterVariable{{Name: "region", Value: jsonValue(`"eu-south-2"`)}}
+		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1-stack-values"}, cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("infra_region", "eu-south-2"))
+			info := &corev1.ConfigMap{}
+			g.Expect(wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+			g.Expect(info.Data).To(HaveKeyWithValue("region", "eu-south-2"))
+		}).WithTimeout(time.Minute).Should(Succeed(), "Flux reacts to the labelled ConfigMap without waiting for its interval")
+	})
+
+	It("reports an unreachable workload cluster after the grace period and recovers when it is back", func(ctx SpecContext) {
+		secret := &corev1.Secret{}
+		key := client.ObjectKey{Namespace: ns, Name: "a1-kubeconfig"}
+		Expect(k8s.Get(ctx, key, secret)).To(Succeed())
+		good := secret.Data["value"]
+		bad := regexp.MustCompile(`server: https://127\.0\.0\.1:[0-9]+`).ReplaceAll(good, []byte("server: https://127.0.0.1:1"))
+		Expect(bad).NotTo(Equal(good))
+		setKubeconfig := func(v []byte) {
+			GinkgoHelper()
+			s := &corev1.Secret{}
+			Expect(k8s.Get(ctx, key, s)).To(Succeed())
+			patch := client.MergeFrom(s.DeepCopy())
+			s.Data["value"] = v
+			Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+			requestReconcile(ctx, ns, "a1-cni", &helmv2.HelmRelease{})
+		}
+		setKubeconfig(bad)
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a1")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a1", "HelmRelease/a1-cni", "127.0.0.1:1"))
+		}).Should(Succeed())
+		Expect(getAddon(ctx, Default, ns, "a2")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse), "other clusters are unaffected")
+
+		setKubeconfig(good)
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "a1")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+	})
+
+	It("labels every generated object so a cluster's, a release's or a stack's objects can be selected", func(ctx SpecContext) {
+		var hrs helmv2.HelmReleaseList
+		Expect(k8s.List(ctx, &hrs, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: "a2"})).To(Succeed())
+		Expect(hrs.Items).To(ConsistOf(HaveField("ObjectMeta.Name", "a2-cni")))
+		var kss kustomizev1.KustomizationList
+		Expect(k8s.List(ctx, &kss, client.InNamespace(ns), client.MatchingLabels{csv1.ReleaseLabel: tagPrefix + "v5"})).To(Succeed())
+		Expect(kss.Items).To(ConsistOf(HaveField("ObjectMeta.Name", "a2-cluster-info")))
+		Expect(k8s.List(ctx, &hrs, client.InNamespace(ns), client.MatchingLabels{csv1.StackLabel: "aws-base-1-36", csv1.ComponentLabel: "cluster-class"})).To(Succeed())
+		Expect(hrs.Items).To(HaveLen(5), "one cluster-class HelmRelease per pinned release")
+		for _, hr := range hrs.Items {
+			Expect(hr.Labels).To(HaveKeyWithValue(csv1.ManagedByLabel, csv1.ManagedByValue))
+			Expect(hr.Labels).NotTo(HaveKey(csv1.ClusterNameLabel))
+		}
+	})
+
+	It("creates nothing for a Cluster whose ClusterClass belongs to no stack", func(ctx SpecContext) {
+		c := newCluster(ns, "plain", "v1", "10.9.0.0/16")
+		c.Spec.Topology.ClassRef.Name = "some-other-class"
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		Consistently(ctx, func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain"}, &csv1.ClusterAddon{}))
+		}, 5*time.Second, 500*time.Millisecond).Should(BeTrue())
+		Expect(k8s.Delete(ctx, c)).To(Succeed())
+	})
+
+	It("removes a deleted Cluster's generated objects without hanging", func(ctx SpecContext) {
+		Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a2"}})).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			for _, o := range []client.Object{&csv1.ClusterAddon{}, &helmv2.HelmRelease{}, &kustomizev1.Kustomization{}, &corev1.ConfigMap{}} {
+				var list client.ObjectList
+				switch o.(type) {
+				case *csv1.ClusterAddon:
+					list = &csv1.ClusterAddonList{}
+				case *helmv2.HelmRelease:
+					list = &helmv2.HelmReleaseList{}
+				case *kustomizev1.Kustomization:
+					list = &kustomizev1.KustomizationList{}
+				default:
+					list = &corev1.ConfigMapList{}
+				}
+				g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: "a2"})).To(Succeed())
+				g.Expect(apimeta.LenList(list)).To(BeZero(), "%T of a2 left", o)
+			}
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a2"}, &csv1.ClusterAddon{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}).WithTimeout(90 * time.Second).Should(Succeed())
+	})
+})
+
+// requestReconcile asks Flux to reconcile an object now, as `flux reconcile` does.
+func requestReconcile(ctx context.Context, ns, name string, obj client.Object) {
+	GinkgoHelper()
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
+	obj.SetAnnotations(ann)
+	Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
+}

@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// createNamespace creates a namespace for one group of specs.
+func createNamespace(ctx context.Context, name string) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
+// newClusterStack returns the reference stack's ClusterStack in ns, pinned to versions.
+func newClusterStack(ns string, versions ...string) *csv1.ClusterStack {
+	return &csv1.ClusterStack{
+		ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36", Namespace: ns},
+		Spec: csv1.ClusterStackSpec{
+			Provider: "aws", Name: "base", KubernetesVersion: "1.36",
+			Source:   csv1.StackSource{URL: gitURL(), Path: stackPath},
+			Versions: versions,
+			Interval: &metav1.Duration{Duration: 10e9},
+		},
+	}
+}
+
+// newCluster returns a Cluster in ns using the ClusterClass of version v of the reference stack.
+func newCluster(ns, name, v, podCIDR string) *clusterv1.Cluster {
+	return &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{
+				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR}},
+				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
+			},
+			Topology: clusterv1.Topology{
+				ClassRef: clusterv1.ClusterClassRef{Name: tagPrefix + v},
+				Version:  "v1.36.3",
+				Variables: []clusterv1.ClusterVariable{
+					{Name: "region", Value: jsonValue(`"eu-north-1"`)},
+				},
+			},
+		},
+	}
+}
+
+// moveCluster points a Cluster's topology at version v of the reference stack.
+func moveCluster(ctx context.Context, ns, name, v string) {
+	GinkgoHelper()
+	c := &clusterv1.Cluster{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Topology.ClassRef.Name = tagPrefix + v
+	Expect(k8s.Patch(ctx, c, patch)).To(Succeed(), fmt.Sprintf("move %s/%s to %s", ns, name, v))
+}
+
+func getAddon(ctx context.Context, g Gomega, ns, name string) *csv1.ClusterAddon {
+	a := &csv1.ClusterAddon{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, a)).To(Succeed())
+	return a
+}
+
+func getRelease(ctx context.Context, g Gomega, ns, v string) *csv1.ClusterStackRelease {
+	r := &csv1.ClusterStackRelease{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, r)).To(Succeed())
+	return r
+}
+
+func getStack(ctx context.Context, g Gomega, ns string) *csv1.ClusterStack {
+	cs := &csv1.ClusterStack{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+	return cs
+}
+
+// haveCondition matches an object whose condition t has the status s and a message containing all parts.
+func haveCondition(t string, s metav1.ConditionStatus, parts ...string) OmegaMatcher {
+	ms := []OmegaMatcher{HaveField("Status", s)}
+	for _, p := range parts {
+		ms = append(ms, HaveField("Message", ContainSubstring(p)))
+	}
+	return WithTransform(func(o interface{ GetConditions() []metav1.Condition }) *metav1.Condition {
+		return condition(o, t)
+	}, And(Not(BeNil()), And(ms...)))
+}
+
+func jsonValue(raw string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(raw)} }

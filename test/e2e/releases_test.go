@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+func clusterClassExists(ctx SpecContext, ns, v string) func() bool {
+	return func() bool {
+		cc := &unstructured.Unstructured{}
+		cc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"})
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, cc) == nil
+	}
+}
+
+func releaseExists(ctx SpecContext, ns, v string) func() bool {
+	return func() bool {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, &csv1.ClusterStackRelease{}) == nil
+	}
+}
+
+var _ = Describe("Releases: pinned versions, garbage collection and deletion", Ordered, func() {
+	const ns = "releases"
+
+	BeforeAll(func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v2"))).To(Succeed())
+	})
+
+	It("delivers every pinned version: a release, a GitRepository pinned to its tag and its ClusterClass", func(ctx SpecContext) {
+		for _, v := range []string{"v1", "v2"} {
+			Eventually(ctx, func(g Gomega) {
+				rel := getRelease(ctx, g, ns, v)
+				g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(rel.Status.KubernetesVersion).To(Equal("v1.36.3"))
+				g.Expect(rel.Status.ClusterClassName).To(Equal(tagPrefix + v))
+				g.Expect(rel.Status.Components).To(ConsistOf(HaveField("Name", "cni"), HaveField("Name", "cluster-info")))
+				repo := &sourcev1.GitRepository{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, repo)).To(Succeed())
+				g.Expect(repo.Spec.Reference.Tag).To(Equal(tagPrefix + v))
+			}).Should(Succeed())
+			Eventually(ctx, clusterClassExists(ctx, ns, v)).Should(BeTrue())
+		}
+		Eventually(ctx, func(g Gomega) {
+			cs := getStack(ctx, g, ns)
+			g.Expect(cs.Status.Releases).To(HaveLen(2))
+			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(cs.Status.RelatedObjects).To(ContainElement(HaveField("Kind", "GitRepository")))
+		}).Should(Succeed())
+	})
+
+	It("keeps a release a Cluster uses after it is unpinned, and removes an unused one", func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, newCluster(ns, "r1", "v1", "10.10.0.0/16"))).To(Succeed())
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		cs.Spec.Versions = []string{"v2"}
+		Expect(k8s.Update(ctx, cs)).To(Succeed())
+
+		Eventually(ctx, func(g Gomega) {
+			cs := getStack(ctx, g, ns)
+			g.Expect(cs.Status.Releases).To(ContainElement(And(HaveField("Name", tagPrefix+"v1"), HaveField("Reasons", ConsistOf("InUse")))))
+		}).Should(Succeed())
+		Consistently(ctx, releaseExists(ctx, ns, "v1"), 10*time.Second, time.Second).Should(BeTrue(), "a release in use is never removed")
+		Expect(clusterClassExists(ctx, ns, "v1")()).To(BeTrue())
+
+		By("moving the Cluster to v2, v1 is no longer used and goes, with its Flux objects and ClusterClass")
+		moveCluster(ctx, ns, "r1", "v2")
+		Eventually(ctx, releaseExists(ctx, ns, "v1")).Should(BeFalse())
+		Eventually(ctx, func() bool {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + "v1"}, &sourcev1.GitRepository{})
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+		Eventually(ctx, clusterClassExists(ctx, ns, "v1")).Should(BeFalse())
+		Expect(clusterClassExists(ctx, ns, "v2")()).To(BeTrue())
+	})
+
+	It("waits to delete a ClusterStack that Clusters still use, and says why", func(ctx SpecContext) {
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.ReleasesResolvedCondition, metav1.ConditionFalse, "deletion waits", tagPrefix+"v2", "r1"))
+		}).Should(Succeed())
+		Consistently(ctx, releaseExists(ctx, ns, "v2"), 5*time.Second, time.Second).Should(BeTrue())
+
+		By("deleting the Cluster, the ClusterStack and its release go")
+		Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r1"}})).To(Succeed())
+		Eventually(ctx, func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, &csv1.ClusterStack{}))
+		}).Should(BeTrue())
+		Eventually(ctx, releaseExists(ctx, ns, "v2")).Should(BeFalse())
+		Eventually(ctx, clusterClassExists(ctx, ns, "v2")).Should(BeFalse())
+	})
+})
+
+var _ = Describe("Releases: auto-subscribe", Ordered, func() {
+	const ns = "autosub"
+
+	It("makes the newest published release a release and follows a tag pushed later", func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		cs := newClusterStack(ns)
+		cs.Spec.AutoSubscribe = true
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		// v7 is the newest tag the suite published before.
+		Eventually(ctx, func(g Gomega) {
+			cs := getStack(ctx, g, ns)
+			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v7"))
+			g.Expect(cs.Status.Releases).To(ConsistOf(And(HaveField("Name", tagPrefix+"v7"), HaveField("Reasons", ConsistOf("Latest")))))
+		}).Should(Succeed())
+
+		By("pushing a newer tag")
+		publishVersion(ctx, "v10", withClusterInfoKey("stack-version", "v10"))
+		Eventually(ctx, func(g Gomega) {
+			cs := getStack(ctx, g, ns)
+			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v10"))
+			rel := getRelease(ctx, g, ns, "v10")
+			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Eventually(ctx, releaseExists(ctx, ns, "v7")).Should(BeFalse(), "the previous latest, unused, is garbage-collected")
+	})
+})
+
+var _ = Describe("Releases: bad input", Ordered, func() {
+	const ns = "badinput"
+
+	BeforeAll(func(ctx SpecContext) { createNamespace(ctx, ns) })
+
+	It("says so when a tag does not exist, naming the tag", func(ctx SpecContext) {
+		cs := newClusterStack(ns, "v404")
+		cs.Name = "missing-tag"
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getRelease(ctx, g, ns, "v404")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v404", tagPrefix+"v404"))
+			s := &csv1.ClusterStack{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "missing-tag"}, s)).To(Succeed())
+			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v404"))
+		}).Should(Succeed())
+	})
+
+	It("says so when the repository cannot be reached, naming it", func(ctx SpecContext) {
+		cs := newClusterStack(ns, "v1")
+		cs.Name = "unreachable"
+		cs.Spec.Source.URL = "http://127.0.0.1:1/nowhere.git"
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			s := &csv1.ClusterStack{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unreachable"}, s)).To(Succeed())
+			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v1", "127.0.0.1:1"))
+		}).Should(Succeed())
+		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+	})
+
+	It("says so when the cluster-class chart fails to render, naming the Flux object and the template", func(ctx SpecContext) {
+		publishVersion(ctx, "v8", withBrokenClusterClassChart)
+		cs := newClusterStack(ns, "v8")
+		cs.Name = "unrenderable"
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v8")
+			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+tagPrefix+"v8-cluster-class", "cluster-class.yaml"))
+		}).Should(Succeed())
+		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+	})
+
+	It("says which file is wrong in a malformed stack, keeps what was delivered and recovers when fixed", func(ctx SpecContext) {
+		cs := newClusterStack(ns, "v7")
+		cs.Name = "malformed"
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getRelease(ctx, g, ns, "v7")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		Expect(clusterClassExists(ctx, ns, "v7")()).To(BeTrue())
+
+		By("moving the tag to a commit without cluster-class/")
+		publishVersion(ctx, "v7", withoutClusterClass)
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v7")
+			g.Expect(rel).To(haveCondition(csv1.StackValidCondition, metav1.ConditionFalse, "cluster-class", tagPrefix+"v7"))
+			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-class"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Consistently(ctx, clusterClassExists(ctx, ns, "v7"), 5*time.Second, time.Second).Should(BeTrue(), "nothing already delivered is removed")
+
+		By("fixing the tag, the release recovers by itself")
+		publishVersion(ctx, "v7", nil)
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v7")
+			g.Expect(rel).To(haveCondition(csv1.StackValidCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+	})
+})
