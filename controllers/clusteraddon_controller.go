@@ -419,33 +419,48 @@ func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Objec
 
 // pruneStale deletes the cluster's Flux objects that no component of the release wants.
 func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, want map[string]bool) error {
-	sel := client.MatchingLabels{csv1.ClusterNameLabel: s.cluster.Name, csv1.ManagedByLabel: csv1.ManagedByValue}
-	var hrs helmv2.HelmReleaseList
-	if err := r.List(ctx, &hrs, client.InNamespace(s.cluster.Namespace), sel); err != nil {
+	objs, err := r.ownedFluxObjects(ctx, s.addon)
+	if err != nil {
 		return err
 	}
-	var kss kustomizev1.KustomizationList
-	if err := r.List(ctx, &kss, client.InNamespace(s.cluster.Namespace), sel); err != nil {
-		return err
-	}
-	var stale []client.Object
-	for i := range hrs.Items {
-		if !want[helmv2.HelmReleaseKind+"/"+hrs.Items[i].Name] && metav1.IsControlledBy(&hrs.Items[i], s.addon) {
-			stale = append(stale, &hrs.Items[i])
+	for _, o := range objs {
+		if want[o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName()] {
+			continue
 		}
-	}
-	for i := range kss.Items {
-		if !want[kustomizev1.KustomizationKind+"/"+kss.Items[i].Name] && metav1.IsControlledBy(&kss.Items[i], s.addon) {
-			stale = append(stale, &kss.Items[i])
-		}
-	}
-	for _, o := range stale {
 		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete %s no longer in release %s: %w", o.GetName(), s.release.Name, err)
 		}
 		r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentRemoved", "%s is not part of release %s: removed from the cluster", o.GetName(), s.release.Name)
 	}
 	return nil
+}
+
+// ownedFluxObjects lists the HelmReleases and Kustomizations the ClusterAddon controls, with
+// their kinds set.
+func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *csv1.ClusterAddon) ([]client.Object, error) {
+	sel := client.MatchingLabels{csv1.ClusterNameLabel: addon.Spec.ClusterName, csv1.ManagedByLabel: csv1.ManagedByValue}
+	var hrs helmv2.HelmReleaseList
+	if err := r.List(ctx, &hrs, client.InNamespace(addon.Namespace), sel); err != nil {
+		return nil, err
+	}
+	var kss kustomizev1.KustomizationList
+	if err := r.List(ctx, &kss, client.InNamespace(addon.Namespace), sel); err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for i := range hrs.Items {
+		if o := &hrs.Items[i]; metav1.IsControlledBy(o, addon) {
+			o.SetGroupVersionKind(helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind))
+			out = append(out, o)
+		}
+	}
+	for i := range kss.Items {
+		if o := &kss.Items[i]; metav1.IsControlledBy(o, addon) {
+			o.SetGroupVersionKind(kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind))
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // recordFacts writes what this controller owns in the ClusterAddon status.
@@ -503,43 +518,14 @@ func (r *ClusterAddonReconciler) deleteAddon(ctx context.Context, addon *csv1.Cl
 // from a workload cluster that may be gone or unreachable, deletes them and the ConfigMap, and
 // lets the ClusterAddon go.
 func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv1.ClusterAddon) error {
-	sel := client.MatchingLabels{csv1.ClusterNameLabel: addon.Spec.ClusterName, csv1.ManagedByLabel: csv1.ManagedByValue}
-	var hrs helmv2.HelmReleaseList
-	if err := r.List(ctx, &hrs, client.InNamespace(addon.Namespace), sel); err != nil {
+	objs, err := r.ownedFluxObjects(ctx, addon)
+	if err != nil {
 		return err
-	}
-	var kss kustomizev1.KustomizationList
-	if err := r.List(ctx, &kss, client.InNamespace(addon.Namespace), sel); err != nil {
-		return err
-	}
-	var objs []client.Object
-	for i := range hrs.Items {
-		if metav1.IsControlledBy(&hrs.Items[i], addon) {
-			o := &hrs.Items[i]
-			if !o.Spec.Suspend {
-				patch := client.MergeFrom(o.DeepCopy())
-				o.Spec.Suspend = true
-				if err := r.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
-					return err
-				}
-			}
-			objs = append(objs, o)
-		}
-	}
-	for i := range kss.Items {
-		if metav1.IsControlledBy(&kss.Items[i], addon) {
-			o := &kss.Items[i]
-			if !o.Spec.Suspend {
-				patch := client.MergeFrom(o.DeepCopy())
-				o.Spec.Suspend = true
-				if err := r.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
-					return err
-				}
-			}
-			objs = append(objs, o)
-		}
 	}
 	for _, o := range objs {
+		if err := r.suspend(ctx, o); client.IgnoreNotFound(err) != nil {
+			return err
+		}
 		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -549,6 +535,27 @@ func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv
 		return client.IgnoreNotFound(r.Update(ctx, addon))
 	}
 	return nil
+}
+
+// suspend sets spec.suspend on a HelmRelease or Kustomization: Flux then deletes it without
+// uninstalling from, or pruning in, the workload cluster.
+func (r *ClusterAddonReconciler) suspend(ctx context.Context, o client.Object) error {
+	patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
+	switch t := o.(type) {
+	case *helmv2.HelmRelease:
+		if t.Spec.Suspend {
+			return nil
+		}
+		t.Spec.Suspend = true
+	case *kustomizev1.Kustomization:
+		if t.Spec.Suspend {
+			return nil
+		}
+		t.Spec.Suspend = true
+	default:
+		return nil
+	}
+	return r.Patch(ctx, o, patch)
 }
 
 // SetupWithManager wires the watches.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -221,4 +220,3 @@ func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error
 		Complete(r)
 }
 
-var _ = time.Second

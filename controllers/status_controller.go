@@ -174,7 +174,10 @@ func (r *ClusterAddonStatusReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		For(&csv1.ClusterAddon{}).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.addonsOfRelease)).
+		// Only what the addons' status is computed from (revision, component versions): a release's
+		// own status (cluster counts, conditions) changes with every addon, and would requeue all
+		// its addons each time.
+		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.addonsOfRelease), builder.WithPredicates(releaseFactsChanged())).
 		Named("clusteraddon-status").
 		Complete(r)
 }

@@ -11,6 +11,7 @@
 //	-bench.samples  / BENCH_SAMPLES    Ready flips for the status latency (20)
 //	-bench.log-level/ BENCH_LOG_LEVEL  the operator's --zap-log-level (info; debug to find churn)
 //	-bench.keep     / BENCH_KEEP=1     keep the state directory with all logs
+//	-bench.manager  / BENCH_MANAGER    the operator binary (bin/manager), e.g. to compare two builds
 package bench
 
 import (
@@ -63,6 +64,7 @@ type benchConfig struct {
 	samples  int
 	logLevel string
 	keep     bool
+	manager  string
 }
 
 var (
@@ -71,6 +73,7 @@ var (
 	flagSamples  = flag.String("bench.samples", envOr("BENCH_SAMPLES", "20"), "number of HelmRelease Ready flips for the status latency")
 	flagLogLevel = flag.String("bench.log-level", envOr("BENCH_LOG_LEVEL", "info"), "the operator's --zap-log-level")
 	flagKeep     = flag.Bool("bench.keep", os.Getenv("BENCH_KEEP") != "", "keep the state directory and logs")
+	flagManager  = flag.String("bench.manager", os.Getenv("BENCH_MANAGER"), "the operator binary; bin/manager when empty")
 )
 
 func envOr(key, def string) string {
@@ -81,7 +84,7 @@ func envOr(key, def string) string {
 }
 
 func loadConfig() (benchConfig, error) {
-	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep}
+	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager}
 	var err error
 	if cfg.clusters, err = strconv.Atoi(*flagClusters); err != nil || cfg.clusters < 1 {
 		return cfg, fmt.Errorf("BENCH_CLUSTERS / -bench.clusters: want a positive number, got %q", *flagClusters)

@@ -43,9 +43,13 @@ type benchEnv struct {
 func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *benchEnv {
 	b.Helper()
 	bin := filepath.Join(root, "bin")
-	for _, f := range []string{"kube-apiserver", "etcd", "source-controller", "manager"} {
-		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
-			b.Fatalf("%s missing in %s: run `make tools build` (make bench does)", f, bin)
+	manager := cfg.manager
+	if manager == "" {
+		manager = filepath.Join(bin, "manager")
+	}
+	for _, f := range []string{filepath.Join(bin, "kube-apiserver"), filepath.Join(bin, "etcd"), filepath.Join(bin, "source-controller"), manager} {
+		if _, err := os.Stat(f); err != nil {
+			b.Fatalf("%s missing: run `make tools build` (make bench does)", f)
 		}
 	}
 	dir, err := os.MkdirTemp("", "clusterstack-bench-")
@@ -172,7 +176,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 
 	// The operator, exactly as shipped.
 	e.metricsAddr = addr(3)
-	e.manager, err = startProcess("manager", filepath.Join(bin, "manager"), []string{
+	e.manager, err = startProcess("manager", manager, []string{
 		"--metrics-bind-address=" + addr(3),
 		"--health-probe-bind-address=" + addr(4),
 		"--leader-elect=false",

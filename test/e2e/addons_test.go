@@ -237,16 +237,16 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		// The topology variable feeds the AWSCluster's region (a ClusterClass patch, applied by
 		// the stand-in topology controller); the cluster-info component reads .InfraCluster.spec.region.
 		c := &clusterv1.Cluster{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1"}, c)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a2"}, c)).To(Succeed())
 		patch := client.MergeFrom(c.DeepCopy())
 		c.Spec.Topology.Variables = []clusterv1.ClusterVariable{{Name: "region", Value: jsonValue(`"eu-south-2"`)}}
 		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1-stack-values"}, cm)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a2-stack-values"}, cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKeyWithValue("infra_region", "eu-south-2"))
 			info := &corev1.ConfigMap{}
-			g.Expect(wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+			g.Expect(wl2.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
 			g.Expect(info.Data).To(HaveKeyWithValue("region", "eu-south-2"))
 		}).WithTimeout(time.Minute).Should(Succeed(), "Flux reacts to the labelled ConfigMap without waiting for its interval")
 	})

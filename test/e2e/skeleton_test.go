@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -177,4 +176,3 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 	})
 })
 
-var _ = time.Second
