@@ -219,4 +219,3 @@ func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error
 		Named("clusterstackrelease").
 		Complete(r)
 }
-

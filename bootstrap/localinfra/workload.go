@@ -24,7 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
 const (

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+
 	"context"
 	"fmt"
 	"os"
@@ -34,7 +36,7 @@ type benchEnv struct {
 	c           client.WithWatch
 	git         *gitserver.Server
 
-	source, manager *process
+	source, manager *proc.Process
 	storageAddr     string
 	metricsAddr     string
 }
@@ -80,11 +82,11 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 		}
 	}
 	wrappers := filepath.Join(dir, "bin")
-	apiPath, err := deathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
+	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	etcdPath, err := deathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
+	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	onSpawnerThread(func() { _, err = env.Start() })
+	proc.OnSpawnerThread(func() { _, err = env.Start() })
 	b.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			b.Errorf("stop the API server: %v", err)
@@ -151,7 +153,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	}
 	b.Cleanup(func() { _ = e.git.Close() })
 
-	ports, err := freePorts(5)
+	ports, err := proc.FreePorts(5)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,36 +165,36 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	if err := os.MkdirAll(filepath.Join(dir, "source-storage"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	e.source, err = startProcess("source-controller", filepath.Join(bin, "source-controller"), []string{
+	e.source, err = proc.Start(proc.Spec{Name: "source-controller", Path: filepath.Join(bin, "source-controller"), Args: []string{
 		"--storage-path=" + filepath.Join(dir, "source-storage"),
 		"--storage-addr=" + addr(0), "--storage-adv-addr=" + addr(0),
 		"--metrics-addr=" + addr(1), "--health-addr=" + addr(2),
 		"--enable-leader-election=false", "--watch-all-namespaces=true", "--log-encoding=console",
-	}, []string{"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system", "HOME=" + home}, filepath.Join(e.logDir, "source-controller.log"))
+	}, Env: []string{"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system", "HOME=" + home}, LogFile: filepath.Join(e.logDir, "source-controller.log")})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(e.source.stop)
+	b.Cleanup(func() { _ = e.source.Stop(0) })
 
 	// The operator, exactly as shipped.
 	e.metricsAddr = addr(3)
-	e.manager, err = startProcess("manager", manager, []string{
+	e.manager, err = proc.Start(proc.Spec{Name: "manager", Path: manager, Args: []string{
 		"--metrics-bind-address=" + addr(3),
 		"--health-probe-bind-address=" + addr(4),
 		"--leader-elect=false",
 		"--zap-log-level=" + cfg.logLevel,
-	}, []string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, filepath.Join(e.logDir, "manager.log"))
+	}, Env: []string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, LogFile: filepath.Join(e.logDir, "manager.log")})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(e.manager.stop) // registered last: stopped first
+	b.Cleanup(func() { _ = e.manager.Stop(0) }) // registered last: stopped first
 
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := waitHTTP(wctx, "http://"+addr(2)+"/readyz", e.source); err != nil {
+	if err := proc.WaitHTTP(wctx, "http://"+addr(2)+"/readyz", e.source); err != nil {
 		b.Fatal(err)
 	}
-	if err := waitHTTP(wctx, "http://"+addr(4)+"/readyz", e.manager); err != nil {
+	if err := proc.WaitHTTP(wctx, "http://"+addr(4)+"/readyz", e.manager); err != nil {
 		b.Fatal(err)
 	}
 	return e
@@ -209,8 +211,8 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 
 // alive fails the benchmark when a process it needs has exited.
 func (e *benchEnv) alive() error {
-	for _, p := range []*process{e.source, e.manager} {
-		if err := p.exited(); err != nil {
+	for _, p := range []*proc.Process{e.source, e.manager} {
+		if err := p.Exited(); err != nil {
 			return err
 		}
 	}

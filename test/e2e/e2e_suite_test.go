@@ -74,13 +74,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	_, err = pl.Git().CreateRepo(stacksRepo)
 	Expect(err).NotTo(HaveOccurred())
-	// The versions the specs use; tags are global to the repository, so each is published once.
+	// The versions the specs use; tags are global to the repository, so each is published here,
+	// before any spec runs (Ginkgo randomizes the order of top-level containers). Only the
+	// auto-subscribe spec publishes a newer one (v10) while it runs.
 	publishVersion(ctx, "v1", nil)
 	publishVersion(ctx, "v2", withClusterInfoKey("stack-version", "v2"))
 	publishVersion(ctx, "v3", withoutClusterInfo)
 	publishVersion(ctx, "v5", withBrokenTemplate)
 	publishVersion(ctx, "v6", withUninstallableChart)
 	publishVersion(ctx, "v7", nil)
+	publishVersion(ctx, "v8", withBrokenClusterClassChart)
 }, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func() {
