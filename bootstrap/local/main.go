@@ -62,7 +62,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 type config struct {
 	stateDir, binDir, repoRoot, stacksDir, examplesDir string
 	tags                                               string
-	noExamples, noOperator                             bool
+	noExamples, noOperator, verbose                    bool
 	nodes                                              int
 	startTimeout                                       time.Duration
 }
@@ -80,6 +80,7 @@ func run(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
 	fs.IntVar(&cfg.nodes, "nodes", 1, "kwok Nodes per workload cluster (a Cluster's annotation localinfra.clusterstack.io/nodes overrides it).")
 	fs.DurationVar(&cfg.startTimeout, "start-timeout", plane.DefaultStartTimeout, "Bound on starting the plane.")
+	fs.BoolVar(&cfg.verbose, "verbose", false, "Also print the plane's own log (always in <state-dir>/plane.log) on standard error.")
 	fs.Usage = func() { usage(os.Stderr, fs) }
 
 	if len(args) == 0 || args[0] != "up" {
@@ -93,7 +94,20 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 
-	log := zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr))
+	// The plane's own log (envtest, localinfra) goes to a file; the terminal gets what to do.
+	if err := os.MkdirAll(cfg.stateDir, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(cfg.stateDir, "plane.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	var logOut io.Writer = logFile
+	if cfg.verbose {
+		logOut = io.MultiWriter(logFile, os.Stderr)
+	}
+	log := zap.New(zap.UseDevMode(true), zap.WriteTo(logOut))
 	ctrl.SetLogger(log)
 
 	if cfg.repoRoot == "" {
@@ -115,7 +129,7 @@ func run(args []string, out io.Writer) error {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	fmt.Fprintln(out, "Starting the local management plane (logs in", filepath.Join(cfg.stateDir, "logs")+") ...")
+	fmt.Fprintln(out, "Starting the local management plane (logs in", filepath.Join(cfg.stateDir, "logs"), "and", filepath.Join(cfg.stateDir, "plane.log")+") ...")
 	p, err := plane.Start(ctx, plane.Options{
 		StateDir:      cfg.stateDir,
 		RepoRoot:      cfg.repoRoot,
