@@ -95,6 +95,10 @@ func (a *Applier) unchangedSinceApply(key string, generation int64) bool {
 	defer a.mu.Unlock()
 	g, ok := a.seen[key]
 	if !ok {
+		// First sight since this process started: trust the hash annotation.
+		if a.seen == nil {
+			a.seen = map[string]int64{}
+		}
 		a.seen[key] = generation
 		return true
 	}

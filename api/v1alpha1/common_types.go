@@ -55,8 +55,6 @@ const (
 	ReasonFluxStalled = "FluxObjectStalled"
 	// ReasonFluxNotReady: a Flux object has not been Ready for longer than the grace period.
 	ReasonFluxNotReady = "FluxObjectNotReady"
-	// ReasonFluxObjectMissing: a Flux object the operator expects does not exist (yet).
-	ReasonFluxObjectMissing = "FluxObjectMissing"
 	// ReasonInvalidStack: the stack at the release's tag is malformed.
 	ReasonInvalidStack = "InvalidStack"
 	// ReasonArtifactUnavailable: the release's source artifact could not be fetched.

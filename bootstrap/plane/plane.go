@@ -696,6 +696,18 @@ func (p *Plane) startOperator(ctx context.Context) error {
 	return nil
 }
 
+// RestartOperator stops the operator process and starts it again (same flags, log appended),
+// waiting until it is ready: tests use it to check that a restart loses and repeats nothing.
+func (p *Plane) RestartOperator(ctx context.Context) error {
+	if p.operator == nil {
+		return errors.New("plane: the operator is not running (Options.WithOperator)")
+	}
+	if err := p.operator.Stop(proc.DefaultStopTimeout); err != nil {
+		return fmt.Errorf("plane: stop operator: %w", err)
+	}
+	return p.startOperator(ctx)
+}
+
 // waitTLS polls addr until a TLS handshake verified against the CA caPEM succeeds, the
 // process p exits, or ctx is done.
 func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) error {

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -18,7 +21,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -174,5 +179,81 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 			"--for=condition=Available", "--timeout=10s").CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 	})
-})
 
+	It("loses and repeats nothing when the operator restarts", func(ctx SpecContext) {
+		// What only the operator writes must not be written again; Flux objects must not get a
+		// new generation (a changed spec would make Flux apply again).
+		type seen struct {
+			rv  string
+			gen int64
+		}
+		snapshot := func() map[string]seen {
+			GinkgoHelper()
+			out := map[string]seen{}
+			add := func(kind string, list client.ObjectList) {
+				Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue})).To(Succeed())
+				Expect(apimeta.EachListItem(list, func(o runtime.Object) error {
+					m := o.(client.Object)
+					out[kind+"/"+m.GetName()] = seen{rv: m.GetResourceVersion(), gen: m.GetGeneration()}
+					return nil
+				})).To(Succeed())
+			}
+			add("ConfigMap", &corev1.ConfigMapList{})
+			add("ClusterAddon", &csv1.ClusterAddonList{})
+			add("ClusterStackRelease", &csv1.ClusterStackReleaseList{})
+			add("HelmRelease", &helmv2.HelmReleaseList{})
+			add("Kustomization", &kustomizev1.KustomizationList{})
+			add("GitRepository", &sourcev1.GitRepositoryList{})
+			add("HelmChart", &sourcev1.HelmChartList{})
+			cs := &csv1.ClusterStack{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+			out["ClusterStack/"+cs.Name] = seen{rv: cs.ResourceVersion, gen: cs.Generation}
+			return out
+		}
+		before := snapshot()
+		Expect(before).To(HaveLen(14), "2 ConfigMaps, 2 ClusterAddons, 1 release, 3 HelmReleases, 2 Kustomizations, 1 GitRepository, 2 HelmCharts and the ClusterStack")
+
+		Expect(pl.RestartOperator(ctx)).To(Succeed())
+		Consistently(ctx, func(g Gomega) {
+			after := snapshot()
+			g.Expect(after).To(HaveLen(len(before)), "nothing created or lost")
+			for k, b := range before {
+				a := after[k]
+				g.Expect(a.gen).To(Equal(b.gen), "%s got a new generation after the restart", k)
+				switch strings.SplitN(k, "/", 2)[0] {
+				case "ConfigMap", "ClusterAddon", "ClusterStackRelease", "ClusterStack":
+					g.Expect(a.rv).To(Equal(b.rv), "%s was written again after the restart", k)
+				}
+			}
+		}, 20*time.Second, time.Second).Should(Succeed())
+		By("the restarted operator is alive, reconciled everything without a panic, and still reconciles")
+		resp, err := http.Get("http://" + pl.OperatorHealthAddr() + "/readyz")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Body.Close()).To(Succeed())
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		resp, err = http.Get("http://" + pl.OperatorMetricsAddr() + "/metrics")
+		Expect(err).NotTo(HaveOccurred())
+		metrics, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Body.Close()).To(Succeed())
+		Expect(string(metrics)).To(ContainSubstring("controller_runtime_reconcile_panics_total"))
+		for _, line := range strings.Split(string(metrics), "\n") {
+			if strings.HasPrefix(line, "controller_runtime_reconcile_panics_total{") {
+				Expect(line).To(HaveSuffix(" 0"), "a reconciler panicked after the restart")
+			}
+		}
+		c := &clusterv1.Cluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alpha"}, c)).To(Succeed())
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.ClusterNetwork.ServiceDomain = "alpha.local"
+		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alpha-stack-values"}, cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("cluster_service_domain", "alpha.local"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+	})
+})
