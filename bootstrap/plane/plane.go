@@ -59,8 +59,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
