@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -69,7 +70,7 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	// Create or update the wanted releases.
-	for _, v := range slices.Sorted(mapsKeys(wanted)) {
+	for _, v := range slices.Sorted(maps.Keys(wanted)) {
 		if err := r.ensureRelease(ctx, cs, v); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -273,16 +274,6 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 		return ctrl.Result{}, r.Update(ctx, cs)
 	}
 	return ctrl.Result{}, nil
-}
-
-func mapsKeys(m map[string][]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // SetupWithManager watches ClusterStacks, their releases (for garbage collection), and Clusters

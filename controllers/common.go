@@ -33,6 +33,8 @@ const (
 	releaseStackIndex = "spec.clusterStack"
 	// addonReleaseIndex indexes ClusterAddons by their desired release.
 	addonReleaseIndex = "status.desiredRelease"
+	// addonStackIndex indexes ClusterAddons by their ClusterStack.
+	addonStackIndex = "status.clusterStack"
 )
 
 // ClusterClassOf returns the name of the ClusterClass a Cluster's topology uses, or "" when it
@@ -62,9 +64,17 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return idx.IndexField(ctx, &csv1.ClusterAddon{}, addonReleaseIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &csv1.ClusterAddon{}, addonReleaseIndex, func(o client.Object) []string {
 		if r := o.(*csv1.ClusterAddon).Status.DesiredRelease; r != "" {
 			return []string{r}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &csv1.ClusterAddon{}, addonStackIndex, func(o client.Object) []string {
+		if s := o.(*csv1.ClusterAddon).Status.ClusterStack; s != "" {
+			return []string{s}
 		}
 		return nil
 	})

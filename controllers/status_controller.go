@@ -392,15 +392,10 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, err
 	}
 	var addons csv1.ClusterAddonList
-	if err := r.List(ctx, &addons, client.InNamespace(cs.Namespace)); err != nil {
+	if err := r.List(ctx, &addons, client.InNamespace(cs.Namespace), client.MatchingFields{addonStackIndex: cs.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	var mine []csv1.ClusterAddon
-	for _, a := range addons.Items {
-		if a.Status.ClusterStack == cs.Name {
-			mine = append(mine, a)
-		}
-	}
+	mine := addons.Items
 	related, err := r.relatedObjects(ctx, cs)
 	if err != nil {
 		return ctrl.Result{}, err
