@@ -389,10 +389,11 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	return true, r.pruneStale(ctx, s, want)
 }
 
+// exists reads the object through the typed cache the controller already keeps for its kind
+// (a metadata-only read would start a second informer for the same objects).
 func (r *ClusterAddonReconciler) exists(ctx context.Context, obj client.Object) (bool, error) {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	err := r.Get(ctx, client.ObjectKeyFromObject(obj), m)
+	cur := obj.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, client.ObjectKeyFromObject(obj), cur)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
