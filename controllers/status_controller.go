@@ -327,19 +327,29 @@ func countClusters(ctx context.Context, c client.Reader, ns string, opts ...clie
 		return csv1.ClusterCounts{}, err
 	}
 	var n csv1.ClusterCounts
-	for _, a := range list.Items {
-		n.Total++
-		if a.Status.LastAppliedRelease != "" && a.Status.LastAppliedRelease == a.Status.DesiredRelease {
-			n.UpToDate++
-		}
-		if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition) {
-			n.Available++
-		}
-		if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.DegradedCondition) {
-			n.Degraded++
-		}
+	for i := range list.Items {
+		tally(&n, &list.Items[i])
 	}
 	return n, nil
+}
+
+// tally counts one ClusterAddon into n: total, up to date (its desired release is the one last
+// applied), Available, Degraded.
+func tally(n *csv1.ClusterCounts, a *csv1.ClusterAddon) {
+	n.Total++
+	if upToDate(a) {
+		n.UpToDate++
+	}
+	if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition) {
+		n.Available++
+	}
+	if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.DegradedCondition) {
+		n.Degraded++
+	}
+}
+
+func upToDate(a *csv1.ClusterAddon) bool {
+	return a.Status.LastAppliedRelease != "" && a.Status.LastAppliedRelease == a.Status.DesiredRelease
 }
 
 // SetupWithManager watches releases, their Flux objects and the ClusterAddons using them.
@@ -543,31 +553,23 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 	pending := map[string]bool{}   // releases some Cluster wants but does not have yet
 	delivered := map[string]bool{} // releases some Cluster has applied and is Available with
 	allAvailable := true
-	for _, a := range f.Addons {
+	for i := range f.Addons {
+		a := &f.Addons[i]
 		counts := res.ReleaseClusters[a.Status.DesiredRelease]
-		counts.Total++
-		res.Clusters.Total++
-		upToDate := a.Status.LastAppliedRelease != "" && a.Status.LastAppliedRelease == a.Status.DesiredRelease
+		tally(&counts, a)
+		tally(&res.Clusters, a)
+		res.ReleaseClusters[a.Status.DesiredRelease] = counts
 		avail := apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition)
-		if upToDate {
-			counts.UpToDate++
-			res.Clusters.UpToDate++
-		}
-		if avail {
-			counts.Available++
-			res.Clusters.Available++
-		} else {
+		if !avail {
 			allAvailable = false
 		}
-		if !upToDate || !avail {
+		if !upToDate(a) || !avail {
 			pending[a.Status.DesiredRelease] = true
 		}
 		if avail && a.Status.LastAppliedRelease != "" {
 			delivered[a.Status.LastAppliedRelease] = true
 		}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
-			counts.Degraded++
-			res.Clusters.Degraded++
 			degraded = append(degraded, c.Message)
 			if degradedReason == "" {
 				degradedReason = c.Reason
@@ -575,7 +577,6 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 		} else if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil && c.Status == metav1.ConditionTrue {
 			progressing = append(progressing, c.Message)
 		}
-		res.ReleaseClusters[a.Status.DesiredRelease] = counts
 	}
 	// With Clusters, only versions delivered to some Cluster count: a release no Cluster uses
 	// yet is not "the version delivered", however healthy its ClusterClass is.
