@@ -24,6 +24,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
@@ -33,12 +34,13 @@ func main() {
 		webhookHost, webhookCertDir          string
 		webhookPort                          int
 		leaderElect, enableWebhooks          bool
-		grace                                time.Duration
+		grace, addonTimeout                  time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that only one replica reconciles at a time.")
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
+	flag.DurationVar(&addonTimeout, "addon-timeout", fluxgen.AddonTimeout, "How long Flux may take for one install, upgrade or health check of a cluster's addon (spec.timeout of the generated HelmReleases and Kustomizations); a failure is reported when it runs out and Flux retries.")
 	flag.StringVar(&artifactHost, "artifact-host-override", os.Getenv("SOURCE_CONTROLLER_LOCALHOST"),
 		"Replace the host of source-controller artifact URLs (defaults to $SOURCE_CONTROLLER_LOCALHOST, as Flux's controllers do).")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", false,
@@ -60,20 +62,24 @@ func main() {
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "clusterstack-operator.clusterstack.io",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}),
+		Cache:                  controllers.CacheOptions(),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
+	tags := &controllers.TagLister{Reader: mgr.GetAPIReader()}
 	if err := controllers.Setup(context.Background(), mgr, controllers.Config{
 		Grace:                grace,
 		ArtifactHostOverride: artifactHost,
+		Tags:                 tags,
+		AddonTimeout:         addonTimeout,
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}
 	if enableWebhooks {
-		if err := webhooks.SetupClusterWebhookWithManager(mgr); err != nil {
+		if err := webhooks.SetupClusterWebhookWithManager(mgr, tags); err != nil {
 			setupLog.Error(err, "unable to set up the Cluster webhook")
 			os.Exit(1)
 		}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -48,6 +51,8 @@ type ClusterAddonReconciler struct {
 	Applier  *Applier
 	Stacks   *StackCache
 	Recorder record.EventRecorder
+	// AddonTimeout is the Flux timeout of the generated objects (0: fluxgen's default).
+	AddonTimeout time.Duration
 
 	ctrl    controller.Controller
 	cache   cache.Cache
@@ -86,23 +91,26 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.deleteAddon(ctx, addon)
 	}
+	if isPaused(cluster) {
+		return ctrl.Result{}, r.setPaused(ctx, addon, true)
+	}
 	rel, err := r.releaseOf(ctx, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if rel == nil {
-		// The Cluster uses no stack (or no longer does): nothing of ours should exist for it.
-		return ctrl.Result{}, r.deleteAddon(ctx, addon)
+		return ctrl.Result{}, r.reconcileMissingRelease(ctx, cluster, addon)
 	}
 
 	if addon, err = r.ensureAddon(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	s := &addonScope{cluster: cluster, addon: addon, release: rel}
+	s := &addonScope{cluster: cluster, addon: addon, release: rel, stackName: rel.Spec.ClusterStack, desired: rel.Name}
 	for _, step := range []func(context.Context, *addonScope) (bool, error){
 		r.checkPrerequisites,
 		r.renderValues,
 		r.applyFluxObjects,
+		r.pruneValues,
 	} {
 		cont, err := step(ctx, s)
 		if err != nil || !cont {
@@ -115,14 +123,93 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{}, r.recordFacts(ctx, s)
 }
 
+// isPaused is true when CAPI's pause applies to the Cluster: spec.paused or the paused annotation.
+func isPaused(c *clusterv1.Cluster) bool {
+	if c.Spec.Paused != nil && *c.Spec.Paused {
+		return true
+	}
+	_, ok := c.Annotations[clusterv1.PausedAnnotation]
+	return ok
+}
+
+// setPaused records whether the Cluster is paused; while it is, this is the only write made for it.
+func (r *ClusterAddonReconciler) setPaused(ctx context.Context, addon *csv1.ClusterAddon, paused bool) error {
+	if addon == nil {
+		return nil // a Cluster never served: nothing to say, nothing to write
+	}
+	c := metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused"}
+	if paused {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, csv1.ReasonClusterPaused,
+			fmt.Sprintf("Cluster %s is paused (spec.paused or the %s annotation): the operator changes nothing for it until it is resumed", addon.Spec.ClusterName, clusterv1.PausedAnnotation)
+	}
+	return updateStatus(ctx, r.Client, addon, func(a *csv1.ClusterAddon) {
+		c.ObservedGeneration = a.Generation
+		if !paused && apimeta.FindStatusCondition(a.Status.Conditions, csv1.PausedCondition) == nil {
+			return // never paused: no condition to clear
+		}
+		fluxstatus.SetCondition(&a.Status.Conditions, c)
+	})
+}
+
+// reconcileMissingRelease handles a Cluster whose ClusterClass is no release in its namespace.
+// When the name is a release tag of a ClusterStack of the namespace, the release is missing (the
+// ClusterStack creates it if its tag is published): the ClusterAddon waits or is Degraded, and
+// nothing delivered is touched. Otherwise the Cluster uses no stack (any more).
+func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cluster *clusterv1.Cluster, addon *csv1.ClusterAddon) error {
+	class := ClusterClassOf(cluster)
+	key := releaseStackKey(class)
+	if key == "" {
+		// Not a release: nothing of ours should exist for the Cluster.
+		return r.deleteAddon(ctx, addon)
+	}
+	var stacks csv1.ClusterStackList
+	if err := r.List(ctx, &stacks, client.InNamespace(cluster.Namespace)); err != nil {
+		return err
+	}
+	var cs *csv1.ClusterStack
+	for i := range stacks.Items {
+		if stackKey(&stacks.Items[i]) == key {
+			cs = &stacks.Items[i]
+		}
+	}
+	if cs == nil && addon == nil {
+		return nil // a release-shaped ClusterClass of no stack here, never served: not ours
+	}
+	var err error
+	if addon, err = r.ensureAddon(ctx, cluster); err != nil {
+		return err
+	}
+	s := &addonScope{cluster: cluster, addon: addon, desired: class}
+	cond := metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonReleaseNotFound}
+	switch {
+	case cs == nil:
+		cond.Reason, cond.Message = csv1.ReasonStackNotFound, fmt.Sprintf(
+			"the Cluster uses ClusterClass %s, a release of stack %s, but no ClusterStack in namespace %s delivers that stack: create one, or move the Cluster to a release of an existing ClusterStack; its addons are left as they are",
+			class, key, cluster.Namespace)
+	default:
+		s.stackName = cs.Name
+		cond.Message = fmt.Sprintf("release %s of ClusterStack %s does not exist yet: it is created because the Cluster uses it; the addons are left as they are until then", class, cs.Name)
+		for _, m := range cs.Status.MissingReleases {
+			if m.Name == class {
+				cond.Reason, cond.Message = m.Reason, m.Message+"; the addons are left as they are"
+			}
+		}
+	}
+	s.releaseReady = &cond
+	return r.recordFacts(ctx, s)
+}
+
 // addonScope carries one reconcile's facts between steps.
 type addonScope struct {
 	cluster *clusterv1.Cluster
 	addon   *csv1.ClusterAddon
-	release *csv1.ClusterStackRelease
-	stack   *stack.Stack
-	values  string
+	release *csv1.ClusterStackRelease // nil when it does not exist
+	// stackName and desired name the ClusterStack and the release the Cluster uses.
+	stackName, desired string
+	stack              *stack.Stack
+	values             string
 
+	releaseReady *metav1.Condition // ReleaseReady
 	waiting  *metav1.Condition // WorkloadClusterReady, when not ready
 	rendered *metav1.Condition // ValuesRendered
 	// components as applied (nil when the step did not get that far: keep what was recorded).
@@ -177,8 +264,12 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 		if c != nil && c.Status == metav1.ConditionFalse {
 			why = c.Message
 		}
-		return wait(csv1.ReasonWaitingForRelease, fmt.Sprintf("waiting for release %s: %s", rel.Name, why))
+		s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
+			Message: fmt.Sprintf("waiting for release %s: %s", rel.Name, why)}
+		return false, nil
 	}
+	s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: fmt.Sprintf("release %s of ClusterStack %s is validated at %s", rel.Name, rel.Spec.ClusterStack, rel.Status.Revision)}
 	if !controlPlaneInitialized(s.cluster) {
 		return wait(csv1.ReasonWaitingForControlPlane, fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized", s.cluster.Name))
 	}
@@ -210,8 +301,8 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	if err := r.Get(ctx, client.ObjectKey{Namespace: s.release.Namespace, Name: fluxgen.GitRepositoryName(s.release.Name)}, repo); err != nil {
 		return false, err
 	}
-	if repo.Status.Artifact == nil || repo.Status.Artifact.Revision != s.release.Status.Revision {
-		s.waiting = &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
+	if repo.Status.Artifact == nil || fluxstatus.CommitOf(repo.Status.Artifact.Revision) != fluxstatus.CommitOf(s.release.Status.Revision) {
+		s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
 			Message: fmt.Sprintf("waiting for GitRepository %s to serve revision %s", repo.Name, s.release.Status.Revision)}
 		return false, nil
 	}
@@ -239,10 +330,12 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		}
 		return false, err
 	}
+	// One ConfigMap per release: the Flux objects switch to it in the same write as their chart
+	// or source, so old charts never run with the new release's values.
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: fluxgen.ValuesConfigMapName(s.cluster.Name), Namespace: s.cluster.Namespace,
+			Name: fluxgen.ValuesConfigMapName(s.cluster.Name, s.release.Name), Namespace: s.cluster.Namespace,
 			Labels: fluxgen.ClusterLabels(s.release.Spec.ClusterStack, s.release.Name, s.cluster.Name, ""),
 		},
 		Data: data,
@@ -352,7 +445,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	comps := s.release.Status.Components
 	objs := fluxgen.AddonObjects(fluxgen.ClusterInput{
 		Cluster: s.cluster.Name, Namespace: s.cluster.Namespace, Stack: s.release.Spec.ClusterStack,
-		Release: s.release, Components: comps,
+		Release: s.release, Components: comps, Timeout: r.AddonTimeout,
 	})
 	want := map[string]bool{}
 	s.components = make([]csv1.AddonComponentStatus, 0, len(comps))
@@ -387,6 +480,46 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		prev = obj
 	}
 	return true, r.pruneStale(ctx, s, want)
+}
+
+// pruneValues deletes the cluster's values ConfigMaps of other releases once no Flux object of
+// the cluster refers to them (every object moved to the desired release's ConfigMap).
+func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (bool, error) {
+	objs, err := r.ownedFluxObjects(ctx, s.addon)
+	if err != nil {
+		return false, err
+	}
+	used := map[string]bool{s.values: true}
+	for _, o := range objs {
+		switch t := o.(type) {
+		case *helmv2.HelmRelease:
+			for _, v := range t.Spec.ValuesFrom {
+				used[v.Name] = true
+			}
+		case *kustomizev1.Kustomization:
+			if t.Spec.PostBuild != nil {
+				for _, v := range t.Spec.PostBuild.SubstituteFrom {
+					used[v.Name] = true
+				}
+			}
+		}
+	}
+	var cms corev1.ConfigMapList
+	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
+		client.MatchingLabels{csv1.ClusterNameLabel: s.addon.Spec.ClusterName, csv1.ManagedByLabel: csv1.ManagedByValue}); err != nil {
+		return false, err
+	}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if used[cm.Name] || !metav1.IsControlledBy(cm, s.addon) || !cm.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete values ConfigMap %s no Flux object uses: %w", cm.Name, err)
+		}
+		log.FromContext(ctx).V(1).Info("values ConfigMap of another release removed", "configMap", cm.Name)
+	}
+	return true, nil
 }
 
 // exists reads the object through the typed cache the controller already keeps for its kind
@@ -468,8 +601,18 @@ func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *cs
 func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
 	renderFailed := false // a new render failure is recorded (counted once written)
 	err := updateStatus(ctx, r.Client, s.addon, func(a *csv1.ClusterAddon) {
-		a.Status.ClusterStack = s.release.Spec.ClusterStack
-		a.Status.DesiredRelease = s.release.Name
+		if s.stackName != "" {
+			a.Status.ClusterStack = s.stackName
+		}
+		a.Status.DesiredRelease = s.desired
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			fluxstatus.SetCondition(&a.Status.Conditions, metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse,
+				Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused", ObservedGeneration: a.Generation})
+		}
+		if s.releaseReady != nil {
+			s.releaseReady.ObservedGeneration = a.Generation
+			fluxstatus.SetCondition(&a.Status.Conditions, *s.releaseReady)
+		}
 		if s.waiting != nil {
 			s.waiting.ObservedGeneration = a.Generation
 			fluxstatus.SetCondition(&a.Status.Conditions, *s.waiting)
@@ -477,9 +620,7 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		if s.rendered != nil {
 			s.rendered.ObservedGeneration = a.Generation
 			renderFailed = fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse
-			if renderFailed {
-				r.Recorder.Event(a, corev1.EventTypeWarning, s.rendered.Reason, s.rendered.Message)
-			}
+
 		}
 		if s.values != "" {
 			a.Status.ValuesConfigMap = s.values
@@ -499,7 +640,8 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		}
 	})
 	if err == nil && renderFailed {
-		metrics.Default.RenderFailed(s.cluster.Namespace, s.release.Spec.ClusterStack, s.release.Name)
+		r.Recorder.Event(s.addon, corev1.EventTypeWarning, s.rendered.Reason, s.rendered.Message)
+		metrics.Default.RenderFailed(s.cluster.Namespace, s.stackName, s.desired)
 	}
 	return err
 }
@@ -570,6 +712,7 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(clusterOfKubeconfig)).
+		Watches(&csv1.ClusterStack{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfStack), builder.WithPredicates(missingReleasesChanged())).
 		Named("clusteraddon").
 		Build(r)
 	if err != nil {
@@ -590,6 +733,33 @@ func (r *ClusterAddonReconciler) clustersOfRelease(ctx context.Context, o client
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
 	}
 	return reqs
+}
+
+// clustersOfStack maps a ClusterStack to the Clusters of its namespace whose ClusterClass would
+// be one of its releases (those on a missing release learn from its status why).
+func (r *ClusterAddonReconciler) clustersOfStack(ctx context.Context, o client.Object) []reconcile.Request {
+	cs, ok := o.(*csv1.ClusterStack)
+	if !ok {
+		return nil
+	}
+	var list clusterv1.ClusterList
+	if err := r.List(ctx, &list, client.InNamespace(cs.Namespace), client.MatchingFields{clusterStackKeyIndex: stackKey(cs)}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// missingReleasesChanged passes ClusterStack creations and changes of its missing releases.
+func missingReleasesChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*csv1.ClusterStack)
+		n, ok2 := e.ObjectNew.(*csv1.ClusterStack)
+		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Status.MissingReleases, n.Status.MissingReleases)
+	}}
 }
 
 // clustersOfRepository maps a release's GitRepository (named like the release) to its Clusters.

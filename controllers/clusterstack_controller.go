@@ -9,7 +9,11 @@ import (
 	"strings"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -18,35 +22,58 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
-// Reasons a release is kept, as listed in the ClusterStack's status.
+// Reasons a release is kept, as listed in the ClusterStack's status (see internal/lifecycle).
 const (
-	KeepPinned = "Pinned"
-	KeepLatest = "Latest"
-	KeepInUse  = "InUse"
+	KeepPinned = lifecycle.Pinned
+	KeepLatest = lifecycle.Latest
+	KeepInUse  = lifecycle.InUse
 )
 
+// DefaultRollbackReleases is how many older validated releases a ClusterStack keeps when
+// spec.rollbackReleases is not set.
+const DefaultRollbackReleases = 1
+
 // ClusterStackReconciler turns a ClusterStack into ClusterStackReleases: one per pinned version,
-// plus the newest published release with autoSubscribe. Releases no longer wanted are deleted
-// unless a Cluster uses them.
+// the newest published release with autoSubscribe, and every release something still runs
+// (Clusters, their applied addons, generated Flux objects) plus rollback targets. Other releases
+// are deleted, after a live read confirms nothing uses them.
 type ClusterStackReconciler struct {
 	client.Client
-	Tags     *TagLister
-	Recorder record.EventRecorder
+	// APIReader reads the API server directly, for deletion decisions.
+	APIReader client.Reader
+	Tags      *TagLister
+	Recorder  record.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// stackScope carries one reconcile's facts between steps.
+type stackScope struct {
+	cs *csv1.ClusterStack
+	// wanted are the release names asked for (Pinned, Latest) with their reasons; latest is the
+	// newest version known; resolveErr is set when the wanted set could not be determined.
+	wanted     map[string][]string
+	latest     string
+	resolveErr error
+	existing   []csv1.ClusterStackRelease
+	keep       map[string][]string
+	missing    []csv1.MissingRelease
+	requeue    bool
+}
 
 // Reconcile resolves the wanted releases and makes the ClusterStackReleases match.
 func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -62,48 +89,21 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{}, err
 		}
 	}
-
-	wanted, latest, resolveErr := r.wantedVersions(ctx, cs)
-	existing, err := r.releasesOf(ctx, cs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
-	// Create or update the wanted releases.
-	for _, v := range slices.Sorted(maps.Keys(wanted)) {
-		if err := r.ensureRelease(ctx, cs, v); err != nil {
+	s := &stackScope{cs: cs}
+	for _, step := range []func(context.Context, *stackScope) error{
+		r.resolveWanted,
+		r.decideKeep,
+		r.ensureReleases,
+		r.removeUnused,
+	} {
+		if err := step(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-
-	// Delete the releases no longer wanted, unless a Cluster uses them. When the wanted set
-	// could not be resolved, delete nothing: a failure to list tags must not remove releases.
-	reasons := map[string][]string{}
-	for v, rs := range wanted {
-		reasons[stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, v)] = rs
-	}
-	for i := range existing {
-		rel := &existing[i]
-		users, err := clustersUsing(ctx, r.Client, rel.Namespace, rel.Name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if len(users) > 0 {
-			reasons[rel.Name] = append(reasons[rel.Name], KeepInUse)
-		}
-		if _, keep := reasons[rel.Name]; keep || resolveErr != nil || !rel.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if err := r.Delete(ctx, rel); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("delete unused release %s: %w", rel.Name, err)
-		}
-		r.Recorder.Eventf(cs, "Normal", "ReleaseRemoved", "release %s is neither pinned, latest nor used by any Cluster: removed", rel.Name)
-	}
-
-	if err := r.setResolved(ctx, cs, reasons, latest, resolveErr); err != nil {
+	if err := r.setResolved(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if cs.Spec.AutoSubscribe {
+	if cs.Spec.AutoSubscribe || s.requeue {
 		return ctrl.Result{RequeueAfter: interval(cs)}, nil
 	}
 	return ctrl.Result{}, nil
@@ -116,36 +116,116 @@ func interval(cs *csv1.ClusterStack) time.Duration {
 	return 5 * time.Minute
 }
 
-// wantedVersions returns the versions to deliver with the reasons to keep each, and the newest
-// published version (with autoSubscribe).
-func (r *ClusterStackReconciler) wantedVersions(ctx context.Context, cs *csv1.ClusterStack) (map[string][]string, string, error) {
+// resolveWanted: the pinned versions, and the newest published one with autoSubscribe.
+func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScope) error {
+	cs := s.cs
 	wanted := map[string][]string{}
-	for _, v := range cs.Spec.Versions {
-		wanted[v] = append(wanted[v], KeepPinned)
-	}
 	latest := ""
 	for _, v := range cs.Spec.Versions {
+		wanted[r.releaseName(cs, v)] = append(wanted[r.releaseName(cs, v)], KeepPinned)
 		if latest == "" || stack.CompareVersions(v, latest) > 0 {
 			latest = v
 		}
 	}
+	s.wanted, s.latest = wanted, latest
 	if !cs.Spec.AutoSubscribe {
-		return wanted, latest, nil
+		return nil
 	}
 	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
 	if err != nil {
-		return wanted, latest, err
+		s.resolveErr = err
+		return nil
 	}
 	rel, ok := stack.LatestRelease(tags, cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, false)
 	if !ok {
-		return wanted, latest, fmt.Errorf("no tag in %s matches %s-*: publish a release tag or pin spec.versions",
-			cs.Spec.Source.URL, strings.TrimSuffix(stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, ""), "-"))
+		s.resolveErr = fmt.Errorf("no tag in %s matches %s-*: publish a release tag or pin spec.versions",
+			cs.Spec.Source.URL, stackKey(cs))
+		return nil
 	}
-	wanted[rel.Version] = append(wanted[rel.Version], KeepLatest)
+	name := r.releaseName(cs, rel.Version)
+	wanted[name] = append(wanted[name], KeepLatest)
 	if latest == "" || stack.CompareVersions(rel.Version, latest) > 0 {
-		latest = rel.Version
+		s.latest = rel.Version
 	}
-	return wanted, latest, nil
+	return nil
+}
+
+func (r *ClusterStackReconciler) releaseName(cs *csv1.ClusterStack, version string) string {
+	return stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, version)
+}
+
+// stackKey is the tag prefix of a ClusterStack's releases without the version, e.g. "aws-base-1-36".
+func stackKey(cs *csv1.ClusterStack) string {
+	return strings.TrimSuffix(stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, ""), "-")
+}
+
+// decideKeep gathers, from the cache, what uses each release and decides what is kept.
+func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) error {
+	existing, err := r.releasesOf(ctx, s.cs)
+	if err != nil {
+		return err
+	}
+	s.existing = existing
+	uses, err := releaseUses(ctx, r.Client, s.cs, true)
+	if err != nil {
+		return err
+	}
+	facts := lifecycle.Facts{Wanted: s.wanted, ClassUsers: uses.classUsers, Applied: uses.applied, Referenced: uses.referenced, RollbackReleases: rollbackReleases(s.cs)}
+	for _, rel := range existing {
+		facts.Existing = append(facts.Existing, lifecycle.Release{Name: rel.Name, Version: rel.Spec.Version,
+			Works: apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.StackValidCondition) &&
+				apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)})
+	}
+	s.keep = lifecycle.Keep(facts)
+	return nil
+}
+
+func rollbackReleases(cs *csv1.ClusterStack) int {
+	if cs.Spec.RollbackReleases == nil {
+		return DefaultRollbackReleases
+	}
+	return int(*cs.Spec.RollbackReleases)
+}
+
+// ensureReleases creates or updates every kept release. A release only something uses (not
+// pinned or latest) that does not exist is created only when its tag is published.
+func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackScope) error {
+	exists := map[string]bool{}
+	for _, rel := range s.existing {
+		exists[rel.Name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.keep)) {
+		parsed, err := stack.ParseReleaseName(name)
+		if err != nil {
+			continue
+		}
+		if !exists[name] && len(s.wanted[name]) == 0 {
+			ok, missing := r.tagPublished(ctx, s.cs, name)
+			if !ok {
+				s.missing = append(s.missing, missing)
+				s.requeue = true // tags cannot be watched: look again after the interval
+				continue
+			}
+		}
+		if err := r.ensureRelease(ctx, s.cs, parsed.Version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tagPublished checks that a release's tag exists in the stack's repository.
+func (r *ClusterStackReconciler) tagPublished(ctx context.Context, cs *csv1.ClusterStack, name string) (bool, csv1.MissingRelease) {
+	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
+	if err != nil {
+		return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagListFailed,
+			Message: fmt.Sprintf("cannot tell whether tag %s of ClusterStack %s exists: %s", name, cs.Name, oneLine(err))}
+	}
+	if slices.Contains(tags, name) {
+		return true, csv1.MissingRelease{}
+	}
+	return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagNotFound,
+		Message: fmt.Sprintf("tag %s of ClusterStack %s does not exist in %s: publish it, or move the Cluster to a published release", name, cs.Name, redactURL(cs.Spec.Source.URL))}
 }
 
 func (r *ClusterStackReconciler) releasesOf(ctx context.Context, cs *csv1.ClusterStack) ([]csv1.ClusterStackRelease, error) {
@@ -156,9 +236,228 @@ func (r *ClusterStackReconciler) releasesOf(ctx context.Context, cs *csv1.Cluste
 	return list.Items, nil
 }
 
+// removeUnused deletes the releases nothing keeps, each after a live read confirms that nothing
+// uses it. When the wanted set could not be resolved, nothing is deleted.
+func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope) error {
+	if s.resolveErr != nil {
+		return nil
+	}
+	var live *uses
+	for i := range s.existing {
+		rel := &s.existing[i]
+		if _, keep := s.keep[rel.Name]; keep || !rel.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if live == nil {
+			u, err := releaseUses(ctx, r.APIReader, s.cs, false)
+			if err != nil {
+				return fmt.Errorf("confirm release %s is unused: %w", rel.Name, err)
+			}
+			live = &u
+		}
+		if users := live.of(rel.Name); len(users) > 0 {
+			log.FromContext(ctx).V(1).Info("release still used on a live read; kept", "release", rel.Name, "users", users)
+			s.keep[rel.Name] = live.reasons(rel.Name)
+			continue
+		}
+		if err := r.Delete(ctx, rel, client.Preconditions{ResourceVersion: &rel.ResourceVersion}); err != nil && !apierrors.IsNotFound(err) {
+			if apierrors.IsConflict(err) {
+				s.requeue = true
+				continue
+			}
+			return fmt.Errorf("delete unused release %s: %w", rel.Name, err)
+		}
+		r.Recorder.Eventf(s.cs, corev1.EventTypeNormal, "ReleaseRemoved", "release %s is not pinned, latest, a rollback target or used by any Cluster or Flux object: removed", rel.Name)
+	}
+	return nil
+}
+
+// setResolved records the releases, the missing ones and the ReleasesResolved condition (facts
+// this controller owns).
+func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope) error {
+	var warn *metav1.Condition
+	err := updateStatus(ctx, r.Client, s.cs, func(cs *csv1.ClusterStack) {
+		old := map[string]csv1.ReleaseSummary{}
+		for _, sum := range cs.Status.Releases {
+			old[sum.Name] = sum
+		}
+		var summaries []csv1.ReleaseSummary
+		for name, rs := range s.keep {
+			if slices.ContainsFunc(s.missing, func(m csv1.MissingRelease) bool { return m.Name == name }) {
+				continue
+			}
+			sum := old[name] // keeps the aggregation's fields
+			sum.Name = name
+			if rel, err := stack.ParseReleaseName(name); err == nil {
+				sum.Version = rel.Version
+			}
+			sum.Reasons = rs
+			summaries = append(summaries, sum)
+		}
+		sort.Slice(summaries, func(i, j int) bool { return stack.CompareVersions(summaries[i].Version, summaries[j].Version) < 0 })
+		cs.Status.Releases = summaries
+		sort.Slice(s.missing, func(i, j int) bool { return s.missing[i].Name < s.missing[j].Name })
+		cs.Status.MissingReleases = s.missing
+		if s.latest != "" {
+			cs.Status.LatestRelease = r.releaseName(cs, s.latest)
+			cs.Status.Versions.Desired = s.latest
+		}
+		c := metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+			Message: fmt.Sprintf("%d release(s) kept", len(summaries)), ObservedGeneration: cs.Generation}
+		if s.resolveErr != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagListFailed, redactURLs(oneLine(s.resolveErr))
+		}
+		if fluxstatus.SetCondition(&cs.Status.Conditions, c) && s.resolveErr != nil {
+			warn = &c
+		}
+		// The spec was observed; what came of it is in the conditions (kstatus needs this to
+		// report a broken stack as Failed rather than not yet observed).
+		cs.Status.ObservedGeneration = cs.Generation
+	})
+	if err == nil && warn != nil {
+		r.Recorder.Event(s.cs, corev1.EventTypeWarning, warn.Reason, warn.Message)
+	}
+	return err
+}
+
+// reconcileDelete removes the releases nothing uses and waits for the others.
+func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.ClusterStack) (ctrl.Result, error) {
+	existing, err := r.releasesOf(ctx, cs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	live, err := releaseUses(ctx, r.APIReader, cs, false)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var blocked []string
+	for i := range existing {
+		rel := &existing[i]
+		if users := live.of(rel.Name); len(users) > 0 {
+			blocked = append(blocked, fmt.Sprintf("%s (used by %s)", rel.Name, strings.Join(users, ", ")))
+			continue
+		}
+		if rel.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, rel); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(blocked) > 0 {
+		msg := "deletion waits until no Cluster uses the stack's releases: " + strings.Join(blocked, "; ")
+		err := updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
+			fluxstatus.SetCondition(&cs.Status.Conditions, metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionFalse,
+				Reason: csv1.ReasonInUse, Message: fluxstatus.Truncate(msg), ObservedGeneration: cs.Generation})
+		})
+		log.FromContext(ctx).Info("ClusterStack deletion blocked", "releases", blocked)
+		return ctrl.Result{}, err
+	}
+	if controllerutil.RemoveFinalizer(cs, csv1.ClusterStackFinalizer) {
+		return ctrl.Result{}, r.Update(ctx, cs)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches ClusterStacks; their releases (created, deleted, validated: they carry
+// a non-controller owner reference, so Owns would not map them); Clusters moving between
+// ClusterClasses; ClusterAddons whose applied release changes; and cluster Flux objects that go
+// or move to another release (a release may become unused).
+func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
+		Watches(&clusterv1.Cluster{}, clusterClassHandler(r.stacksOfClass)).
+		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon), builder.WithPredicates(appliedReleaseChanged())).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfLabel), builder.WithPredicates(releaseLabelChanged())).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(stackOfLabel), builder.WithPredicates(releaseLabelChanged())).
+		Named("clusterstack").
+		Complete(r)
+}
+
+// stacksOfClass maps a ClusterClass name to the ClusterStacks of its namespace it would be a
+// release of (whether or not the release exists).
+func (r *ClusterStackReconciler) stacksOfClass(ctx context.Context, ns, class string) []reconcile.Request {
+	parsed, err := stack.ParseReleaseName(class)
+	if err != nil {
+		return nil
+	}
+	var list csv1.ClusterStackList
+	if err := r.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if cs := &list.Items[i]; stackKey(cs) == parsed.HelmReleaseName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cs)})
+		}
+	}
+	return reqs
+}
+
+func stackOfReleaseObject(_ context.Context, o client.Object) []reconcile.Request {
+	rel, ok := o.(*csv1.ClusterStackRelease)
+	if !ok || rel.Spec.ClusterStack == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: rel.Namespace, Name: rel.Spec.ClusterStack}}}
+}
+
+func stackOfAddon(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*csv1.ClusterAddon)
+	if !ok || a.Status.ClusterStack == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: a.Status.ClusterStack}}}
+}
+
+func stackOfLabel(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: l[csv1.StackLabel]}}}
+}
+
+// releaseLifecycleChanged passes release creations, deletions, deletion marks and changes of
+// StackValid or Available (which make a release a rollback target).
+func releaseLifecycleChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*csv1.ClusterStackRelease)
+		n, ok2 := e.ObjectNew.(*csv1.ClusterStackRelease)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+			conditionStatus(o.Status.Conditions, csv1.StackValidCondition) != conditionStatus(n.Status.Conditions, csv1.StackValidCondition) ||
+			conditionStatus(o.Status.Conditions, csv1.AvailableCondition) != conditionStatus(n.Status.Conditions, csv1.AvailableCondition)
+	}}
+}
+
+// appliedReleaseChanged passes ClusterAddon updates that change the applied or desired release.
+func appliedReleaseChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*csv1.ClusterAddon)
+		n, ok2 := e.ObjectNew.(*csv1.ClusterAddon)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Status.LastAppliedRelease != n.Status.LastAppliedRelease || o.Status.DesiredRelease != n.Status.DesiredRelease
+	}}
+}
+
+// releaseLabelChanged passes updates of objects whose release label changed.
+func releaseLabelChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[csv1.ReleaseLabel] != e.ObjectNew.GetLabels()[csv1.ReleaseLabel]
+		},
+	}
+}
+
 // ensureRelease creates the release of a version, or updates its spec from the ClusterStack.
 func (r *ClusterStackReconciler) ensureRelease(ctx context.Context, cs *csv1.ClusterStack, version string) error {
-	name := stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, version)
+	name := r.releaseName(cs, version)
 	rel := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cs.Namespace}}
 	err := r.Get(ctx, client.ObjectKeyFromObject(rel), rel)
 	if err == nil && rel.Spec.ClusterStack != cs.Name {
@@ -182,116 +481,17 @@ func (r *ClusterStackReconciler) ensureRelease(ctx context.Context, cs *csv1.Clu
 			Version:           version,
 			Source:            cs.Spec.Source,
 			Interval:          metav1.Duration{Duration: interval(cs)},
+			FollowMovedTags:   cs.Spec.FollowMovedTags,
 		}
 		// Owned, but not as controller of its lifecycle: an in-use release outlives edits to
-		// the ClusterStack; its own finalizer keeps it while Clusters use it.
+		// the ClusterStack; its own finalizer keeps it while anything uses it.
 		return controllerutil.SetOwnerReference(cs, rel, r.Scheme())
 	})
 	if err != nil {
 		return fmt.Errorf("create or update release %s: %w", name, err)
 	}
 	if op == controllerutil.OperationResultCreated {
-		r.Recorder.Eventf(cs, "Normal", "ReleaseCreated", "release %s created", name)
+		r.Recorder.Eventf(cs, corev1.EventTypeNormal, "ReleaseCreated", "release %s created", name)
 	}
 	return nil
-}
-
-// setResolved records the releases and the ReleasesResolved condition (facts this controller owns).
-func (r *ClusterStackReconciler) setResolved(ctx context.Context, cs *csv1.ClusterStack, reasons map[string][]string, latest string, resolveErr error) error {
-	return updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
-		old := map[string]csv1.ReleaseSummary{}
-		for _, s := range cs.Status.Releases {
-			old[s.Name] = s
-		}
-		var summaries []csv1.ReleaseSummary
-		for name, rs := range reasons {
-			s := old[name] // keeps the aggregation's fields
-			s.Name = name
-			if r, err := stack.ParseReleaseName(name); err == nil {
-				s.Version = r.Version
-			}
-			rs = slices.Compact(slices.Sorted(slices.Values(rs)))
-			s.Reasons = rs
-			summaries = append(summaries, s)
-		}
-		sort.Slice(summaries, func(i, j int) bool { return stack.CompareVersions(summaries[i].Version, summaries[j].Version) < 0 })
-		cs.Status.Releases = summaries
-		if latest != "" {
-			cs.Status.LatestRelease = stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, latest)
-			cs.Status.Versions.Desired = latest
-		}
-		c := metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
-			Message: fmt.Sprintf("%d release(s) wanted", len(summaries)), ObservedGeneration: cs.Generation}
-		if resolveErr != nil {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagListFailed, resolveErr.Error()
-		}
-		if fluxstatus.SetCondition(&cs.Status.Conditions, c) && resolveErr != nil {
-			r.Recorder.Event(cs, "Warning", c.Reason, c.Message)
-		}
-		if resolveErr == nil {
-			cs.Status.ObservedGeneration = cs.Generation
-		}
-	})
-}
-
-// reconcileDelete removes the releases no Cluster uses and waits for the others.
-func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.ClusterStack) (ctrl.Result, error) {
-	existing, err := r.releasesOf(ctx, cs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var blocked []string
-	for i := range existing {
-		rel := &existing[i]
-		users, err := clustersUsing(ctx, r.Client, rel.Namespace, rel.Name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if len(users) > 0 {
-			names := make([]string, 0, len(users))
-			for _, u := range users {
-				names = append(names, u.Name)
-			}
-			blocked = append(blocked, fmt.Sprintf("%s (used by %s)", rel.Name, strings.Join(names, ", ")))
-			continue
-		}
-		if rel.DeletionTimestamp.IsZero() {
-			if err := r.Delete(ctx, rel); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	if len(blocked) > 0 {
-		msg := "deletion waits until no Cluster uses the stack's releases: " + strings.Join(blocked, "; ")
-		err := updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
-			fluxstatus.SetCondition(&cs.Status.Conditions, metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionFalse,
-				Reason: csv1.ReasonInUse, Message: msg, ObservedGeneration: cs.Generation})
-		})
-		log.FromContext(ctx).Info("ClusterStack deletion blocked", "releases", blocked)
-		return ctrl.Result{}, err
-	}
-	if controllerutil.RemoveFinalizer(cs, csv1.ClusterStackFinalizer) {
-		return ctrl.Result{}, r.Update(ctx, cs)
-	}
-	return ctrl.Result{}, nil
-}
-
-// SetupWithManager watches ClusterStacks, their releases (for garbage collection), and Clusters
-// moving between ClusterClasses (a release may become unused).
-func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
-		Owns(&csv1.ClusterStackRelease{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
-		Watches(&clusterv1.Cluster{}, clusterClassHandler(r.stackOfRelease)).
-		Named("clusterstack").
-		Complete(r)
-}
-
-// stackOfRelease maps a release (ClusterClass) name to the ClusterStack it belongs to.
-func (r *ClusterStackReconciler) stackOfRelease(ctx context.Context, ns, release string) []reconcile.Request {
-	rel := &csv1.ClusterStackRelease{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: release}, rel); err != nil {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: rel.Spec.ClusterStack}}}
 }

@@ -9,6 +9,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,8 +40,12 @@ const ReleaseFinalizer = "clusterstack.io/release-in-use"
 // computes the rest of the status.
 type ClusterStackReleaseReconciler struct {
 	client.Client
-	Applier  *Applier
-	Stacks   *StackCache
+	// APIReader reads the API server directly, for the decision to let a release go.
+	APIReader client.Reader
+	Applier   *Applier
+	Stacks    *StackCache
+	// Tags checks that a pinned release's tag still points at the validated commit.
+	Tags     *TagLister
 	Recorder record.EventRecorder
 }
 
@@ -75,7 +81,7 @@ func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.
 	if err := r.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
 		return ctrl.Result{}, err
 	}
-	if repo.Status.Artifact == nil || !strings.HasPrefix(repo.Status.Artifact.Revision, rel.Name+"@") {
+	if !artifactOfRelease(rel, repo) {
 		// Flux has not fetched the tag (yet): the GitRepository watch brings us back; the
 		// status aggregation reports what Flux says.
 		return ctrl.Result{}, nil
@@ -112,7 +118,72 @@ func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return r.verifyTag(ctx, rel)
+}
+
+// artifactOfRelease is true when the GitRepository's artifact is the release's: at the
+// validated commit once the release is pinned, else at the release tag.
+func artifactOfRelease(rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository) bool {
+	if repo.Status.Artifact == nil {
+		return false
+	}
+	rev := repo.Status.Artifact.Revision
+	if pinned(rel) {
+		return fluxstatus.CommitOf(rev) == "sha1:"+rel.Status.Commit
+	}
+	return strings.HasPrefix(rev, rel.Name+"@")
+}
+
+// pinned is true when the release's source is pinned to its validated commit.
+func pinned(rel *csv1.ClusterStackRelease) bool {
+	return !rel.Spec.FollowMovedTags && rel.Status.Commit != ""
+}
+
+// verifyTag checks, every interval, that a pinned release's tag still points at the validated
+// commit (tags cannot be watched). A moved tag is reported and not delivered.
+func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1.ClusterStackRelease) (ctrl.Result, error) {
+	if !pinned(rel) || r.Tags == nil {
+		// Following the tag: nothing to verify; clear a TagMoved reported before the opt-in.
+		if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.TagVerifiedCondition); c != nil && c.Status != metav1.ConditionTrue {
+			return ctrl.Result{}, updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+				fluxstatus.SetCondition(&rel.Status.Conditions, metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue,
+					Reason: csv1.ReasonAsExpected, Message: fmt.Sprintf("release %s follows its tag (followMovedTags)", rel.Name), ObservedGeneration: rel.Generation})
+			})
+		}
+		return ctrl.Result{}, nil
+	}
+	every := rel.Spec.Interval.Duration
+	if every <= 0 {
+		every = fluxgen.DefaultInterval
+	}
+	c := metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: fmt.Sprintf("tag %s points at the validated commit %s", rel.Name, rel.Status.Commit)}
+	refs, err := r.Tags.Refs(ctx, rel.Namespace, rel.Spec.Source, every)
+	switch {
+	case err != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, csv1.ReasonTagListFailed,
+			fmt.Sprintf("cannot check where tag %s points: %s", rel.Name, redactURLs(oneLine(err)))
+	case refs[rel.Name] == "":
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagMoved, fmt.Sprintf(
+			"tag %s was validated at commit %s and no longer exists; the release keeps delivering %s. Publish a new version and move the Clusters to it",
+			rel.Name, rel.Status.Commit, rel.Status.Commit)
+	case refs[rel.Name] != rel.Status.Commit:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagMoved, fmt.Sprintf(
+			"tag %s moved from the validated commit %s to %s; the release keeps delivering %s. Publish the change as a new version, move the tag back, or set spec.followMovedTags on ClusterStack %s to deliver %s",
+			rel.Name, rel.Status.Commit, refs[rel.Name], rel.Status.Commit, rel.Spec.ClusterStack, refs[rel.Name])
+	}
+	var changed *metav1.Condition
+	err = updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+		c.ObservedGeneration = rel.Generation
+		old := apimeta.FindStatusCondition(rel.Status.Conditions, c.Type)
+		if fluxstatus.SetCondition(&rel.Status.Conditions, c) && (old == nil || old.Status != c.Status) {
+			changed = &c
+		}
+	})
+	if err == nil && changed != nil && changed.Status == metav1.ConditionFalse {
+		r.Recorder.Event(rel, corev1.EventTypeWarning, changed.Reason, changed.Message)
+	}
+	return ctrl.Result{RequeueAfter: every}, err
 }
 
 // validateStack checks that the stack at the tag is the one the release names.
@@ -147,6 +218,9 @@ func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *
 			return // keep what was learned from the last valid revision
 		}
 		rel.Status.Revision = repo.Status.Artifact.Revision
+		if commit := strings.TrimPrefix(fluxstatus.CommitOf(rel.Status.Revision), "sha1:"); commit != "" && (rel.Status.Commit == "" || rel.Spec.FollowMovedTags) {
+			rel.Status.Commit = commit
+		}
 		rel.Status.KubernetesVersion = st.KubernetesVersion
 		rel.Status.ClusterClassName = rel.Name
 		cc := releaseComponent(rel, st.ClusterClass, "")
@@ -186,12 +260,14 @@ func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack) []csv1.Re
 // reconcileDelete lets the release go only when no Cluster uses its ClusterClass; its Flux
 // objects (and with them the ClusterClass) are garbage-collected through owner references.
 func (r *ClusterStackReleaseReconciler) reconcileDelete(ctx context.Context, rel *csv1.ClusterStackRelease) (ctrl.Result, error) {
-	users, err := clustersUsing(ctx, r.Client, rel.Namespace, rel.Name)
+	// Decided on a live read: a cache that lags behind must never let a release in use go.
+	users, err := liveUsesOfRelease(ctx, r.APIReader, rel)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(users) > 0 {
-		// The Cluster watch brings us back when a Cluster moves off the release.
+		// The watches on Clusters, ClusterAddons and Flux objects bring us back when they move off.
+		log.FromContext(ctx).V(1).Info("release in use: deletion waits", "users", users)
 		return ctrl.Result{}, nil
 	}
 	if controllerutil.RemoveFinalizer(rel, ReleaseFinalizer) {
@@ -216,6 +292,33 @@ func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error
 		Watches(&clusterv1.Cluster{}, clusterClassHandler(func(_ context.Context, ns, class string) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: class}}}
 		})).
+		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(releasesOfAddon), builder.WithPredicates(appliedReleaseChanged())).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(releaseOfLabel), builder.WithPredicates(releaseLabelChanged())).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(releaseOfLabel), builder.WithPredicates(releaseLabelChanged())).
 		Named("clusterstackrelease").
 		Complete(r)
+}
+
+// releasesOfAddon maps a ClusterAddon to the releases it wants and last applied.
+func releasesOfAddon(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*csv1.ClusterAddon)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, rel := range []string{a.Status.DesiredRelease, a.Status.LastAppliedRelease} {
+		if rel != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: rel}})
+		}
+	}
+	return reqs
+}
+
+// releaseOfLabel maps a generated object to the release its label names.
+func releaseOfLabel(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.ReleaseLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: l[csv1.ReleaseLabel]}}}
 }

@@ -13,6 +13,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,9 @@ const (
 	addonReleaseIndex = "status.desiredRelease"
 	// addonStackIndex indexes ClusterAddons by their ClusterStack.
 	addonStackIndex = "status.clusterStack"
+	// clusterStackKeyIndex indexes CAPI Clusters by the stack their ClusterClass would be a
+	// release of ("aws-base-1-36"), whether or not the release exists.
+	clusterStackKeyIndex = "spec.topology.classRef.stack"
 )
 
 // ClusterClassOf returns the name of the ClusterClass a Cluster's topology uses, or "" when it
@@ -54,6 +58,14 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &clusterv1.Cluster{}, clusterClassIndex, func(o client.Object) []string {
 		if cc := ClusterClassOf(o.(*clusterv1.Cluster)); cc != "" {
 			return []string{cc}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &clusterv1.Cluster{}, clusterStackKeyIndex, func(o client.Object) []string {
+		if key := releaseStackKey(ClusterClassOf(o.(*clusterv1.Cluster))); key != "" {
+			return []string{key}
 		}
 		return nil
 	}); err != nil {
@@ -102,6 +114,16 @@ type statusObject interface {
 // the status only when it changed. Several controllers own different fields of the same status;
 // each re-reads and retries on conflict, so none overwrites another's fields.
 func updateStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
+	return updateStatusIf(ctx, c, obj, func(o T) bool { mutate(o); return true })
+}
+
+// errStaleStatus is returned by updateStatusIf when mutate gave up: the object changed since
+// the caller computed the status (for example its desired release moved).
+var errStaleStatus = errors.New("status was computed from a stale object")
+
+// updateStatusIf is updateStatus whose mutate may give up (return false) after seeing the
+// re-read object; nothing is written then and errStaleStatus is returned.
+func updateStatusIf[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T) bool) error {
 	var reader client.Reader = c
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -112,7 +134,9 @@ func updateStatus[T statusObject](ctx context.Context, c client.Client, obj T, m
 			return client.IgnoreNotFound(err)
 		}
 		before := obj.DeepCopyObject()
-		mutate(obj)
+		if !mutate(obj) {
+			return errStaleStatus
+		}
 		if equality.Semantic.DeepEqual(before, runtime.Object(obj)) {
 			return nil
 		}

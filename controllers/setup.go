@@ -4,7 +4,13 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
 // Config configures the operator's controllers.
@@ -15,6 +21,11 @@ type Config struct {
 	ArtifactHostOverride string
 	// Now is the clock of the status aggregation (tests); nil means time.Now.
 	Now func() time.Time
+	// Tags lists stack repositories' tags; shared with the Cluster webhook. nil makes one.
+	Tags *TagLister
+	// AddonTimeout bounds one install, upgrade or health check of a cluster's addon (Flux's
+	// spec.timeout); 0 means fluxgen.AddonTimeout.
+	AddonTimeout time.Duration
 }
 
 // Setup registers the field indexes and every controller of the operator with mgr.
@@ -27,11 +38,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	applier := &Applier{Client: c, Scheme: mgr.GetScheme()}
 	stacks := &StackCache{HostnameOverride: cfg.ArtifactHostOverride}
 	status := StatusOptions{Grace: cfg.Grace, Now: cfg.Now}
+	tags := cfg.Tags
+	if tags == nil {
+		tags = &TagLister{Reader: mgr.GetAPIReader()}
+	}
 	rec := mgr.GetEventRecorderFor
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&ClusterStackReconciler{Client: c, Tags: &TagLister{Reader: mgr.GetAPIReader()}, Recorder: rec("clusterstack-controller")},
-		&ClusterStackReleaseReconciler{Client: c, Applier: applier, Stacks: stacks, Recorder: rec("clusterstackrelease-controller")},
-		&ClusterAddonReconciler{Client: c, Applier: applier, Stacks: stacks, Recorder: rec("clusteraddon-controller")},
+		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller")},
+		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
+		&ClusterAddonReconciler{Client: c, Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, Recorder: rec("clusteraddon-controller")},
 		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status")},
@@ -41,4 +56,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// CacheOptions limits what the manager's cache holds of kinds the operator only writes: of
+// ConfigMaps, only the values ConfigMaps it generated (labelled as managed by it), so that the
+// cache does not grow with every ConfigMap of the management cluster.
+func CacheOptions() cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{csv1.ManagedByLabel: csv1.ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: managed},
+	}}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -63,15 +64,19 @@ func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, addon); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !addon.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	if !addon.DeletionTimestamp.IsZero() || apimeta.IsStatusConditionTrue(addon.Status.Conditions, csv1.PausedCondition) {
+		return ctrl.Result{}, nil // a paused Cluster is left alone; its Paused condition says so
 	}
 	in, err := r.input(ctx, addon)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	res := fluxstatus.Compute(in)
-	err = updateStatus(ctx, r.Client, addon, func(a *csv1.ClusterAddon) {
+	err = updateStatusIf(ctx, r.Client, addon, func(a *csv1.ClusterAddon) bool {
+		if a.Status.DesiredRelease != in.Desired || a.Status.LastAppliedRelease != in.Delivered {
+			return false // computed for another release: give up and compute again
+		}
+		a.Status.Unhealthy = res.Unhealthy
 		for i := range a.Status.Components {
 			c := &a.Status.Components[i]
 			for _, o := range in.Objects {
@@ -95,10 +100,12 @@ func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		emitTransitions(r.Recorder, a, a.Status.Conditions, res)
 		fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
-		if res.Healthy {
-			a.Status.ObservedGeneration = a.Generation
-		}
+		a.Status.ObservedGeneration = a.Generation
+		return true
 	})
+	if errors.Is(err, errStaleStatus) {
+		return ctrl.Result{Requeue: true}, nil
+	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
@@ -108,11 +115,22 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		Delivered: addon.Status.LastAppliedRelease,
 		Desired:   addon.Status.DesiredRelease,
 		Previous:  addon.Status.Conditions,
+		Unhealthy: addon.Status.Unhealthy,
 		Now:       r.Options.now(),
 		Grace:     r.Options.Grace,
 	}
 	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ValuesRenderedCondition); c != nil && c.Status == metav1.ConditionFalse {
 		in.Invalid = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+	}
+	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ReleaseReadyCondition); c != nil && c.Status == metav1.ConditionFalse {
+		p := &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+		switch c.Reason {
+		case csv1.ReasonTagNotFound, csv1.ReasonStackNotFound:
+			in.Invalid = p // no retry fixes it: the tag or the ClusterStack must be created
+		default:
+			in.Waiting = p
+		}
+		return in, nil
 	}
 	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
 		p := &fluxstatus.Problem{Reason: csv1.ReasonUnknown, Message: "the cluster's addons have not been reconciled yet", Since: addon.CreationTimestamp.Time}
@@ -127,7 +145,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 	rel := &csv1.ClusterStackRelease{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: addon.Status.DesiredRelease}, rel); err != nil {
 		if apierrors.IsNotFound(err) {
-			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonWaitingForRelease, Message: "release " + addon.Status.DesiredRelease + " does not exist", Since: addon.CreationTimestamp.Time}
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonReleaseNotFound, Message: "release " + addon.Status.DesiredRelease + " does not exist", Since: addon.CreationTimestamp.Time}
 			return in, nil
 		}
 		return in, err
@@ -222,6 +240,7 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	res := fluxstatus.Compute(in)
 	err = updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
 		rel.Status.Clusters = counts
+		rel.Status.Unhealthy = res.Unhealthy
 		emitTransitions(r.Recorder, rel, rel.Status.Conditions, res)
 		fluxstatus.Apply(&rel.Status.Conditions, rel.Generation, res)
 	})
@@ -230,11 +249,15 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 
 func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, error) {
 	in := fluxstatus.Input{
-		Subject:  "release " + rel.Name,
-		Desired:  rel.Spec.Version,
-		Previous: rel.Status.Conditions,
-		Now:      r.Options.now(),
-		Grace:    r.Options.Grace,
+		Subject:   "release " + rel.Name,
+		Desired:   rel.Spec.Version,
+		Previous:  rel.Status.Conditions,
+		Unhealthy: rel.Status.Unhealthy,
+		Now:       r.Options.now(),
+		Grace:     r.Options.Grace,
+	}
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.TagVerifiedCondition); c != nil && c.Status == metav1.ConditionFalse {
+		in.Alert = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
 	}
 	repo := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
@@ -633,6 +656,7 @@ func ComputeStackStatus(name string, f StackFacts) StackResult {
 			fmt.Sprintf("%s: %s is available on %d/%d clusters", subject, res.AvailableVersion, res.Clusters.Available, res.Clusters.Total))
 	}
 	res.Ready = fluxstatus.ReadyFrom(res.Available, res.Progressing, res.Degraded)
+	res.Stalled, res.Reconciling = fluxstatus.KstatusFrom(res.Ready, res.Degraded)
 	res.Healthy = res.Ready.Status == metav1.ConditionTrue
 	return res
 }

@@ -45,8 +45,8 @@ type ClusterAddonStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, Ready (status aggregation), ValuesRendered
-	// and WorkloadClusterReady.
+	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling (status
+	// aggregation), ReleaseReady, ValuesRendered, WorkloadClusterReady and Paused (addon controller).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -64,7 +64,9 @@ type ClusterAddonStatus struct {
 	// +optional
 	LastAppliedRelease string `json:"lastAppliedRelease,omitempty"`
 
-	// valuesConfigMap is the name of the generated ConfigMap holding the cluster's values.
+	// valuesConfigMap is the name of the generated ConfigMap holding the cluster's values for the
+	// desired release. Each release has its own ConfigMap, which the Flux objects switch to in the
+	// same write as their chart or source; a ConfigMap no Flux object uses any more is deleted.
 	// +optional
 	ValuesConfigMap string `json:"valuesConfigMap,omitempty"`
 
@@ -77,13 +79,21 @@ type ClusterAddonStatus struct {
 	// progress is "<ready>/<total>" components at the desired release.
 	// +optional
 	Progress string `json:"progress,omitempty"`
+
+	// unhealthy lists the cluster's Flux objects that are not healthy, with how long they have
+	// been so (the grace clock of the Degraded condition, kept across operator restarts and Flux's
+	// retries) and what Flux last said about the failure. Written by the status aggregation.
+	// +listType=map
+	// +listMapKey=object
+	// +optional
+	Unhealthy []UnhealthyObject `json:"unhealthy,omitempty"`
 }
 
 // ClusterAddon records, for one CAPI Cluster that uses a cluster stack, which release's addons
 // are wanted and delivered, and the state of each component. It is owned by the Cluster.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=caddon,categories=clusterstack
+// +kubebuilder:resource:shortName=caddon,categories=cluster-stacks
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.desiredRelease`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.lastAppliedRelease`

@@ -61,6 +61,36 @@ type ClusterStackSpec struct {
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// rollbackReleases is how many releases older than the newest wanted one are kept (reason
+	// RollbackTarget) after no Cluster uses them any more, so that a Cluster can be moved back to
+	// them at once after a failed upgrade. Only releases that were validated and are Available count.
+	// Defaults to 1; 0 keeps none.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	RollbackReleases *int32 `json:"rollbackReleases,omitempty"`
+
+	// followMovedTags, when true, makes a release deliver whatever commit its tag points to, also
+	// after the tag was moved. By default (false) a release is pinned to the commit its tag
+	// pointed to when the stack was validated; if the tag later points elsewhere the release is
+	// Degraded (reason TagMoved, naming the old and the new commit) and keeps delivering the
+	// validated commit.
+	// +optional
+	FollowMovedTags bool `json:"followMovedTags,omitempty"`
+}
+
+// MissingRelease is a release a Cluster uses that does not exist and cannot be created.
+type MissingRelease struct {
+	// name of the release (its tag and ClusterClass name).
+	Name string `json:"name"`
+	// reason is TagNotFound (the tag is not published) or TagListFailed (the repository's tags
+	// could not be listed, so the operator cannot tell yet).
+	Reason string `json:"reason"`
+	// message says why the release cannot be created (the tag does not exist, the repository
+	// cannot be read) and what to do.
+	Message string `json:"message"`
 }
 
 // ReleaseSummary is what a ClusterStack reports of one of its releases.
@@ -69,7 +99,11 @@ type ReleaseSummary struct {
 	Name string `json:"name"`
 	// version of the stack, e.g. "v2".
 	Version string `json:"version"`
-	// reasons the release is kept: Pinned, Latest, InUse.
+	// reasons the release is kept: Pinned (in spec.versions), Latest (the newest published, with
+	// autoSubscribe), InUse (a Cluster's topology uses its ClusterClass), Applied (a Cluster's
+	// addons were last applied from it, e.g. the previous release of a Cluster that is upgrading
+	// or failed to upgrade), Referenced (a generated Flux object still uses its sources or charts),
+	// RollbackTarget (one of the spec.rollbackReleases newest older releases).
 	// +optional
 	Reasons []string `json:"reasons,omitempty"`
 	// available is true when the release's Available condition is True.
@@ -152,6 +186,14 @@ type ClusterStackStatus struct {
 	// +optional
 	ClustersSummary string `json:"clustersSummary,omitempty"`
 
+	// missingReleases are releases Clusters use that do not exist and cannot be created (their tag
+	// is not published); the Clusters' ClusterAddons are Degraded until the tag is published or
+	// the Clusters move.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	MissingReleases []MissingRelease `json:"missingReleases,omitempty"`
+
 	// relatedObjects lists every object generated for the stack's releases (not per-cluster objects,
 	// which the ClusterAddons list).
 	// +optional
@@ -162,7 +204,7 @@ type ClusterStackStatus struct {
 // to deliver to the Clusters in its namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=cstack,categories=clusterstack
+// +kubebuilder:resource:shortName=cstack,categories=cluster-stacks
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
 // +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="K8s",type=string,JSONPath=`.spec.kubernetesVersion`

@@ -52,10 +52,16 @@ type ClusterStackReleaseSpec struct {
 	// +required
 	Source StackSource `json:"source"`
 
-	// interval at which Flux re-checks the release's sources.
+	// interval at which Flux re-checks the release's sources, and at which the operator checks
+	// that the tag still points at the validated commit.
 	// +kubebuilder:validation:Type=string
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// followMovedTags, copied from the ClusterStack: when true the release delivers whatever
+	// commit its tag points to; when false it stays pinned to the validated commit.
+	// +optional
+	FollowMovedTags bool `json:"followMovedTags,omitempty"`
 }
 
 // ReleaseComponent describes one component of a release.
@@ -88,7 +94,8 @@ type ClusterStackReleaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, Ready (status aggregation) and StackValid.
+	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling (status
+	// aggregation), StackValid and TagVerified (release controller).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -97,6 +104,13 @@ type ClusterStackReleaseStatus struct {
 	// revision is the Git revision of the tag, as Flux reports it ("<tag>@sha1:<commit>").
 	// +optional
 	Revision string `json:"revision,omitempty"`
+
+	// commit is the Git commit the release was validated at. Unless the ClusterStack sets
+	// followMovedTags, the release's GitRepository is pinned to it, so a tag moved later is not
+	// delivered.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Commit string `json:"commit,omitempty"`
 
 	// kubernetesVersion is the exact Kubernetes version the release was tested with, e.g. "v1.33.4";
 	// Clusters using the release must have it as `spec.topology.version`.
@@ -120,13 +134,21 @@ type ClusterStackReleaseStatus struct {
 	// clusters counts the Clusters using the release.
 	// +optional
 	Clusters ClusterCounts `json:"clusters,omitempty"`
+
+	// unhealthy lists the release's Flux objects that are not healthy, with how long they have
+	// been so (the grace clock of the Degraded condition, kept across operator restarts and Flux's
+	// retries) and what Flux last said about the failure. Written by the status aggregation.
+	// +listType=map
+	// +listMapKey=object
+	// +optional
+	Unhealthy []UnhealthyObject `json:"unhealthy,omitempty"`
 }
 
 // ClusterStackRelease is one version of a cluster stack: a Flux source pinned to its tag, the Flux
 // object applying its ClusterClass into the management cluster, and the shared sources of its addons.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=cstackrel,categories=clusterstack
+// +kubebuilder:resource:shortName=cstackrel,categories=cluster-stacks
 // +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.spec.clusterStack`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
 // +kubebuilder:printcolumn:name="K8s",type=string,JSONPath=`.status.kubernetesVersion`

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Condition types. Available, Progressing and Degraded carry the meaning OpenShift gives them
@@ -22,6 +23,14 @@ const (
 	// ReadyCondition summarises the others for kstatus: True when Available and neither
 	// Progressing nor Degraded.
 	ReadyCondition = meta.ReadyCondition
+	// StalledCondition follows kstatus: True when the object cannot reach its desired state
+	// without a change (invalid input, a Flux object that stalled, a failure that outlasted the
+	// grace period). kstatus, `kubectl wait` and Flux health checks then report it Failed.
+	// Set together with Degraded, with the same reason and message.
+	StalledCondition = meta.StalledCondition
+	// ReconcilingCondition follows kstatus: True while the object is not Ready yet and not
+	// Stalled (work in progress), so kstatus reports it InProgress rather than Current.
+	ReconcilingCondition = meta.ReconcilingCondition
 )
 
 // Condition types owned by the controllers that write Flux objects. They record facts
@@ -39,6 +48,17 @@ const (
 	// WorkloadClusterReadyCondition on a ClusterAddon is False while the Cluster's control plane
 	// is not initialized or its kubeconfig Secret does not exist yet.
 	WorkloadClusterReadyCondition = "WorkloadClusterReady"
+	// ReleaseReadyCondition on a ClusterAddon is False while the ClusterStackRelease the Cluster
+	// uses does not exist (it is being created, or its tag is not published) or has not been
+	// validated yet; the message names the release and the ClusterStack.
+	ReleaseReadyCondition = "ReleaseReady"
+	// PausedCondition on a ClusterAddon is True while the Cluster is paused (spec.paused or
+	// CAPI's paused annotation): the operator writes nothing for the Cluster until it resumes.
+	PausedCondition = "Paused"
+	// TagVerifiedCondition on a ClusterStackRelease is False when the release's tag no longer
+	// points at the commit the release was validated at (and the ClusterStack does not follow
+	// moved tags), or when the tag's commit could not be checked.
+	TagVerifiedCondition = "TagVerified"
 )
 
 // Condition reasons.
@@ -77,6 +97,19 @@ const (
 	ReasonInUse = "InUse"
 	// ReasonNoClusters: no Cluster uses the stack; nothing to report for clusters.
 	ReasonNoClusters = "NoClusters"
+	// ReasonTagMoved: the release tag points at another commit than the validated one.
+	ReasonTagMoved = "TagMoved"
+	// ReasonTagNotFound: a Cluster uses a release whose tag is not published.
+	ReasonTagNotFound = "TagNotFound"
+	// ReasonReleaseNotFound: the release a Cluster uses does not exist (yet); it is being created.
+	ReasonReleaseNotFound = "ReleaseNotFound"
+	// ReasonStackNotFound: a Cluster uses a release-shaped ClusterClass for which no ClusterStack
+	// in its namespace exists.
+	ReasonStackNotFound = "StackNotFound"
+	// ReasonClusterPaused: the Cluster is paused.
+	ReasonClusterPaused = "ClusterPaused"
+	// ReasonNotPaused: the Cluster is not paused.
+	ReasonNotPaused = "NotPaused"
 	// ReasonUnknown: the controller cannot tell yet.
 	ReasonUnknown = "Unknown"
 )
@@ -99,6 +132,22 @@ const (
 	// ClusterClassComponent is the ComponentLabel value of a release's cluster-class objects.
 	ClusterClassComponent = "cluster-class"
 )
+
+// UnhealthyObject is the status aggregation's record of a Flux object that is not healthy.
+type UnhealthyObject struct {
+	// object is "<Kind>/<name>" of the Flux object.
+	// +kubebuilder:validation:MaxLength=320
+	Object string `json:"object"`
+	// component is the stack component the object delivers.
+	// +optional
+	Component string `json:"component,omitempty"`
+	// since is when the object was first seen not healthy; it is not reset while Flux retries.
+	Since metav1.Time `json:"since"`
+	// lastFailure is what Flux last said when it reported the object failed (Ready False or
+	// Stalled), kept while Flux retries and reports the attempt in progress.
+	// +optional
+	LastFailure string `json:"lastFailure,omitempty"`
+}
 
 // StackSource says where a stack's releases are published.
 type StackSource struct {

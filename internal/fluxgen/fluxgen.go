@@ -62,8 +62,11 @@ func AddonChartName(release, component string) string { return release + "-" + c
 // AddonObjectName is the name of a cluster's HelmRelease or Kustomization for a component.
 func AddonObjectName(cluster, component string) string { return cluster + "-" + component }
 
-// ValuesConfigMapName is the name of a cluster's generated values ConfigMap.
-func ValuesConfigMapName(cluster string) string { return cluster + "-stack-values" }
+// ValuesConfigMapName is the name of a cluster's generated values ConfigMap for one release.
+// Each release has its own, so a cluster's Flux objects switch values and charts in one write.
+func ValuesConfigMapName(cluster, release string) string {
+	return cluster + "-values-" + release
+}
 
 // KubeconfigSecretName is the name of CAPI's kubeconfig Secret of a cluster.
 func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
@@ -119,6 +122,12 @@ func GitRepository(rel *csv1.ClusterStackRelease) *sourcev1.GitRepository {
 			Interval:  interval(rel),
 			Reference: &sourcev1.GitRepositoryRef{Tag: rel.Name},
 		},
+	}
+	// Once validated, the release is pinned to the commit its tag pointed to (Flux's commit
+	// takes precedence over the tag, which stays for people to read): a tag moved later is
+	// reported, not delivered.
+	if !rel.Spec.FollowMovedTags && rel.Status.Commit != "" {
+		gr.Spec.Reference.Commit = rel.Status.Commit
 	}
 	if ignore := OnlyPath(rel.Spec.Source.Path); ignore != "" {
 		gr.Spec.Ignore = &ignore
@@ -248,13 +257,19 @@ type ClusterInput struct {
 	Release *csv1.ClusterStackRelease
 	// Components of that release, in install order.
 	Components []csv1.ReleaseComponent
+	// Timeout bounds one install, upgrade or health check (Flux's spec.timeout); 0 means AddonTimeout.
+	Timeout time.Duration
 }
 
 // AddonObjects are a cluster's HelmReleases and Kustomizations, one per component, in order.
 // Each depends on the previous component of the same kind (Flux orders only within a kind);
 // callers gate creation across kinds.
 func AddonObjects(in ClusterInput) []client.Object {
-	values := ValuesConfigMapName(in.Cluster)
+	values := ValuesConfigMapName(in.Cluster, in.Release.Name)
+	timeout := in.Timeout
+	if timeout <= 0 {
+		timeout = AddonTimeout
+	}
 	kubeconfig := &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: KubeconfigSecretName(in.Cluster), Key: KubeconfigKey}}
 	var out []client.Object
 	var prevHelm, prevKust string
@@ -277,7 +292,7 @@ func AddonObjects(in ClusterInput) []client.Object {
 					ReleaseName:      HelmReleaseName(c.Name),
 					TargetNamespace:  ns,
 					StorageNamespace: ns,
-					Timeout:          &metav1.Duration{Duration: AddonTimeout},
+					Timeout:          &metav1.Duration{Duration: timeout},
 					Install:          &helmv2.Install{CreateNamespace: true, Remediation: &helmv2.InstallRemediation{Retries: -1}},
 					Upgrade:          &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
 					ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: values, ValuesKey: render.HelmValuesKey(c.Name)}},
@@ -297,7 +312,7 @@ func AddonObjects(in ClusterInput) []client.Object {
 					Path:          componentPath(in.Release, c.Path),
 					Interval:      metav1.Duration{Duration: AddonInterval},
 					RetryInterval: &metav1.Duration{Duration: 30 * time.Second},
-					Timeout:       &metav1.Duration{Duration: AddonTimeout},
+					Timeout:       &metav1.Duration{Duration: timeout},
 					KubeConfig:    kubeconfig.DeepCopy(),
 					Prune:         true,
 					Wait:          true,

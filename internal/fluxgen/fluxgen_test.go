@@ -404,7 +404,7 @@ func TestAddonObjects(t *testing.T) {
 				Timeout:          durp(5 * time.Minute),
 				Install:          &helmv2.Install{CreateNamespace: true, Remediation: &helmv2.InstallRemediation{Retries: -1}},
 				Upgrade:          &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
-				ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "c1-stack-values", ValuesKey: "helm_values_" + strings.ReplaceAll(component, "-", "_")}},
+				ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "c1-values-aws-base-1-33-v2", ValuesKey: "helm_values_" + strings.ReplaceAll(component, "-", "_")}},
 			},
 		}
 		if dependsOn != "" {
@@ -425,7 +425,7 @@ func TestAddonObjects(t *testing.T) {
 				KubeConfig:    kubeconfig,
 				Prune:         true,
 				Wait:          true,
-				PostBuild:     &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "c1-stack-values"}}},
+				PostBuild:     &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "c1-values-aws-base-1-33-v2"}}},
 			},
 		}
 		if dependsOn != "" {

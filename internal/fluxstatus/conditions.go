@@ -2,6 +2,7 @@ package fluxstatus
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,11 +46,23 @@ type Input struct {
 	// Now and Grace: an object not Ready, or a rollout not done, for longer than Grace is Degraded.
 	Now   time.Time
 	Grace time.Duration
+	// Unhealthy are the subject's records of unhealthy objects from its status: when each was
+	// first seen unhealthy and what Flux last said about its failure. They keep the grace clock
+	// running through Flux's retries (which mark Ready Unknown at every attempt) and across
+	// operator restarts.
+	Unhealthy []csv1.UnhealthyObject
+	// Alert is a problem that makes the subject Degraded without making it unavailable (the
+	// delivered state keeps working), such as a release tag moved after validation.
+	Alert *Problem
 }
 
-// Result holds the four computed conditions and when to look again.
+// Result holds the computed conditions and when to look again.
 type Result struct {
 	Available, Progressing, Degraded, Ready metav1.Condition
+	// Stalled and Reconciling are the kstatus conditions derived from the others.
+	Stalled, Reconciling metav1.Condition
+	// Unhealthy are the new records of unhealthy objects, to store in the subject's status.
+	Unhealthy []csv1.UnhealthyObject
 	// Healthy is true when every object is Ready at the expected revision and nothing is awaited.
 	Healthy bool
 	// RequeueAfter is when a grace period runs out and the result may change without any watch
@@ -64,11 +77,21 @@ func Compute(in Input) Result {
 	var firstUnhealthy *ObjectState
 	var stalled []ObjectState
 	var notReadyTooLong *ObjectState
+	notReadyFailure := ""
+	prev := map[string]csv1.UnhealthyObject{}
+	for _, u := range in.Unhealthy {
+		prev[u.Object] = u
+	}
 	for i := range in.Objects {
 		o := in.Objects[i]
-		if o.Healthy() {
+		rec, wasUnhealthy := prev[o.Ref()]
+		// A retry of a failed object looks like a routine reconcile (Ready Unknown at the
+		// expected revision): it is still unhealthy until Flux reports it Ready again.
+		if o.Healthy() && !(wasUnhealthy && o.routineReconcile()) {
 			continue
 		}
+		rec = unhealthyRecord(o, rec, wasUnhealthy, in.Now)
+		r.Unhealthy = append(r.Unhealthy, rec)
 		r.Healthy = false
 		if firstUnhealthy == nil {
 			firstUnhealthy = &in.Objects[i]
@@ -77,18 +100,16 @@ func Compute(in Input) Result {
 			stalled = append(stalled, o)
 			continue
 		}
-		if o.Exists && o.Ready == metav1.ConditionFalse && notReadyTooLong == nil {
-			since := o.ReadySince
-			if since.IsZero() {
-				since = o.Created
-			}
-			if left := in.Grace - in.Now.Sub(since); left <= 0 {
+		if o.Exists && (o.Ready == metav1.ConditionFalse || rec.LastFailure != "") && notReadyTooLong == nil {
+			if left := in.Grace - in.Now.Sub(rec.Since.Time); left <= 0 {
 				notReadyTooLong = &in.Objects[i]
+				notReadyFailure = rec.LastFailure
 			} else {
 				r.RequeueAfter = minPositive(r.RequeueAfter, left)
 			}
 		}
 	}
+	sort.Slice(r.Unhealthy, func(i, j int) bool { return r.Unhealthy[i].Object < r.Unhealthy[j].Object })
 
 	// Progressing starts when the subject stops being healthy; its start is kept across reconciles.
 	progressingSince := in.Now
@@ -114,8 +135,12 @@ func Compute(in Input) Result {
 	case len(stalled) > 0:
 		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxStalled, in.Subject+": "+describeAll(stalled))
 	case notReadyTooLong != nil:
+		what := notReadyTooLong.Describe()
+		if notReadyTooLong.Ready != metav1.ConditionFalse && notReadyFailure != "" {
+			what = fmt.Sprintf("%s: %s (Flux is retrying)", notReadyTooLong.Ref(), notReadyFailure)
+		}
 		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
-			fmt.Sprintf("%s: %s (not Ready for more than %s)", in.Subject, componentPrefix(*notReadyTooLong)+notReadyTooLong.Describe(), in.Grace))
+			fmt.Sprintf("%s: %s (not Ready for more than %s)", in.Subject, componentPrefix(*notReadyTooLong)+what, in.Grace))
 	case rolloutTooLong && in.Waiting != nil:
 		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Waiting.Reason,
 			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Waiting.Message, in.Grace))
@@ -169,11 +194,18 @@ func Compute(in Input) Result {
 		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, r.Progressing.Reason, r.Progressing.Message)
 	}
 
+	if in.Alert != nil && !degraded {
+		// The delivered state keeps working: Available is left as computed.
+		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Alert.Reason, in.Subject+": "+in.Alert.Message)
+		r.Healthy = false
+	}
+
 	r.Ready = ReadyFrom(r.Available, r.Progressing, r.Degraded)
+	r.Stalled, r.Reconciling = KstatusFrom(r.Ready, r.Degraded)
 	// A condition whose status changes transitions at in.Now (Apply keeps the time of an
 	// unchanged status), so the grace periods run on the caller's clock, not the wall clock.
 	if !in.Now.IsZero() {
-		for _, c := range []*metav1.Condition{&r.Available, &r.Progressing, &r.Degraded, &r.Ready} {
+		for _, c := range []*metav1.Condition{&r.Available, &r.Progressing, &r.Degraded, &r.Ready, &r.Stalled, &r.Reconciling} {
 			c.LastTransitionTime = metav1.NewTime(in.Now)
 		}
 	}
@@ -194,11 +226,54 @@ func ReadyFrom(available, progressing, degraded metav1.Condition) metav1.Conditi
 	}
 }
 
-// Apply sets the four conditions on a condition list, keeping transition times of unchanged
+// KstatusFrom derives kstatus' Stalled and Reconciling conditions: Stalled mirrors Degraded
+// (a failure that needs a change, or that outlasted the grace period), Reconciling is True while
+// the subject is neither Ready nor Stalled. With them kstatus, `kubectl wait` and Flux health
+// checks tell Failed from InProgress from Current.
+func KstatusFrom(ready, degraded metav1.Condition) (stalled, reconciling metav1.Condition) {
+	stalled = cond(csv1.StalledCondition, degraded.Status, degraded.Reason, degraded.Message)
+	switch {
+	case degraded.Status == metav1.ConditionTrue:
+		reconciling = cond(csv1.ReconcilingCondition, metav1.ConditionFalse, degraded.Reason, degraded.Message)
+	case ready.Status == metav1.ConditionTrue:
+		reconciling = cond(csv1.ReconcilingCondition, metav1.ConditionFalse, ready.Reason, ready.Message)
+	default:
+		reconciling = cond(csv1.ReconcilingCondition, metav1.ConditionTrue, ready.Reason, ready.Message)
+	}
+	return stalled, reconciling
+}
+
+// unhealthyRecord updates the record of an unhealthy object: the clock starts when it was first
+// seen unhealthy (or when Flux reported it not Ready, if earlier) and keeps running through
+// retries; the last failure is what Flux said when it last reported Ready False or Stalled.
+func unhealthyRecord(o ObjectState, rec csv1.UnhealthyObject, existed bool, now time.Time) csv1.UnhealthyObject {
+	if !existed {
+		rec = csv1.UnhealthyObject{Object: o.Ref(), Since: metav1.NewTime(now)}
+		if o.Exists && o.Ready == metav1.ConditionFalse {
+			since := o.ReadySince
+			if since.IsZero() {
+				since = o.Created
+			}
+			if !since.IsZero() && since.Before(now) {
+				rec.Since = metav1.NewTime(since)
+			}
+		}
+	}
+	rec.Object, rec.Component = o.Ref(), o.Component
+	if o.Exists && (o.Stalled || o.Ready == metav1.ConditionFalse) && o.Message != "" {
+		rec.LastFailure = truncate(o.Message, 1024)
+	}
+	return rec
+}
+
+// Apply sets the computed conditions on a condition list, keeping transition times of unchanged
 // conditions, and reports whether anything changed.
 func Apply(conds *[]metav1.Condition, generation int64, r Result) bool {
 	changed := false
-	for _, c := range []metav1.Condition{r.Available, r.Progressing, r.Degraded, r.Ready} {
+	for _, c := range []metav1.Condition{r.Available, r.Progressing, r.Degraded, r.Ready, r.Stalled, r.Reconciling} {
+		if c.Type == "" {
+			continue
+		}
 		c.ObservedGeneration = generation
 		if SetCondition(conds, c) {
 			changed = true

@@ -546,8 +546,8 @@ func TestApply(t *testing.T) {
 	if !Apply(&conds, 7, res) {
 		t.Fatal("Apply on empty conditions reported no change")
 	}
-	if len(conds) != 4 {
-		t.Fatalf("Apply set %d conditions, want 4", len(conds))
+	if len(conds) != 6 {
+		t.Fatalf("Apply set %d conditions, want 6 (Available, Progressing, Degraded, Ready, Stalled, Reconciling)", len(conds))
 	}
 	for _, cond := range conds {
 		if cond.ObservedGeneration != 7 {

@@ -56,7 +56,25 @@ func (s ObjectState) AtRevision() bool {
 	if s.ExpectedRevision == "" {
 		return s.Revision != ""
 	}
-	return s.Revision == s.ExpectedRevision || strings.HasPrefix(s.Revision, s.ExpectedRevision+"@")
+	if s.Revision == s.ExpectedRevision || strings.HasPrefix(s.Revision, s.ExpectedRevision+"@") {
+		return true
+	}
+	d := CommitOf(s.ExpectedRevision)
+	return d != "" && d == CommitOf(s.Revision)
+}
+
+// CommitOf returns the Git commit digest of a Flux source revision ("sha1:<hex>" of
+// "v1@sha1:<hex>", "main@sha1:<hex>" or "sha1:<hex>"), or "" when the revision names none.
+// A release pinned to a commit has artifacts named by the commit alone, so revisions are
+// compared by commit.
+func CommitOf(rev string) string {
+	if i := strings.LastIndex(rev, "@"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	if strings.HasPrefix(rev, "sha1:") || strings.HasPrefix(rev, "sha256:") {
+		return rev
+	}
+	return ""
 }
 
 // Healthy is true when the object is Ready at its current generation and expected revision.
@@ -109,8 +127,11 @@ func FromGitRepository(o *sourcev1.GitRepository) ObjectState {
 	if o.Status.Artifact != nil {
 		s.Revision = o.Status.Artifact.Revision
 	}
-	if o.Spec.Reference != nil && o.Spec.Reference.Tag != "" {
-		s.ExpectedRevision = o.Spec.Reference.Tag
+	switch ref := o.Spec.Reference; {
+	case ref != nil && ref.Commit != "":
+		s.ExpectedRevision = "sha1:" + ref.Commit
+	case ref != nil && ref.Tag != "":
+		s.ExpectedRevision = ref.Tag
 	}
 	return s
 }
@@ -151,6 +172,8 @@ func (s ObjectState) Describe() string {
 	case s.Stalled:
 		return fmt.Sprintf("%s stalled: %s", s.Ref(), s.Message)
 	case s.Ready == metav1.ConditionFalse && s.Message != "":
+		return fmt.Sprintf("%s: %s", s.Ref(), s.Message)
+	case !s.Current && s.Ready == metav1.ConditionUnknown && s.Message != "":
 		return fmt.Sprintf("%s: %s", s.Ref(), s.Message)
 	case !s.Current:
 		return fmt.Sprintf("%s has not observed its latest generation yet", s.Ref())

@@ -17,6 +17,8 @@ package webhooks
 
 import (
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +26,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
 var (
@@ -137,6 +140,46 @@ func validateMove(from, to *csv1.ClusterStackRelease) field.ErrorList {
 			"a Cluster moves one Kubernetes minor at a time, so it may move to a release of stack %s for Kubernetes %d.%d or %d.%d",
 		from.Name, from.Spec.KubernetesVersion, to.Name, to.Spec.KubernetesVersion, what,
 		fromStack, fromMajor, fromMinor, fromMajor, fromMinor+1))}
+}
+
+// ValidateUnpublishedRelease checks a Cluster whose ClusterClass has the name of a release of
+// ClusterStack cs that does not exist: its tag must be published (tags lists the stack
+// repository's tags), or the release could never be created. The message lists the published
+// releases of the stack for the Kubernetes minor, newest first.
+func ValidateUnpublishedRelease(c *clusterv1.Cluster, cs *csv1.ClusterStack, tags []string) field.ErrorList {
+	_, name := ClassRef(c)
+	if slices.Contains(tags, name) {
+		return nil
+	}
+	var published []stack.Release
+	for _, t := range tags {
+		r, err := stack.ParseReleaseName(t)
+		if err == nil && r.Provider == cs.Spec.Provider && r.Name == cs.Spec.Name && r.KubernetesMinor() == cs.Spec.KubernetesVersion {
+			published = append(published, r)
+		}
+	}
+	stack.SortReleases(published)
+	slices.Reverse(published)
+	var names []string
+	for i := 0; i < len(published) && i < 5; i++ {
+		names = append(names, published[i].String())
+	}
+	hint := "no release of the stack for this Kubernetes minor is published yet"
+	if len(names) > 0 {
+		hint = "published releases, newest first: " + strings.Join(names, ", ")
+	}
+	return field.ErrorList{field.Invalid(classRefNamePath, name, fmt.Sprintf(
+		"ClusterClass %q would be a release of ClusterStack %q, but tag %q is not published in its repository %s: publish the tag first, or use a published release (%s)",
+		name, cs.Name, name, redactUserinfo(cs.Spec.Source.URL), hint))}
+}
+
+// redactUserinfo drops credentials from a URL for a message.
+func redactUserinfo(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = nil
+		return u.String()
+	}
+	return raw
 }
 
 // parseMinor parses a Kubernetes minor such as "1.36".

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
 // ClusterPath is the path the Cluster webhook is served on (controller-runtime's
@@ -28,6 +30,7 @@ const ClusterPath = "/validate-cluster-x-k8s-io-v1beta2-cluster"
 // +kubebuilder:webhook:path=/validate-cluster-x-k8s-io-v1beta2-cluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=cluster.x-k8s.io,resources=clusters,verbs=create;update,versions=v1beta2,name=vcluster.clusterstack.io,admissionReviewVersions=v1,serviceName=clusterstack-webhook-service,serviceNamespace=clusterstack-system,timeoutSeconds=10
 // +kubebuilder:webhookconfiguration:mutating=false,name=clusterstack-validating-webhook-configuration
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks,verbs=get;list;watch
 
 // ClusterValidator validates CAPI Clusters against the ClusterStackReleases their
 // ClusterClasses are (see the package documentation for the rules).
@@ -37,15 +40,26 @@ type ClusterValidator struct {
 	// APIReader, when set, is asked for a release the Client does not find, since the cache
 	// may not have seen a release created a moment ago.
 	APIReader client.Reader
+	// Tags, when set, lists a stack repository's tags, to refuse a Cluster that uses a
+	// release-shaped ClusterClass whose tag is not published.
+	Tags TagLister
 }
+
+// TagLister lists the tags of a ClusterStack's repository (the operator's cached lister).
+type TagLister interface {
+	Tags(ctx context.Context, namespace string, src csv1.StackSource, maxAge time.Duration) ([]string, error)
+}
+
+// tagListTimeout bounds the tag listing during admission (the webhook's own timeout is 10s).
+const tagListTimeout = 5 * time.Second
 
 var _ admission.Validator[*clusterv1.Cluster] = &ClusterValidator{}
 
 // SetupClusterWebhookWithManager registers the Cluster webhook with the manager's webhook
 // server, reading releases through the manager's cache.
-func SetupClusterWebhookWithManager(mgr ctrl.Manager) error {
+func SetupClusterWebhookWithManager(mgr ctrl.Manager, tags TagLister) error {
 	return ctrl.NewWebhookManagedBy(mgr, &clusterv1.Cluster{}).
-		WithValidator(&ClusterValidator{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
+		WithValidator(&ClusterValidator{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Tags: tags}).
 		WithValidatorCustomPath(ClusterPath).
 		Complete()
 }
@@ -58,7 +72,57 @@ func (v *ClusterValidator) ValidateCreate(ctx context.Context, c *clusterv1.Clus
 		return nil, err
 	}
 	errs, warnings := ValidateClusterCreate(c, rel)
+	if rel == nil {
+		e, w := v.unpublished(ctx, c)
+		errs, warnings = append(errs, e...), append(warnings, w...)
+	}
 	return warnings, invalid(c, errs)
+}
+
+// unpublished checks a Cluster whose ClusterClass is a release-shaped name with no release: if
+// a ClusterStack of the Cluster's namespace would deliver it, its tag must be published.
+func (v *ClusterValidator) unpublished(ctx context.Context, c *clusterv1.Cluster) (field.ErrorList, []string) {
+	ns, name := ClassRef(c)
+	parsed, err := stack.ParseReleaseName(name)
+	if v.Tags == nil || ns != c.Namespace || err != nil {
+		return nil, nil
+	}
+	var stacks csv1.ClusterStackList
+	if err := v.Client.List(ctx, &stacks, client.InNamespace(ns)); err != nil {
+		return nil, []string{fmt.Sprintf("cannot check that release %s is published: list ClusterStacks: %v", name, err)}
+	}
+	for i := range stacks.Items {
+		cs := &stacks.Items[i]
+		if cs.Spec.Provider != parsed.Provider || cs.Spec.Name != parsed.Name || cs.Spec.KubernetesVersion != parsed.KubernetesMinor() {
+			continue
+		}
+		maxAge := 5 * time.Minute
+		if cs.Spec.Interval != nil && cs.Spec.Interval.Duration > 0 {
+			maxAge = cs.Spec.Interval.Duration
+		}
+		tctx, cancel := context.WithTimeout(ctx, tagListTimeout)
+		tags, err := v.Tags.Tags(tctx, ns, cs.Spec.Source, maxAge)
+		cancel()
+		if err != nil {
+			return nil, []string{fmt.Sprintf("cannot check that tag %s of ClusterStack %s is published (%s); the Cluster is admitted and its ClusterAddon reports what it finds", name, cs.Name, redactUserinfo(err.Error()))}
+		}
+		if errs := ValidateUnpublishedRelease(c, cs, tags); len(errs) > 0 {
+			// The tag may have been pushed a moment ago: list again once before refusing.
+			if f, ok := v.Tags.(interface {
+				Forget(string, csv1.StackSource)
+			}); ok {
+				f.Forget(ns, cs.Spec.Source)
+				tctx, cancel := context.WithTimeout(ctx, tagListTimeout)
+				tags, err = v.Tags.Tags(tctx, ns, cs.Spec.Source, maxAge)
+				cancel()
+				if err == nil {
+					errs = ValidateUnpublishedRelease(c, cs, tags)
+				}
+			}
+			return errs, nil
+		}
+	}
+	return nil, nil
 }
 
 // ValidateUpdate checks an update of a Cluster; only updates of its ClusterClass or
@@ -80,6 +144,12 @@ func (v *ClusterValidator) ValidateUpdate(ctx context.Context, old, updated *clu
 		}
 	}
 	errs, warnings := ValidateClusterUpdate(old, updated, oldRel, newRel)
+	if newRel == nil {
+		if oldNS, oldName := ClassRef(old); oldNS != ns || oldName != name {
+			e, w := v.unpublished(ctx, updated)
+			errs, warnings = append(errs, e...), append(warnings, w...)
+		}
+	}
 	return warnings, invalid(updated, errs)
 }
 

@@ -81,7 +81,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		}),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhooks.SetupClusterWebhookWithManager(mgr)).To(Succeed())
+	Expect(webhooks.SetupClusterWebhookWithManager(mgr, nil)).To(Succeed())
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
 	go func() { mgrDone <- mgr.Start(mgrCtx) }()

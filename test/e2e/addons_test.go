@@ -242,8 +242,7 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		c.Spec.Topology.Variables = []clusterv1.ClusterVariable{{Name: "region", Value: jsonValue(`"eu-south-2"`)}}
 		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			cm := &corev1.ConfigMap{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a2-stack-values"}, cm)).To(Succeed())
+			cm := valuesOf(ctx, g, ns, "a2")
 			g.Expect(cm.Data).To(HaveKeyWithValue("infra_region", "eu-south-2"))
 			info := &corev1.ConfigMap{}
 			g.Expect(wl2.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())

@@ -34,6 +34,11 @@ const (
 	grace = 20 * time.Second
 	// stacksRepo is the Git repository the reference stacks are published to.
 	stacksRepo = "stacks"
+	// newestVersion is the newest version published before the specs run.
+	newestVersion = "v13"
+	// addonTimeout is the operator's --addon-timeout in these tests (Flux's install, upgrade and
+	// health-check timeout of cluster addons), short so that failures and retries come quickly.
+	addonTimeout = 30 * time.Second
 )
 
 var (
@@ -61,7 +66,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		StateDir:     stateDir,
 		RepoRoot:     repoRoot,
 		WithOperator: true,
-		OperatorArgs: []string{"--degraded-grace-period=" + grace.String(), "--zap-log-level=debug"},
+		OperatorArgs: []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(), "--zap-log-level=debug"},
 		StartTimeout: 4 * time.Minute,
 		Logger:       GinkgoLogr,
 	})
@@ -76,14 +81,20 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	// The versions the specs use; tags are global to the repository, so each is published here,
 	// before any spec runs (Ginkgo randomizes the order of top-level containers). Only the
-	// auto-subscribe spec publishes a newer one (v10) while it runs.
+	// auto-subscribe spec publishes a newer one (v20) while it runs, and the moved-tag spec moves
+	// v4 and the malformed-stack spec v7, which only they use.
 	publishVersion(ctx, "v1", nil)
 	publishVersion(ctx, "v2", withClusterInfoKey("stack-version", "v2"))
 	publishVersion(ctx, "v3", withoutClusterInfo)
+	publishVersion(ctx, "v4", withClusterInfoKey("stack-version", "v4"))
 	publishVersion(ctx, "v5", withBrokenTemplate)
 	publishVersion(ctx, "v6", withUninstallableChart)
 	publishVersion(ctx, "v7", nil)
 	publishVersion(ctx, "v8", withBrokenClusterClassChart)
+	publishVersion(ctx, "v9", withRenamedPodCIDRKey)
+	publishVersion(ctx, "v11", withHelmDeployment("never-helm", "none"))
+	publishVersion(ctx, "v12", withKustomizeDeployment("never-ks", "none"))
+	publishVersion(ctx, newestVersion, withKustomizeDeployment("pinned", "special"))
 }, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func() {

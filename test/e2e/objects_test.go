@@ -94,3 +94,13 @@ func haveCondition(t string, s metav1.ConditionStatus, parts ...string) OmegaMat
 }
 
 func jsonValue(raw string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(raw)} }
+
+// valuesOf returns a cluster's current values ConfigMap (the desired release's, named in its
+// ClusterAddon's status).
+func valuesOf(ctx context.Context, g Gomega, ns, cluster string) *corev1.ConfigMap {
+	a := getAddon(ctx, g, ns, cluster)
+	g.Expect(a.Status.ValuesConfigMap).NotTo(BeEmpty(), "ClusterAddon %s/%s names no values ConfigMap yet", ns, cluster)
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Status.ValuesConfigMap}, cm)).To(Succeed())
+	return cm
+}

@@ -13,6 +13,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"k8s.io/utils/ptr"
+
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
@@ -35,7 +37,9 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 
 	BeforeAll(func(ctx SpecContext) {
 		createNamespace(ctx, ns)
-		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v2"))).To(Succeed())
+		cs := newClusterStack(ns, "v1", "v2")
+		cs.Spec.RollbackReleases = ptr.To[int32](0) // the lifecycle specs cover rollback targets
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
 	})
 
 	It("delivers every pinned version: a release, a GitRepository pinned to its tag and its ClusterClass", func(ctx SpecContext) {
@@ -70,7 +74,7 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 
 		Eventually(ctx, func(g Gomega) {
 			cs := getStack(ctx, g, ns)
-			g.Expect(cs.Status.Releases).To(ContainElement(And(HaveField("Name", tagPrefix+"v1"), HaveField("Reasons", ConsistOf("InUse")))))
+			g.Expect(cs.Status.Releases).To(ContainElement(And(HaveField("Name", tagPrefix+"v1"), HaveField("Reasons", ContainElement("InUse")))))
 		}).Should(Succeed())
 		Consistently(ctx, releaseExists(ctx, ns, "v1"), 10*time.Second, time.Second).Should(BeTrue(), "a release in use is never removed")
 		Expect(clusterClassExists(ctx, ns, "v1")()).To(BeTrue())
@@ -112,24 +116,24 @@ var _ = Describe("Releases: auto-subscribe", Ordered, func() {
 		createNamespace(ctx, ns)
 		cs := newClusterStack(ns)
 		cs.Spec.AutoSubscribe = true
+		cs.Spec.RollbackReleases = ptr.To[int32](0)
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
-		// v8 is the newest tag the suite published before (a broken one: being the newest is
-		// what makes it the latest, not its health).
+		// newestVersion is the newest tag the suite published before.
 		Eventually(ctx, func(g Gomega) {
 			cs := getStack(ctx, g, ns)
-			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v8"))
-			g.Expect(cs.Status.Releases).To(ConsistOf(And(HaveField("Name", tagPrefix+"v8"), HaveField("Reasons", ConsistOf("Latest")))))
+			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + newestVersion))
+			g.Expect(cs.Status.Releases).To(ConsistOf(And(HaveField("Name", tagPrefix+newestVersion), HaveField("Reasons", ConsistOf("Latest")))))
 		}).Should(Succeed())
 
 		By("pushing a newer tag")
-		publishVersion(ctx, "v10", withClusterInfoKey("stack-version", "v10"))
+		publishVersion(ctx, "v20", withClusterInfoKey("stack-version", "v20"))
 		Eventually(ctx, func(g Gomega) {
 			cs := getStack(ctx, g, ns)
-			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v10"))
-			rel := getRelease(ctx, g, ns, "v10")
+			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v20"))
+			rel := getRelease(ctx, g, ns, "v20")
 			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		Eventually(ctx, releaseExists(ctx, ns, "v8")).Should(BeFalse(), "the previous latest, unused, is garbage-collected")
+		Eventually(ctx, releaseExists(ctx, ns, newestVersion)).Should(BeFalse(), "the previous latest, unused and no rollback target (rollbackReleases 0), is garbage-collected")
 	})
 })
 
@@ -177,6 +181,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 	It("says which file is wrong in a malformed stack, keeps what was delivered and recovers when fixed", func(ctx SpecContext) {
 		cs := newClusterStack(ns, "v7")
 		cs.Name = "malformed"
+		cs.Spec.FollowMovedTags = true // delivers a moved tag (the default pins the validated commit)
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v7")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))

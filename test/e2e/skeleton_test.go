@@ -105,7 +105,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 		It("renders the runtime values of Cluster "+tc.cluster+" into its ConfigMap", func(ctx SpecContext) {
 			cm := &corev1.ConfigMap{}
 			Eventually(ctx, func(g Gomega) {
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-stack-values"}, cm)).To(Succeed())
+				cm = valuesOf(ctx, g, ns, tc.cluster)
 				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_name", tc.cluster))
 				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_namespace", ns))
 				g.Expect(cm.Data).To(HaveKeyWithValue("cluster_pod_cidr", tc.podCIDR))
@@ -248,8 +248,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 		c.Spec.ClusterNetwork.ServiceDomain = "alpha.local"
 		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			cm := &corev1.ConfigMap{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alpha-stack-values"}, cm)).To(Succeed())
+			cm := valuesOf(ctx, g, ns, "alpha")
 			g.Expect(cm.Data).To(HaveKeyWithValue("cluster_service_domain", "alpha.local"))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		cs := &csv1.ClusterStack{}

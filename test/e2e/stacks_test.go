@@ -94,3 +94,72 @@ func editFile(dir, rel string, fn func(string) string) {
 	Expect(out).NotTo(Equal(string(b)), "mutation of %s changed nothing", rel)
 	Expect(os.WriteFile(p, []byte(out), 0o644)).To(Succeed())
 }
+
+// withRenamedPodCIDRKey renames the cni chart's pod CIDR value (podCIDR -> clusterPodCIDR) in
+// the chart and in its values template, under a new chart version: the old chart with the new
+// values (or the reverse) would render an empty or failing pod-cidr.
+func withRenamedPodCIDRKey(sd string) {
+	editFile(sd, "cluster-addon/cni/overwrite.yaml", func(s string) string {
+		return strings.Replace(s, "  podCIDR: ", "  clusterPodCIDR: ", 1)
+	})
+	editFile(sd, "cluster-addon/cni/values.yaml", func(s string) string {
+		return strings.Replace(s, "podCIDR: \"\"", "clusterPodCIDR: \"\"", 1)
+	})
+	editFile(sd, "cluster-addon/cni/templates/configmap.yaml", func(s string) string {
+		return strings.Replace(s, `pod-cidr: {{ required "podCIDR is required (overwrite.yaml sets it from the Cluster)" .Values.podCIDR | quote }}`,
+			"pod-cidr: {{ .Values.clusterPodCIDR | quote }}\n  values-schema: \"2\"", 1)
+	})
+	editFile(sd, "cluster-addon/cni/Chart.yaml", func(s string) string {
+		return strings.Replace(s, "version: 1.0.0", "version: 1.1.0", 1)
+	})
+}
+
+// testPoolLabel is the node label the test components' Deployments select.
+const testPoolLabel = "clusterstack.io/test-pool"
+
+// deploymentYAML is a Deployment named name in kube-system that runs only on nodes labelled
+// testPoolLabel=pool.
+func deploymentYAML(name, pool string) string {
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + name + `
+  namespace: kube-system
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: ` + name + `}
+  template:
+    metadata:
+      labels: {app: ` + name + `}
+    spec:
+      nodeSelector: {` + testPoolLabel + `: ` + pool + `}
+      tolerations: [{operator: Exists}]
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+`
+}
+
+// withHelmDeployment adds a Helm component (last in the addon order) whose chart has a
+// Deployment that runs only on nodes of the given pool.
+func withHelmDeployment(component, pool string) func(string) {
+	return func(sd string) {
+		dir := filepath.Join(sd, "cluster-addon", component)
+		Expect(os.MkdirAll(filepath.Join(dir, "templates"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: "+component+"\nversion: 1.0.0\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "values.yaml"), []byte("{}\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "templates", "deployment.yaml"), []byte(deploymentYAML(component, pool)), 0o644)).To(Succeed())
+	}
+}
+
+// withKustomizeDeployment adds a kustomize component (last in the addon order) with a
+// Deployment that runs only on nodes of the given pool.
+func withKustomizeDeployment(component, pool string) func(string) {
+	return func(sd string) {
+		dir := filepath.Join(sd, "cluster-addon", component)
+		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deployment.yaml\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "deployment.yaml"), []byte(deploymentYAML(component, pool)), 0o644)).To(Succeed())
+	}
+}

@@ -1,0 +1,652 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// deletionWatch records every object deleted in a workload cluster's kube-system while it runs.
+type deletionWatch struct {
+	mu      sync.Mutex
+	deleted []string
+	stop    context.CancelFunc
+	done    sync.WaitGroup
+}
+
+// watchDeletions watches DaemonSets, Deployments and ConfigMaps in the workload cluster's
+// kube-system namespace and records deletions: an uninstall or a prune shows up there.
+func watchDeletions(ctx context.Context, ns, cluster string) *deletionWatch {
+	GinkgoHelper()
+	cfg, err := pl.WorkloadConfig(ctx, ns, cluster)
+	Expect(err).NotTo(HaveOccurred())
+	wc, err := client.NewWithWatch(cfg, client.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	wctx, cancel := context.WithCancel(ctx)
+	d := &deletionWatch{stop: cancel}
+	for _, list := range []client.ObjectList{&appsv1.DaemonSetList{}, &appsv1.DeploymentList{}, &corev1.ConfigMapList{}} {
+		w, err := wc.Watch(wctx, list, client.InNamespace("kube-system"))
+		Expect(err).NotTo(HaveOccurred())
+		d.done.Add(1)
+		go func() {
+			defer d.done.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					if ev.Type == watch.Deleted {
+						o := ev.Object.(client.Object)
+						d.mu.Lock()
+						d.deleted = append(d.deleted, fmt.Sprintf("%T %s", o, o.GetName()))
+						d.mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	return d
+}
+
+// Stop ends the watch and returns what was deleted.
+func (d *deletionWatch) Stop() []string {
+	d.stop()
+	d.done.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deleted
+}
+
+// kubectl runs kubectl against the management API server.
+func kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", pl.Kubeconfig()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func releaseReasons(ctx context.Context, g Gomega, ns string) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range getStack(ctx, g, ns).Status.Releases {
+		out[r.Name] = r.Reasons
+	}
+	return out
+}
+
+var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, func() {
+	const ns = "rollback"
+	var counts *stackCounts
+
+	BeforeAll(func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v2"))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, "one", "v1", "10.31.0.0/16"))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, "two", "v1", "10.32.0.0/16"))).To(Succeed())
+		for _, c := range []string{"one", "two"} {
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, c)
+				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
+			}).Should(Succeed())
+		}
+	})
+
+	It("v1 -> v2 -> broken v3 -> back to v2: nothing removed, v2 kept and Available again, the cluster counted throughout", func(ctx SpecContext) {
+		wd := watchDeletions(ctx, ns, "one")
+		counts = watchStackCounts(ctx, ns)
+
+		By("moving one to v2: delivered and Available")
+		moveCluster(ctx, ns, "one", "v2")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "one")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		var cniRevision int
+		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, "one-cni") }).Should(Succeed())
+
+		By("the newest release is now v5, whose cni values template is broken; v1 and v2 are no longer pinned")
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		patch := client.MergeFrom(cs.DeepCopy())
+		cs.Spec.Versions = []string{"v5"}
+		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		moveCluster(ctx, ns, "one", "v5")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "one")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "overwrite.yaml", "noSuchField"))
+			g.Expect(a).To(haveCondition(csv1.StalledCondition, metav1.ConditionTrue, "overwrite.yaml"))
+		}).Should(Succeed())
+		By("v2 is kept, and status says why: one's addons were applied from it and its Flux objects use it")
+		Eventually(ctx, func(g Gomega) {
+			rs := releaseReasons(ctx, g, ns)
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v2", ContainElements("Applied", "Referenced")))
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v1", ContainElements("InUse", "Applied", "Referenced")))
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v5", ContainElements("Pinned", "InUse")))
+		}).Should(Succeed())
+		Consistently(ctx, func(g Gomega) {
+			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(clusterClassExists(ctx, ns, "v2")()).To(BeTrue())
+			hr := &helmv2.HelmRelease{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "one-cni"}, hr)).To(Succeed())
+			g.Expect(hr.Spec.ChartRef.Name).To(Equal(tagPrefix + "v2-cni"))
+		}, 10*time.Second, time.Second).Should(Succeed())
+
+		By("moving one back to v2 (admitted by the webhook): Available on v2 again")
+		moveCluster(ctx, ns, "one", "v2")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "one")
+			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(helmRevision(ctx, g, ns, "one-cni")).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
+		}).Should(Succeed())
+		Expect(wd.Stop()).To(BeEmpty(), "nothing is uninstalled or pruned in the workload cluster")
+		Expect(counts.Stop()).To(HaveEach(Equal(2)), "the ClusterStack counts both clusters throughout")
+		Eventually(ctx, func(g Gomega) {
+			cs := getStack(ctx, g, ns)
+			g.Expect(cs.Status.Clusters.Total).To(BeEquivalentTo(2))
+			g.Expect(cs.Status.Clusters.Available).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+	})
+
+	It("rolls back from a chart that fails to install: Degraded after grace, recovers on v2 without an uninstall", func(ctx SpecContext) {
+		wd := watchDeletions(ctx, ns, "one")
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		patch := client.MergeFrom(cs.DeepCopy())
+		cs.Spec.Versions = []string{"v6"}
+		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getRelease(ctx, g, ns, "v6")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		moveCluster(ctx, ns, "one", "v6")
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, ns, "one")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/one-cni"))
+		}).Should(Succeed())
+		moveCluster(ctx, ns, "one", "v2")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "one")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		Expect(wd.Stop()).NotTo(ContainElement(ContainSubstring("DaemonSet cni")), "the cni DaemonSet is never uninstalled")
+	})
+
+	It("keeps the newest older working release as a rollback target once nothing uses it", func(ctx SpecContext) {
+		moveCluster(ctx, ns, "two", "v2")
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		patch := client.MergeFrom(cs.DeepCopy())
+		cs.Spec.Versions = []string{"v7"}
+		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		moveCluster(ctx, ns, "one", "v7")
+		moveCluster(ctx, ns, "two", "v7")
+		Eventually(ctx, func(g Gomega) {
+			for _, c := range []string{"one", "two"} {
+				g.Expect(getAddon(ctx, g, ns, c).Status.LastAppliedRelease).To(Equal(tagPrefix + "v7"))
+			}
+			rs := releaseReasons(ctx, g, ns)
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v7", ConsistOf("InUse", "Applied", "Pinned", "Referenced")))
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v6", ConsistOf("RollbackTarget")), "the newest older release that works")
+			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v1"))
+			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v5"), "v5 never worked for a cluster, and is not the newest older release")
+		}).Should(Succeed())
+		Eventually(ctx, releaseExists(ctx, ns, "v1")).Should(BeFalse())
+		Expect(releaseExists(ctx, ns, "v6")()).To(BeTrue())
+	})
+
+	It("leaves a paused Cluster alone and resumes when it is unpaused", func(ctx SpecContext) {
+		c := &clusterv1.Cluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two"}, c)).To(Succeed())
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Paused = ptr.To(true)
+		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, ns, "two")).To(haveCondition(csv1.PausedCondition, metav1.ConditionTrue, "paused"))
+		}).Should(Succeed())
+		hr := &helmv2.HelmRelease{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two-cni"}, hr)).To(Succeed())
+		addon := getAddon(ctx, Default, ns, "two")
+
+		moveCluster(ctx, ns, "two", "v6")
+		Consistently(ctx, func(g Gomega) {
+			now := &helmv2.HelmRelease{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(hr), now)).To(Succeed())
+			g.Expect(now.ResourceVersion).To(Equal(hr.ResourceVersion), "no writes to a paused Cluster's Flux objects")
+			g.Expect(getAddon(ctx, g, ns, "two").ResourceVersion).To(Equal(addon.ResourceVersion), "no writes to a paused Cluster's ClusterAddon")
+		}, 10*time.Second, time.Second).Should(Succeed())
+
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two"}, c)).To(Succeed())
+		patch = client.MergeFrom(c.DeepCopy())
+		c.Spec.Paused = nil
+		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "two")
+			g.Expect(a).To(haveCondition(csv1.PausedCondition, metav1.ConditionFalse))
+			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v6"))
+			now := &helmv2.HelmRelease{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(hr), now)).To(Succeed())
+			g.Expect(now.Spec.ChartRef.Name).To(Equal(tagPrefix + "v6-cni"))
+		}).Should(Succeed())
+	})
+
+	It("serves `kubectl get clusterstack NAME` and the cluster-stacks category", func(ctx SpecContext) {
+		out, err := kubectl(ctx, "-n", ns, "get", "clusterstack", "aws-base-1-36")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("aws-base-1-36"))
+		out, err = kubectl(ctx, "-n", ns, "get", "cluster-stacks")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(And(ContainSubstring("clusterstack.clusterstack.io/aws-base-1-36"), ContainSubstring("clusteraddon.clusterstack.io/one")))
+	})
+})
+
+// stackCounts samples the total number of Clusters a ClusterStack counts.
+type stackCounts struct {
+	mu     sync.Mutex
+	totals []int
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func watchStackCounts(ctx context.Context, ns string) *stackCounts {
+	cctx, cancel := context.WithCancel(ctx)
+	s := &stackCounts{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-cctx.Done():
+				return
+			case <-t.C:
+			}
+			cs := &csv1.ClusterStack{}
+			if k8s.Get(cctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs) == nil {
+				s.mu.Lock()
+				s.totals = append(s.totals, int(cs.Status.Clusters.Total))
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+func (s *stackCounts) Stop() []int {
+	s.stop()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals
+}
+
+var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Ordered, func() {
+	const ns = "missing"
+
+	BeforeAll(func(ctx SpecContext) { createNamespace(ctx, ns) })
+
+	It("a Cluster created on an unpublished tag before its ClusterStack: Degraded naming the tag and the stack, then delivered once the tag is published", func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, newCluster(ns, "early", "v14", "10.41.0.0/16"))).To(Succeed())
+		cs := newClusterStack(ns, "v1")
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "early")
+			g.Expect(a).To(haveCondition(csv1.ReleaseReadyCondition, metav1.ConditionFalse, tagPrefix+"v14", "aws-base-1-36", "does not exist"))
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v14", "aws-base-1-36"))
+			g.Expect(getStack(ctx, g, ns).Status.MissingReleases).To(ContainElement(And(HaveField("Name", tagPrefix+"v14"), HaveField("Reason", csv1.ReasonTagNotFound))))
+		}).Should(Succeed())
+		Expect(releaseExists(ctx, ns, "v14")()).To(BeFalse(), "no release for a tag that does not exist")
+
+		By("publishing the tag, the release is created because the Cluster uses it, and the addons are delivered")
+		publishVersion(ctx, "v14", nil)
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "early")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v14"))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(releaseReasons(ctx, g, ns)).To(HaveKeyWithValue(tagPrefix+"v14", ContainElement("InUse")))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+	})
+
+	It("the webhook refuses a move to a release-shaped ClusterClass whose tag is not published, naming what is", func(ctx SpecContext) {
+		c := &clusterv1.Cluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "early"}, c)).To(Succeed())
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Topology.ClassRef.Name = tagPrefix + "v404"
+		err := k8s.Patch(ctx, c, patch)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring(tagPrefix+"v404"), ContainSubstring("not published"), ContainSubstring("publish the tag"), ContainSubstring(tagPrefix+"v14")))
+	})
+
+	It("a Cluster moving to a published tag that has no release yet: the release is created (InUse) and delivered; nothing is deleted meanwhile", func(ctx SpecContext) {
+		Expect(releaseExists(ctx, ns, "v2")()).To(BeFalse())
+		wd := watchDeletions(ctx, ns, "early")
+		moveCluster(ctx, ns, "early", "v2")
+		Consistently(ctx, func(g Gomega) {
+			getAddon(ctx, g, ns, "early")
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "early-cni"}, &helmv2.HelmRelease{})).To(Succeed())
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "the ClusterAddon and its Flux objects stay while the release is created")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "early")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		Expect(wd.Stop()).To(BeEmpty())
+	})
+})
+
+var _ = Describe("Release lifecycle: values and charts switch together", Ordered, func() {
+	const ns = "valueswitch"
+
+	It("never runs a chart with another release's values when a value key is renamed", func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v9"))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, "vs", "v1", "10.51.0.0/16"))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, ns, "vs")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		oldValues := getAddon(ctx, Default, ns, "vs").Status.ValuesConfigMap
+
+		cfg, err := pl.WorkloadConfig(ctx, ns, "vs")
+		Expect(err).NotTo(HaveOccurred())
+		wc, err := client.NewWithWatch(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		w, err := wc.Watch(wctx, &corev1.ConfigMapList{}, client.InNamespace("kube-system"))
+		Expect(err).NotTo(HaveOccurred())
+		var history []map[string]string
+		var hmu sync.Mutex
+		go func() {
+			defer GinkgoRecover()
+			for ev := range w.ResultChan() {
+				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == "cni-config" {
+					hmu.Lock()
+					history = append(history, cm.Data)
+					hmu.Unlock()
+				}
+			}
+		}()
+
+		moveCluster(ctx, ns, "vs", "v9")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "vs")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v9"))
+			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			hmu.Lock()
+			defer hmu.Unlock()
+			g.Expect(history).To(ContainElement(HaveKeyWithValue("values-schema", "2")), "the v9 chart was installed")
+		}).Should(Succeed())
+		w.Stop()
+		hmu.Lock()
+		defer hmu.Unlock()
+		for _, data := range history {
+			Expect(data).To(HaveKeyWithValue("pod-cidr", "10.51.0.0/16"), "every version of cni-config carries the pod CIDR: %v", history)
+		}
+		By("the old release's values ConfigMap goes once nothing uses it")
+		Eventually(ctx, func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: oldValues}, &corev1.ConfigMap{}))
+		}).Should(BeTrue())
+	})
+})
+
+var _ = Describe("Release lifecycle: a moved tag is not delivered silently", Ordered, func() {
+	const ns = "movedtag"
+
+	It("pins the validated commit, reports a moved tag with both commits and keeps delivering; follows it on opt-in", func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v4"))).To(Succeed())
+		var validated string
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v4")
+			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel.Status.Commit).NotTo(BeEmpty())
+			validated = rel.Status.Commit
+			repo := &sourcev1.GitRepository{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + "v4"}, repo)).To(Succeed())
+			g.Expect(repo.Spec.Reference.Commit).To(Equal(validated), "the source is pinned to the validated commit")
+		}).Should(Succeed())
+
+		By("moving the tag to another commit")
+		publishVersion(ctx, "v4", withClusterInfoKey("stack-version", "v4-moved"))
+		moved, err := pl.Git().Head(ctx, stacksRepo, "refs/tags/"+tagPrefix+"v4")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(moved).NotTo(Equal(validated))
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v4")
+			g.Expect(rel).To(haveCondition(csv1.TagVerifiedCondition, metav1.ConditionFalse, tagPrefix+"v4", validated, moved))
+			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "moved", validated, moved))
+			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "the validated commit is still delivered")
+			g.Expect(rel.Status.Commit).To(Equal(validated))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		repo := &sourcev1.GitRepository{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + "v4"}, repo)).To(Succeed())
+		Expect(repo.Status.Artifact.Revision).To(HaveSuffix(validated))
+
+		By("opting in to follow moved tags")
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		patch := client.MergeFrom(cs.DeepCopy())
+		cs.Spec.FollowMovedTags = true
+		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v4")
+			g.Expect(rel.Status.Commit).To(Equal(moved))
+			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(rel).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+	})
+})
+
+var _ = Describe("Release lifecycle: a deleted pinned release is recreated at once", func() {
+	It("hears about its releases (non-controller owner) and recreates a pinned one", func(ctx SpecContext) {
+		const ns = "recreate"
+		createNamespace(ctx, ns)
+		cs := newClusterStack(ns, "v1")
+		cs.Spec.Interval = &metav1.Duration{Duration: 30 * time.Minute} // no timed requeue helps
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		var uid string
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v1")
+			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			uid = string(rel.UID)
+		}).Should(Succeed())
+		Expect(k8s.Delete(ctx, &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tagPrefix + "v1"}})).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v1")
+			g.Expect(string(rel.UID)).NotTo(Equal(uid))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+})
+
+var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered, func() {
+	const ns = "persistent"
+
+	BeforeAll(func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v11", "v12", newestVersion))).To(Succeed())
+	})
+
+	// degradedThroughRetries waits until the cluster's addon is Degraded naming the object, then
+	// checks it stays Degraded while Flux makes at least two more attempts (its Ready condition
+	// leaves False and comes back to False twice), and returns the Degraded message.
+	degradedThroughRetries := func(ctx context.Context, cluster, fluxObject string, ready func(g Gomega) metav1.ConditionStatus) string {
+		GinkgoHelper()
+		start := time.Now()
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, ns, cluster)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, fluxObject))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("%s Degraded after %s\n", fluxObject, time.Since(start).Round(time.Second))
+		retries, last := 0, metav1.ConditionFalse
+		var msg string
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, cluster)
+			c := condition(a, csv1.DegradedCondition)
+			Expect(c.Status).To(Equal(metav1.ConditionTrue), "Degraded must hold through Flux's retries (after %d)", retries)
+			Expect(condition(a, csv1.AvailableCondition).Status).To(Equal(metav1.ConditionFalse))
+			msg = c.Message
+			now := ready(g)
+			if last != metav1.ConditionFalse && now == metav1.ConditionFalse {
+				retries++
+			}
+			last = now
+			g.Expect(retries).To(BeNumerically(">=", 2))
+		}).WithPolling(250 * time.Millisecond).WithTimeout(6 * time.Minute).Should(Succeed())
+		return msg
+	}
+
+	It("a HelmRelease whose Deployment never becomes available: Degraded after grace, through retries, with what Helm said", func(ctx SpecContext) {
+		Expect(k8s.Create(ctx, newCluster(ns, "p1", "v11", "10.61.0.0/16"))).To(Succeed())
+		msg := degradedThroughRetries(ctx, "p1", "HelmRelease/p1-never-helm", func(g Gomega) metav1.ConditionStatus {
+			hr := &helmv2.HelmRelease{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-never-helm"}, hr)).To(Succeed())
+			return conditionStatus(hr.Status.Conditions, "Ready")
+		})
+		Expect(msg).NotTo(ContainSubstring("has not observed its latest generation"))
+		Expect(msg).To(ContainSubstring("never-helm"))
+		GinkgoWriter.Printf("Degraded: %s\n", msg)
+	})
+
+	It("a Kustomization with wait over the same: Degraded through retries, naming the health check", func(ctx SpecContext) {
+		moveCluster(ctx, ns, "p1", "v12")
+		msg := degradedThroughRetries(ctx, "p1", "Kustomization/p1-never-ks", func(g Gomega) metav1.ConditionStatus {
+			ks := &kustomizev1.Kustomization{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-never-ks"}, ks)).To(Succeed())
+			return conditionStatus(ks.Status.Conditions, "Ready")
+		})
+		Expect(msg).To(ContainSubstring("never-ks"))
+		GinkgoWriter.Printf("Degraded: %s\n", msg)
+	})
+
+	It("a component that was healthy and fails at the same revision when its Deployment loses its node", func(ctx SpecContext) {
+		wl, err := pl.WorkloadClient(ctx, ns, "p1")
+		Expect(err).NotTo(HaveOccurred())
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "special",
+			Labels:      map[string]string{testPoolLabel: "special", "type": "kwok", "kubernetes.io/hostname": "special", "kubernetes.io/os": "linux"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}}}
+		Expect(wl.Create(ctx, node)).To(Succeed())
+		moveCluster(ctx, ns, "p1", newestVersion)
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "p1")
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + newestVersion))
+			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+
+		By("deleting the node the Deployment runs on (and its pod, as a drain would), then asking Flux to check (as `flux reconcile` does)")
+		Expect(wl.Delete(ctx, node)).To(Succeed())
+		Expect(wl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("kube-system"), client.MatchingLabels{"app": "pinned"}, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "pinned"}, d)).To(Succeed())
+			g.Expect(d.Status.AvailableReplicas).To(BeZero())
+		}).Should(Succeed())
+		ks := &kustomizev1.Kustomization{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-pinned"}, ks)).To(Succeed())
+		patch := client.MergeFrom(ks.DeepCopy())
+		if ks.Annotations == nil {
+			ks.Annotations = map[string]string{}
+		}
+		ks.Annotations["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
+		Expect(k8s.Patch(ctx, ks, patch)).To(Succeed())
+		msg := degradedThroughRetries(ctx, "p1", "Kustomization/p1-pinned", func(g Gomega) metav1.ConditionStatus {
+			ks := &kustomizev1.Kustomization{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-pinned"}, ks)).To(Succeed())
+			return conditionStatus(ks.Status.Conditions, "Ready")
+		})
+		Expect(msg).To(ContainSubstring("pinned"))
+		a := getAddon(ctx, Default, ns, "p1")
+		Expect(a.Status.Unhealthy).To(ContainElement(HaveField("Object", "Kustomization/p1-pinned")))
+		GinkgoWriter.Printf("Degraded: %s\n", msg)
+	})
+})
+
+func conditionStatus(conds []metav1.Condition, t string) metav1.ConditionStatus {
+	if c := apimeta.FindStatusCondition(conds, t); c != nil {
+		return c.Status
+	}
+	return metav1.ConditionUnknown
+}
+
+var _ = Describe("kstatus: Flux health checks understand ClusterStacks", Ordered, func() {
+	const ns = "kstatus"
+	const repo = "fleet-kstatus"
+
+	commitStack := func(ctx context.Context, versions ...string) {
+		GinkgoHelper()
+		dir := GinkgoT().TempDir()
+		cs := newClusterStack(ns, versions...)
+		manifest := map[string]any{"apiVersion": csv1.GroupVersion.String(), "kind": "ClusterStack",
+			"metadata": map[string]any{"name": cs.Name, "namespace": ns}, "spec": cs.Spec}
+		b, err := yaml.Marshal(manifest)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "clusterstack.yaml"), b, 0o644)).To(Succeed())
+		Expect(pl.Git().Publish(ctx, repo, dir, ".", "")).To(Succeed())
+	}
+
+	It("a Kustomization applying a ClusterStack is Ready only once the stack is Available, and fails its health check with the stack's message", func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		_, err := pl.Git().CreateRepo(repo)
+		Expect(err).NotTo(HaveOccurred())
+		commitStack(ctx, "v1")
+		Expect(k8s.Create(ctx, &sourcev1.GitRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+			Spec:       sourcev1.GitRepositorySpec{URL: pl.Git().RepoURL(repo), Interval: metav1.Duration{Duration: 10 * time.Second}, Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
+		})).To(Succeed())
+		Expect(k8s.Create(ctx, &kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "fleet"},
+				Interval:  metav1.Duration{Duration: 10 * time.Second}, Prune: true, Timeout: &metav1.Duration{Duration: 45 * time.Second},
+				HealthChecks: []meta.NamespacedObjectKindReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterStack", Name: "aws-base-1-36", Namespace: ns}},
+			},
+		})).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			ks := &kustomizev1.Kustomization{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, ks)).To(Succeed())
+			g.Expect(conditionStatus(ks.Status.Conditions, "Ready")).To(Equal(metav1.ConditionTrue))
+			// Ready only once the stack is: the stack was Available when Flux said so.
+			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+
+		By("committing a broken version of the stack")
+		commitStack(ctx, "v1", "v8")
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.StalledCondition, metav1.ConditionTrue, tagPrefix+"v8"))
+			ks := &kustomizev1.Kustomization{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, ks)).To(Succeed())
+			c := apimeta.FindStatusCondition(ks.Status.Conditions, "Ready")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(And(ContainSubstring("ClusterStack/"+ns+"/aws-base-1-36"), ContainSubstring("Failed")))
+			GinkgoWriter.Printf("Flux says: %s\n", c.Message)
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+	})
+})
