@@ -210,8 +210,8 @@ type addonScope struct {
 	values             string
 
 	releaseReady *metav1.Condition // ReleaseReady
-	waiting  *metav1.Condition // WorkloadClusterReady, when not ready
-	rendered *metav1.Condition // ValuesRendered
+	waiting      *metav1.Condition // WorkloadClusterReady, when not ready
+	rendered     *metav1.Condition // ValuesRendered
 	// components as applied (nil when the step did not get that far: keep what was recorded).
 	components []csv1.AddonComponentStatus
 }

@@ -218,7 +218,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v7", ConsistOf("InUse", "Applied", "Pinned", "Referenced")))
 			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v6", ConsistOf("RollbackTarget")), "the newest older release that works")
 			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v1"))
-			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v5"), "v5 never worked for a cluster, and is not the newest older release")
+			g.Expect(rs).NotTo(HaveKey(tagPrefix+"v5"), "v5 never worked for a cluster, and is not the newest older release")
 		}).Should(Succeed())
 		Eventually(ctx, releaseExists(ctx, ns, "v1")).Should(BeFalse())
 		Expect(releaseExists(ctx, ns, "v6")()).To(BeTrue())
