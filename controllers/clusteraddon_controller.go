@@ -196,6 +196,8 @@ func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cl
 		}
 	}
 	s.releaseReady = &cond
+	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionUnknown, Reason: cond.Reason,
+		Message: fmt.Sprintf("values are rendered once release %s exists", class)}
 	return r.recordFacts(ctx, s)
 }
 

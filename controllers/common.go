@@ -15,6 +15,8 @@ import (
 	"context"
 	"errors"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
@@ -36,6 +38,9 @@ const (
 	addonReleaseIndex = "status.desiredRelease"
 	// addonStackIndex indexes ClusterAddons by their ClusterStack.
 	addonStackIndex = "status.clusterStack"
+	// clusterFluxStackIndex indexes the clusters' generated HelmReleases and Kustomizations by
+	// their ClusterStack label.
+	clusterFluxStackIndex = "metadata.labels.clusterstack.io/stack"
 	// clusterStackKeyIndex indexes CAPI Clusters by the stack their ClusterClass would be a
 	// release of ("aws-base-1-36"), whether or not the release exists.
 	clusterStackKeyIndex = "spec.topology.classRef.stack"
@@ -69,6 +74,19 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return nil
 	}); err != nil {
+		return err
+	}
+	byStack := func(o client.Object) []string {
+		l := o.GetLabels()
+		if _, perCluster := l[csv1.ClusterNameLabel]; !perCluster || l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
+			return nil
+		}
+		return []string{l[csv1.StackLabel]}
+	}
+	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, clusterFluxStackIndex, byStack); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &kustomizev1.Kustomization{}, clusterFluxStackIndex, byStack); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &csv1.ClusterStackRelease{}, releaseStackIndex, func(o client.Object) []string {

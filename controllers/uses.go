@@ -91,9 +91,12 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, ca
 		}
 	}
 
-	sel := client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: cs.Name}
+	opts = []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: cs.Name}, client.HasLabels{csv1.ClusterNameLabel}}
+	if cached {
+		opts = []client.ListOption{ns, client.MatchingFields{clusterFluxStackIndex: cs.Name}}
+	}
 	var hrs helmv2.HelmReleaseList
-	if err := r.List(ctx, &hrs, ns, sel, client.HasLabels{csv1.ClusterNameLabel}); err != nil {
+	if err := r.List(ctx, &hrs, opts...); err != nil {
 		return u, fmt.Errorf("list HelmReleases: %w", err)
 	}
 	for i := range hrs.Items {
@@ -102,7 +105,7 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, ca
 		}
 	}
 	var kss kustomizev1.KustomizationList
-	if err := r.List(ctx, &kss, ns, sel, client.HasLabels{csv1.ClusterNameLabel}); err != nil {
+	if err := r.List(ctx, &kss, opts...); err != nil {
 		return u, fmt.Errorf("list Kustomizations: %w", err)
 	}
 	for i := range kss.Items {

@@ -35,7 +35,10 @@ const (
 	// stacksRepo is the Git repository the reference stacks are published to.
 	stacksRepo = "stacks"
 	// newestVersion is the newest version published before the specs run.
-	newestVersion = "v13"
+	newestVersion = "v15"
+	// pinnedVersion has a component whose Deployment runs only on nodes labelled
+	// testPoolLabel=special.
+	pinnedVersion = "v13"
 	// addonTimeout is the operator's --addon-timeout in these tests (Flux's install, upgrade and
 	// health-check timeout of cluster addons), short so that failures and retries come quickly.
 	addonTimeout = 30 * time.Second
@@ -81,8 +84,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	// The versions the specs use; tags are global to the repository, so each is published here,
 	// before any spec runs (Ginkgo randomizes the order of top-level containers). Only the
-	// auto-subscribe spec publishes a newer one (v20) while it runs, and the moved-tag spec moves
-	// v4 and the malformed-stack spec v7, which only they use.
+	// auto-subscribe spec publishes a newer one (v20) while it runs, the missing-release spec
+	// publishes v14, and the specs that move tags move only the versions they alone use (v4, v5,
+	// v7).
 	publishVersion(ctx, "v1", nil)
 	publishVersion(ctx, "v2", withClusterInfoKey("stack-version", "v2"))
 	publishVersion(ctx, "v3", withoutClusterInfo)
@@ -92,9 +96,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	publishVersion(ctx, "v7", nil)
 	publishVersion(ctx, "v8", withBrokenClusterClassChart)
 	publishVersion(ctx, "v9", withRenamedPodCIDRKey)
+	publishVersion(ctx, "v10", withBrokenTemplate)
 	publishVersion(ctx, "v11", withHelmDeployment("never-helm", "none"))
 	publishVersion(ctx, "v12", withKustomizeDeployment("never-ks", "none"))
-	publishVersion(ctx, newestVersion, withKustomizeDeployment("pinned", "special"))
+	publishVersion(ctx, pinnedVersion, withKustomizeDeployment("pinned", "special"))
+	publishVersion(ctx, newestVersion, withClusterInfoKey("stack-version", newestVersion))
 }, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func() {

@@ -131,13 +131,13 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		var cniRevision int
 		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, "one-cni") }).Should(Succeed())
 
-		By("the newest release is now v5, whose cni values template is broken; v1 and v2 are no longer pinned")
+		By("the newest release is now v10, whose cni values template is broken; v1 and v2 are no longer pinned")
 		cs := &csv1.ClusterStack{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
 		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Versions = []string{"v5"}
+		cs.Spec.Versions = []string{"v10"}
 		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
-		moveCluster(ctx, ns, "one", "v5")
+		moveCluster(ctx, ns, "one", "v10")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
 			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "overwrite.yaml", "noSuchField"))
@@ -148,7 +148,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			rs := releaseReasons(ctx, g, ns)
 			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v2", ContainElements("Applied", "Referenced")))
 			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v1", ContainElements("InUse", "Applied", "Referenced")))
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v5", ContainElements("Pinned", "InUse")))
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v10", ContainElements("Pinned", "InUse")))
 		}).Should(Succeed())
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
@@ -206,22 +206,23 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		cs := &csv1.ClusterStack{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
 		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Versions = []string{"v7"}
+		cs.Spec.Versions = []string{newestVersion}
 		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
-		moveCluster(ctx, ns, "one", "v7")
-		moveCluster(ctx, ns, "two", "v7")
+		moveCluster(ctx, ns, "one", newestVersion)
+		moveCluster(ctx, ns, "two", newestVersion)
 		Eventually(ctx, func(g Gomega) {
 			for _, c := range []string{"one", "two"} {
-				g.Expect(getAddon(ctx, g, ns, c).Status.LastAppliedRelease).To(Equal(tagPrefix + "v7"))
+				g.Expect(getAddon(ctx, g, ns, c).Status.LastAppliedRelease).To(Equal(tagPrefix + newestVersion))
 			}
 			rs := releaseReasons(ctx, g, ns)
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v7", ConsistOf("InUse", "Applied", "Pinned", "Referenced")))
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v6", ConsistOf("RollbackTarget")), "the newest older release that works")
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+newestVersion, ConsistOf("InUse", "Applied", "Pinned", "Referenced")))
+			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v10", ConsistOf("RollbackTarget")), "the newest older release that is validated and Available")
 			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v1"))
-			g.Expect(rs).NotTo(HaveKey(tagPrefix+"v5"), "v5 never worked for a cluster, and is not the newest older release")
+			g.Expect(rs).NotTo(HaveKey(tagPrefix+"v6"), "rollbackReleases defaults to 1")
 		}).Should(Succeed())
 		Eventually(ctx, releaseExists(ctx, ns, "v1")).Should(BeFalse())
-		Expect(releaseExists(ctx, ns, "v6")()).To(BeTrue())
+		Eventually(ctx, releaseExists(ctx, ns, "v6")).Should(BeFalse())
+		Expect(releaseExists(ctx, ns, "v10")()).To(BeTrue())
 	})
 
 	It("leaves a paused Cluster alone and resumes when it is unpaused", func(ctx SpecContext) {
@@ -237,7 +238,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two-cni"}, hr)).To(Succeed())
 		addon := getAddon(ctx, Default, ns, "two")
 
-		moveCluster(ctx, ns, "two", "v6")
+		moveCluster(ctx, ns, "two", "v10")
 		Consistently(ctx, func(g Gomega) {
 			now := &helmv2.HelmRelease{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(hr), now)).To(Succeed())
@@ -252,10 +253,8 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "two")
 			g.Expect(a).To(haveCondition(csv1.PausedCondition, metav1.ConditionFalse))
-			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v6"))
-			now := &helmv2.HelmRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(hr), now)).To(Succeed())
-			g.Expect(now.Spec.ChartRef.Name).To(Equal(tagPrefix + "v6-cni"))
+			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v10"))
+			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "noSuchField"), "the move was acted on once unpaused")
 		}).Should(Succeed())
 	})
 
@@ -492,7 +491,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 
 	BeforeAll(func(ctx SpecContext) {
 		createNamespace(ctx, ns)
-		Expect(k8s.Create(ctx, newClusterStack(ns, "v11", "v12", newestVersion))).To(Succeed())
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v11", "v12", pinnedVersion))).To(Succeed())
 	})
 
 	// degradedThroughRetries waits until the cluster's addon is Degraded naming the object, then
@@ -553,10 +552,10 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 			Labels:      map[string]string{testPoolLabel: "special", "type": "kwok", "kubernetes.io/hostname": "special", "kubernetes.io/os": "linux"},
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}}}
 		Expect(wl.Create(ctx, node)).To(Succeed())
-		moveCluster(ctx, ns, "p1", newestVersion)
+		moveCluster(ctx, ns, "p1", pinnedVersion)
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "p1")
-			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + newestVersion))
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + pinnedVersion))
 			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 
