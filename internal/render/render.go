@@ -5,6 +5,10 @@
 // as in the Sovereign Cloud Stack's overwrite.yaml files), with sprig's functions minus those that
 // reach the environment or network, or return a different result on every call (which would make
 // every reconcile rewrite the ConfigMap).
+//
+// Rendering is bounded (Limits): a template runs under a deadline, its output and the ConfigMap
+// data are capped, and the functions that could allocate without bound check their arguments
+// first. A template that hits a limit fails with an error matching ErrLimitExceeded.
 package render
 
 import (
@@ -59,17 +63,32 @@ type Component struct {
 	AllowMissing bool
 }
 
-// Error is a render failure of one component, naming the file it came from.
+// Error is a render failure of one component, naming the file it came from. A template that hit
+// one of its Limits wraps a *LimitError: errors.Is(err, ErrLimitExceeded) tells such a failure
+// from one of the template's logic or of the cluster's data.
 type Error struct {
+	// Component is the component whose template failed.
 	Component string
-	File      string
-	Err       error
+	// File is the stack file the template came from.
+	File string
+	// Err is the cause.
+	Err error
 }
 
+// maxErrorCause bounds the cause in Error's message: a template's fail or required can make it
+// as long as the output limit, far more than a status condition can hold (32768 bytes).
+const maxErrorCause = 4096
+
+// Error is "component <name>: <file>: <cause>", the cause cut after maxErrorCause bytes.
 func (e *Error) Error() string {
-	return fmt.Sprintf("component %s: %s: %v", e.Component, e.File, e.Err)
+	cause := fmt.Sprint(e.Err)
+	if len(cause) > maxErrorCause {
+		cause = strings.ToValidUTF8(cause[:maxErrorCause], "") + fmt.Sprintf("... (%d bytes more)", len(cause)-maxErrorCause)
+	}
+	return fmt.Sprintf("component %s: %s: %s", e.Component, e.File, cause)
 }
 
+// Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 // HelmValuesKey is the ConfigMap key holding a Helm component's values. It is a valid
@@ -93,14 +112,28 @@ func VarName(s string) string {
 // Render renders every component's template and returns the ConfigMap data: the flat
 // variables every cluster has, each Helm component's values under HelmValuesKey, and each
 // kustomize component's values flattened into underscore names. The first failure is returned
-// as an *Error; nothing partial is returned with it.
+// as an *Error; nothing partial is returned with it. Rendering is bounded by the default Limits.
 func Render(in Input, components []Component) (map[string]string, error) {
+	return RenderWithLimits(in, components, Limits{})
+}
+
+// RenderWithLimits is Render bounded by lim (a zero field takes its default): each component's
+// template by lim's Timeout, MaxOutput, MaxCount and MaxAlloc, the ConfigMap data of all of
+// them by MaxTotalOutput. A limit hit is an *Error wrapping a *LimitError, which matches
+// ErrLimitExceeded.
+func RenderWithLimits(in Input, components []Component, lim Limits) (map[string]string, error) {
+	lim = lim.withDefaults()
 	data := BaseVariables(in)
+	total := 0
+	for k, v := range data {
+		total += len(k) + len(v)
+	}
 	for _, c := range components {
-		values, err := RenderComponent(in, c)
+		values, err := RenderComponentWithLimits(in, c, lim)
 		if err != nil {
 			return nil, err
 		}
+		before := total
 		if c.Helm {
 			out, err := yaml.Marshal(values)
 			if err != nil {
@@ -111,6 +144,10 @@ func Render(in Input, components []Component) (map[string]string, error) {
 				return nil, &Error{Component: c.Name, File: c.File, Err: fmt.Errorf("the values key %q would overwrite the variable of the same name", key)}
 			}
 			data[key] = string(out)
+			total += len(key) + len(out)
+			if err := checkTotal(c, lim, before, total); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		vars, dup := flatten(values)
@@ -122,15 +159,38 @@ func Render(in Input, components []Component) (map[string]string, error) {
 				return nil, &Error{Component: c.Name, File: c.File, Err: fmt.Errorf("value %q would overwrite the variable of the same name", k)}
 			}
 			data[k] = v
+			total += len(k) + len(v)
+		}
+		if err := checkTotal(c, lim, before, total); err != nil {
+			return nil, err
 		}
 	}
 	return data, nil
 }
 
+// checkTotal fails when component c took the ConfigMap data from before to total bytes, past
+// lim.MaxTotalOutput.
+func checkTotal(c Component, lim Limits, before, total int) error {
+	if total <= lim.MaxTotalOutput {
+		return nil
+	}
+	return &Error{Component: c.Name, File: c.File, Err: &LimitError{Limit: LimitTotalOutput, Detail: fmt.Sprintf(
+		"the component's values add %d bytes to the ConfigMap data, %d bytes in all, which exceeds the limit of %s",
+		total-before, total, formatBytes(lim.MaxTotalOutput))}}
+}
+
 // RenderComponent renders one component's template against in and returns its values; a
-// failure is an *Error naming the component and the file.
+// failure is an *Error naming the component and the file. Rendering is bounded by the default
+// Limits.
 func RenderComponent(in Input, c Component) (map[string]any, error) {
-	values, err := renderValues(c, templateData(in))
+	return RenderComponentWithLimits(in, c, Limits{})
+}
+
+// RenderComponentWithLimits is RenderComponent bounded by lim's Timeout, MaxOutput, MaxCount
+// and MaxAlloc (a zero field takes its default). A limit hit is an *Error wrapping a
+// *LimitError, which matches ErrLimitExceeded.
+func RenderComponentWithLimits(in Input, c Component, lim Limits) (map[string]any, error) {
+	values, err := renderValues(c, templateData(in), newBudget(lim, time.Now()))
 	if err != nil {
 		return nil, &Error{Component: c.Name, File: c.File, Err: err}
 	}
@@ -153,8 +213,17 @@ func templateData(in Input) map[string]any {
 
 // Parse checks that a template parses with the functions value templates have.
 func Parse(name, text string) error {
-	_, err := template.New(name).Funcs(FuncMap()).Parse(text)
+	_, err := newTemplate(name, unboundedBudget()).Parse(text)
 	return err
+}
+
+// newTemplate is an empty template with the functions of value templates bound to b, and
+// those instrument adds.
+func newTemplate(name string, b *budget) *template.Template {
+	f := funcs(b)
+	f[outputFunc] = b.output
+	f[tickFunc] = b.tick
+	return template.New(name).Funcs(f)
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -200,23 +269,27 @@ const noValue = "<no value>"
 // so that the operator waits, e.g. for the control plane endpoint, instead of installing
 // "<no value>". Missing fields can still be tested with if, with, default, hasKey or dig, which
 // missingkey=error would forbid; internal/stack renders the same way for lint.
-func renderValues(c Component, data map[string]any) (map[string]any, error) {
+//
+// The template runs within b's limits; its parse tree is instrumented for them first.
+func renderValues(c Component, data map[string]any, b *budget) (map[string]any, error) {
 	if strings.TrimSpace(c.Template) == "" {
 		return map[string]any{}, nil
 	}
-	t, err := template.New(c.File).Funcs(FuncMap()).Parse(c.Template)
+	t, err := newTemplate(c.File, b).Parse(c.Template)
 	if err != nil {
 		return nil, fmt.Errorf("parse template: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, data); err != nil {
+	instrument(t)
+	w := &limitWriter{b: b}
+	if err := t.Execute(w, data); err != nil {
 		return nil, fmt.Errorf("render template: %w", err)
 	}
+	buf := w.buf
 	if c.AllowMissing {
-		buf = *bytes.NewBuffer(bytes.ReplaceAll(buf.Bytes(), []byte(noValue), nil))
+		buf = bytes.ReplaceAll(buf, []byte(noValue), nil)
 	}
-	if i := bytes.Index(buf.Bytes(), []byte(noValue)); i >= 0 {
-		out := buf.String()
+	if i := bytes.Index(buf, []byte(noValue)); i >= 0 {
+		out := string(buf)
 		start := strings.LastIndex(out[:i], "\n") + 1
 		end := len(out)
 		if j := strings.IndexByte(out[i:], '\n'); j >= 0 {
@@ -230,11 +303,16 @@ func renderValues(c Component, data map[string]any) (map[string]any, error) {
 			strings.Count(out[:i], "\n")+1, noValue, line)
 	}
 	values := map[string]any{}
-	if err := yaml.Unmarshal(buf.Bytes(), &values); err != nil {
+	if err := yaml.Unmarshal(buf, &values); err != nil {
 		return nil, fmt.Errorf("rendered values are not a YAML map: %w", err)
 	}
 	if values == nil {
 		values = map[string]any{}
+	}
+	// YAML aliases can make the values much larger than the output; without aliases they
+	// print no larger than about the YAML, numbers and booleans a few times at most.
+	if sizeOf(values, 4*b.lim.MaxTotalOutput) > 4*b.lim.MaxTotalOutput {
+		return nil, &LimitError{Limit: LimitOutput, Detail: fmt.Sprintf("rendered values (YAML aliases expanded) exceed the limit of %s", formatBytes(4*b.lim.MaxTotalOutput))}
 	}
 	return values, nil
 }
@@ -254,7 +332,24 @@ var removedFuncs = []string{
 // removedFuncs, plus Helm's toYaml, fromYaml and required. sprig's keys and values return map
 // entries in random order; here they are in key order. sprig's date functions format the
 // current time when given anything but a time or Unix seconds; here that is an error.
+//
+// The functions that could allocate without bound (repeat, until, seq, indent, join, printf,
+// toJson, ...) check their arguments against the per-call caps of the default Limits and fail
+// with a *LimitError; the deadline and the allocation budget apply only within Render. The
+// builtins print, printf, println, html, js and urlquery of text/template are replaced by such
+// checked versions.
 func FuncMap() template.FuncMap {
+	return funcs(unboundedBudget())
+}
+
+// unboundedBudget checks the per-call caps of the default limits, but no deadline and no
+// allocation budget.
+func unboundedBudget() *budget {
+	return &budget{lim: Limits{}.withDefaults()}
+}
+
+// funcs returns the functions of value templates, checked against b.
+func funcs(b *budget) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	for _, n := range removedFuncs {
 		delete(f, n)
@@ -327,6 +422,12 @@ func FuncMap() template.FuncMap {
 			return nil, fmt.Errorf("%s", msg)
 		}
 		return v, nil
+	}
+	for n, fn := range b.capped(f) {
+		f[n] = fn
+	}
+	for n, fn := range f {
+		f[n] = b.wrap(n, fn)
 	}
 	return f
 }
