@@ -326,8 +326,12 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	if err != nil {
 		var rerr *render.Error
 		if errors.As(err, &rerr) {
-			s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonRenderFailed,
-				Message: fmt.Sprintf("release %s: %s", s.release.Name, err.Error())}
+			reason := csv1.ReasonRenderFailed
+			if errors.Is(err, render.ErrLimitExceeded) {
+				reason = csv1.ReasonRenderLimitExceeded
+			}
+			s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: reason,
+				Message: fluxstatus.Truncate(fmt.Sprintf("release %s: %s", s.release.Name, err.Error()))}
 			return false, nil
 		}
 		return false, err

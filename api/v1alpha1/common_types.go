@@ -87,6 +87,9 @@ const (
 	ReasonNoReleases = "NoReleases"
 	// ReasonRenderFailed: a value template failed to render.
 	ReasonRenderFailed = "RenderFailed"
+	// ReasonRenderLimitExceeded: a value template hit a rendering limit (time, output size, a
+	// count or allocation cap); the message names the function and the limit.
+	ReasonRenderLimitExceeded = "RenderLimitExceeded"
 	// ReasonWaitingForControlPlane: the Cluster's control plane is not initialized yet.
 	ReasonWaitingForControlPlane = "WaitingForControlPlane"
 	// ReasonWaitingForKubeconfig: the Cluster's kubeconfig Secret does not exist yet.

@@ -264,3 +264,46 @@ func TestParseMinor(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateUnpublishedRelease(t *testing.T) {
+	cs := &csv1.ClusterStack{ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36", Namespace: ns}, Spec: csv1.ClusterStackSpec{
+		Provider: "aws", Name: "base", KubernetesVersion: "1.36",
+		Source: csv1.StackSource{URL: "https://user:secret@git.example.com/stacks.git", Path: "aws/base/1-36"},
+	}}
+	tags := []string{"aws-base-1-36-v1", "aws-base-1-36-v2", "aws-base-1-36-v10", "aws-base-1-35-v9", "gcp-base-1-36-v7", "unrelated"}
+	tests := []struct {
+		name  string
+		class string
+		want  []string // substrings of the one error; none when nil
+	}{
+		{name: "published tag", class: "aws-base-1-36-v2"},
+		{name: "unpublished tag: names it, the stack, what to do and the published releases newest first", class: "aws-base-1-36-v404",
+			want: []string{`"aws-base-1-36-v404"`, `ClusterStack "aws-base-1-36"`, "not published", "publish the tag first", "aws-base-1-36-v10, aws-base-1-36-v2, aws-base-1-36-v1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := ValidateUnpublishedRelease(cluster(tt.class, "v1.36.3"), cs, tags)
+			if tt.want == nil {
+				if len(errs) != 0 {
+					t.Fatalf("errors = %v, want none", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != "spec.topology.classRef.name" {
+				t.Fatalf("errors = %v, want one on spec.topology.classRef.name", errs)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs[0].Error(), w) {
+					t.Errorf("error %q does not contain %q", errs[0].Error(), w)
+				}
+			}
+			if strings.Contains(errs[0].Error(), "secret") || strings.Contains(errs[0].Error(), "aws-base-1-35-v9") {
+				t.Errorf("error %q leaks credentials or lists another stack's release", errs[0].Error())
+			}
+		})
+	}
+	none := ValidateUnpublishedRelease(cluster("aws-base-1-36-v3", "v1.36.3"), cs, nil)
+	if len(none) != 1 || !strings.Contains(none[0].Error(), "no release of the stack for this Kubernetes minor is published yet") {
+		t.Errorf("with no tags: %v", none)
+	}
+}

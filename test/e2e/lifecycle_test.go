@@ -91,6 +91,25 @@ func kubectl(ctx context.Context, args ...string) (string, error) {
 	return string(out), err
 }
 
+// printStep prints a cluster's and its stack's status at a step of a scenario (for the record).
+func printStep(ctx context.Context, ns, cluster, step string) {
+	a := &csv1.ClusterAddon{}
+	cs := &csv1.ClusterStack{}
+	if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, a) != nil || k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs) != nil {
+		return
+	}
+	GinkgoWriter.Printf("STEP %s: ClusterAddon %s desired=%s applied=%s\n", step, cluster, a.Status.DesiredRelease, a.Status.LastAppliedRelease)
+	for _, t := range []string{csv1.AvailableCondition, csv1.ProgressingCondition, csv1.DegradedCondition} {
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, t); c != nil {
+			GinkgoWriter.Printf("  %s=%s (%s) %s\n", t, c.Status, c.Reason, c.Message)
+		}
+	}
+	GinkgoWriter.Printf("  ClusterStack: available version %q, clusters %s\n", cs.Status.Versions.Available, cs.Status.ClustersSummary)
+	for _, r := range cs.Status.Releases {
+		GinkgoWriter.Printf("  release %s kept: %v\n", r.Name, r.Reasons)
+	}
+}
+
 func releaseReasons(ctx context.Context, g Gomega, ns string) map[string][]string {
 	out := map[string][]string{}
 	for _, r := range getStack(ctx, g, ns).Status.Releases {
@@ -130,6 +149,8 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		}).Should(Succeed())
 		var cniRevision int
 		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, "one-cni") }).Should(Succeed())
+		printStep(ctx, ns, "one", "one on v2")
+		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", cniRevision)
 
 		By("the newest release is now v10, whose cni values template is broken; v1 and v2 are no longer pinned")
 		cs := &csv1.ClusterStack{}
@@ -140,7 +161,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		moveCluster(ctx, ns, "one", "v10")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "overwrite.yaml", "noSuchField"))
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml", "missing from the data"))
 			g.Expect(a).To(haveCondition(csv1.StalledCondition, metav1.ConditionTrue, "overwrite.yaml"))
 		}).Should(Succeed())
 		By("v2 is kept, and status says why: one's addons were applied from it and its Flux objects use it")
@@ -150,6 +171,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v1", ContainElements("InUse", "Applied", "Referenced")))
 			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v10", ContainElements("Pinned", "InUse")))
 		}).Should(Succeed())
+		printStep(ctx, ns, "one", "one moved to the broken v10")
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(clusterClassExists(ctx, ns, "v2")()).To(BeTrue())
@@ -169,6 +191,8 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			g.Expect(helmRevision(ctx, g, ns, "one-cni")).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
 		}).Should(Succeed())
+		printStep(ctx, ns, "one", "one moved back to v2")
+		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", helmRevision(ctx, Default, ns, "one-cni"))
 		Expect(wd.Stop()).To(BeEmpty(), "nothing is uninstalled or pruned in the workload cluster")
 		Expect(counts.Stop()).To(HaveEach(Equal(2)), "the ClusterStack counts both clusters throughout")
 		Eventually(ctx, func(g Gomega) {
@@ -254,7 +278,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			a := getAddon(ctx, g, ns, "two")
 			g.Expect(a).To(haveCondition(csv1.PausedCondition, metav1.ConditionFalse))
 			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v10"))
-			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "noSuchField"), "the move was acted on once unpaused")
+			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "cluster-addon/cni/overwrite.yaml"), "the move was acted on once unpaused")
 		}).Should(Succeed())
 	})
 
