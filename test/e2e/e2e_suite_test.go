@@ -35,7 +35,9 @@ const (
 	// stacksRepo is the Git repository the reference stacks are published to.
 	stacksRepo = "stacks"
 	// newestVersion is the newest version published before the specs run.
-	newestVersion = "v15"
+	newestVersion = "v17"
+	// hostileVersion has a values template that asks for two billion characters.
+	hostileVersion = "v16"
 	// pinnedVersion has a component whose Deployment runs only on nodes labelled
 	// testPoolLabel=special.
 	pinnedVersion = "v13"
@@ -100,6 +102,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	publishVersion(ctx, "v11", withHelmDeployment("never-helm", "none"))
 	publishVersion(ctx, "v12", withKustomizeDeployment("never-ks", "none"))
 	publishVersion(ctx, pinnedVersion, withKustomizeDeployment("pinned", "special"))
+	publishVersion(ctx, hostileVersion, withHostileTemplate)
 	publishVersion(ctx, newestVersion, withClusterInfoKey("stack-version", newestVersion))
 }, NodeTimeout(6*time.Minute))
 

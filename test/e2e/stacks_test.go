@@ -163,3 +163,10 @@ func withKustomizeDeployment(component, pool string) func(string) {
 		Expect(os.WriteFile(filepath.Join(dir, "deployment.yaml"), []byte(deploymentYAML(component, pool)), 0o644)).To(Succeed())
 	}
 }
+
+// withHostileTemplate makes the cni values template ask for two billion characters.
+func withHostileTemplate(sd string) {
+	editFile(sd, "cluster-addon/cni/overwrite.yaml", func(s string) string {
+		return s + "  junk: \"{{ \"x\" | repeat 2000000000 }}\"\n"
+	})
+}

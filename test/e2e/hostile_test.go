@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// operatorPid is the operator's process id (it changes when the operator restarts or crashes).
+func operatorPid() int {
+	for _, p := range pl.Processes() {
+		if p.Name == "operator" || strings.Contains(p.Name, "manager") {
+			return p.Pid
+		}
+	}
+	return 0
+}
+
+// rss returns a process's resident memory in KiB.
+func rss(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			n, _ := strconv.Atoi(strings.Fields(l)[1])
+			return n
+		}
+	}
+	return 0
+}
+
+var _ = Describe("Hostile input: a value template that asks for gigabytes", Ordered, func() {
+	const ns = "hostile"
+
+	It("makes only its own ClusterAddon Degraded (a limit was hit), and the operator keeps serving every other cluster", func(ctx SpecContext) {
+		pid := operatorPid()
+		Expect(pid).NotTo(BeZero())
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", hostileVersion))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, "bad", hostileVersion, "10.71.0.0/16"))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, "good", "v1", "10.72.0.0/16"))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "bad")
+			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "repeat", "limit"))
+			g.Expect(condition(a, csv1.ValuesRenderedCondition).Reason).To(Equal(csv1.ReasonRenderLimitExceeded))
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml"))
+			g.Expect(getAddon(ctx, g, ns, "good")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+		}).Should(Succeed())
+		Expect(operatorPid()).To(Equal(pid), "the operator did not restart")
+		GinkgoWriter.Printf("operator RSS after the hostile template: %d KiB\n", rss(pid))
+		Expect(rss(pid)).To(BeNumerically("<", 512*1024), "the operator did not balloon")
+	})
+})
