@@ -9,12 +9,16 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
 // FieldOwner is the server-side apply field manager of everything the operator writes.
@@ -40,6 +44,11 @@ type Applier struct {
 // Apply makes the object in the API match desired (its labels, annotations and spec), owned
 // (as controller) by owner. desired must have its GVK set or be registered in the scheme.
 // It returns true when it wrote.
+//
+// It never takes over an object the operator does not own: when the object exists with another
+// controller, or without a controller and without the operator's marks, Apply writes nothing and
+// returns an *OwnershipConflictError (see checkOwnership), which callers detect with errors.As
+// to report the conflict (Degraded) instead of retrying blindly.
 func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client.Object) (bool, error) {
 	gvk, err := apiutil.GVKForObject(desired, a.Scheme)
 	if err != nil {
@@ -65,8 +74,15 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 		return false, fmt.Errorf("get %s: %w", key, err)
 	case existing.GetDeletionTimestamp() != nil:
 		return false, fmt.Errorf("%s is being deleted; waiting to recreate it", key)
-	case existing.GetAnnotations()[appliedHashAnnotation] == hash && a.unchangedSinceApply(key, existing.GetGeneration()):
-		return false, nil
+	default:
+		// Never take over an object of someone else: report it instead (before the no-change
+		// shortcut, as a change of controller does not change the generation).
+		if err := checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)); err != nil {
+			return false, err
+		}
+		if existing.GetAnnotations()[appliedHashAnnotation] == hash && a.unchangedSinceApply(key, existing.GetGeneration()) {
+			return false, nil
+		}
 	}
 
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
@@ -161,4 +177,113 @@ func specOf(obj client.Object) any {
 	delete(u, "metadata")
 	delete(u, "status")
 	return u
+}
+
+// OwnershipConflictError reports an object the operator would have to take over to apply it: it
+// exists and is controlled by another owner, or was not created by the operator. Apply returns
+// it without writing anything. Callers detect it with errors.As and report it (Degraded, with
+// Error() as the message, which names the object and its owner); it resolves only when someone
+// deletes or hands over the object, so it is worth a periodic retry, not a hot loop.
+type OwnershipConflictError struct {
+	// Kind, Namespace and Name identify the existing object.
+	Kind, Namespace, Name string
+	// Owner describes the existing object's controller ("ClusterAddon demo/a-b"), or is empty
+	// when it has none (the object was not created by the operator).
+	Owner string
+	// Want describes the owner the operator applies the object for ("ClusterAddon demo/a"), or
+	// is empty when it applies it without an owner.
+	Want string
+}
+
+// Error says which object exists, who controls it, and for whom the operator wanted it, e.g.
+// "HelmRelease demo/a-b-c exists and is controlled by ClusterAddon demo/a-b, not by ClusterAddon
+// demo/a: refusing to take it over", or "ConfigMap demo/x exists and is not managed by
+// clusterstack-operator (no controller, no app.kubernetes.io/managed-by=clusterstack-operator
+// label): refusing to take it over for ClusterAddon demo/a".
+func (e *OwnershipConflictError) Error() string {
+	obj := e.Kind + " " + objectKey(e.Namespace, e.Name)
+	if e.Owner != "" {
+		want := e.Want
+		if want == "" {
+			want = FieldOwner
+		}
+		return fmt.Sprintf("%s exists and is controlled by %s, not by %s: refusing to take it over", obj, e.Owner, want)
+	}
+	msg := fmt.Sprintf("%s exists and is not managed by %s (no controller, no %s=%s label): refusing to take it over",
+		obj, FieldOwner, csv1.ManagedByLabel, csv1.ManagedByValue)
+	if e.Want != "" {
+		msg += " for " + e.Want
+	}
+	return msg
+}
+
+// checkOwnership decides whether the operator may apply an object of the given kind over
+// existing, the object of that name already in the API; want is the controller reference the
+// applied object carries (nil when it has none). It is the whole ownership decision, without I/O.
+//
+//   - existing has a controller: applying is allowed only when that controller is want (same
+//     UID, API group, kind and name), whatever its labels (the apply restores them);
+//   - existing has no controller: applying is allowed only when the operator made it, i.e. it
+//     has the app.kubernetes.io/managed-by=clusterstack-operator label or the Applier's
+//     applied-hash annotation (an object orphaned from its owner is adopted).
+//
+// Otherwise it returns an *OwnershipConflictError.
+func checkOwnership(kind string, existing metav1.Object, want *metav1.OwnerReference) error {
+	conflict := &OwnershipConflictError{Kind: kind, Namespace: existing.GetNamespace(), Name: existing.GetName()}
+	if want != nil {
+		conflict.Want = describeOwner(existing.GetNamespace(), *want, nil)
+	}
+	if ctrl := metav1.GetControllerOfNoCopy(existing); ctrl != nil {
+		if want != nil && sameOwner(*ctrl, *want) {
+			return nil
+		}
+		conflict.Owner = describeOwner(existing.GetNamespace(), *ctrl, want)
+		if want != nil && conflict.Owner == conflict.Want {
+			// Same kind and name, another UID (a deleted and recreated owner): tell them apart.
+			conflict.Owner += " (uid " + string(ctrl.UID) + ")"
+			conflict.Want += " (uid " + string(want.UID) + ")"
+		}
+		return conflict
+	}
+	if existing.GetLabels()[csv1.ManagedByLabel] == csv1.ManagedByValue {
+		return nil
+	}
+	if _, ok := existing.GetAnnotations()[appliedHashAnnotation]; ok {
+		return nil
+	}
+	return conflict
+}
+
+// sameOwner reports whether two owner references name the same object: same UID, API group
+// (any version), kind and name.
+func sameOwner(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.Kind == b.Kind && a.Name == b.Name && groupOf(a.APIVersion) == groupOf(b.APIVersion)
+}
+
+func groupOf(apiVersion string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return apiVersion
+	}
+	return gv.Group
+}
+
+// describeOwner is "Kind namespace/name" of an owner reference: a namespaced object's owners are
+// in its namespace (a cluster-scoped owner is shown with it too: the reference does not say).
+// The API group is added when other has the same kind in another group.
+func describeOwner(ns string, ref metav1.OwnerReference, other *metav1.OwnerReference) string {
+	kind := ref.Kind
+	if other != nil && other.Kind == ref.Kind && groupOf(other.APIVersion) != groupOf(ref.APIVersion) {
+		if g := groupOf(ref.APIVersion); g != "" {
+			kind += "." + g
+		}
+	}
+	return kind + " " + objectKey(ns, ref.Name)
+}
+
+func objectKey(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
 }

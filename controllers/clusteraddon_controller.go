@@ -117,11 +117,33 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			if serr := r.recordFacts(ctx, s); serr != nil && err == nil {
 				err = serr
 			}
+			if err == nil && s.owned != nil {
+				return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
+	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: "every generated object is controlled by this ClusterAddon"}
 	return ctrl.Result{}, r.recordFacts(ctx, s)
 }
+
+// ownershipConflict turns an object another owner holds into the ObjectsOwned fact (the
+// ClusterAddon is Degraded, naming the object and its owner; nothing is taken over) and passes
+// other errors on. The conflict is checked again after conflictRecheck: the other owner's
+// object is not watched.
+func (s *addonScope) ownershipConflict(err error) (bool, error) {
+	var c *OwnershipConflictError
+	if !errors.As(err, &c) {
+		return false, err
+	}
+	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonOwnershipConflict,
+		Message: fmt.Sprintf("Cluster %s: %s; rename or remove that object", s.cluster.Name, c.Error())}
+	return false, nil
+}
+
+// conflictRecheck is how often an ownership conflict is looked at again.
+const conflictRecheck = time.Minute
 
 // isPaused is true when CAPI's pause applies to the Cluster: spec.paused or the paused annotation.
 func isPaused(c *clusterv1.Cluster) bool {
@@ -212,6 +234,7 @@ type addonScope struct {
 	values             string
 
 	releaseReady *metav1.Condition // ReleaseReady
+	owned        *metav1.Condition // ObjectsOwned
 	waiting      *metav1.Condition // WorkloadClusterReady, when not ready
 	rendered     *metav1.Condition // ValuesRendered
 	// components as applied (nil when the step did not get that far: keep what was recorded).
@@ -348,7 +371,7 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	}
 	cm.Labels[meta.LabelKeyWatch] = meta.LabelValueWatchEnabled // Flux reconciles its users at once on change
 	if _, err := r.Applier.Apply(ctx, s.addon, cm); err != nil {
-		return false, err
+		return s.ownershipConflict(err)
 	}
 	s.values = cm.Name
 	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
@@ -480,7 +503,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 			}
 		}
 		if _, err := r.Applier.Apply(ctx, s.addon, obj); err != nil {
-			return false, err
+			return s.ownershipConflict(err)
 		}
 		s.components = append(s.components, status)
 		prev = obj
@@ -512,7 +535,7 @@ func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope)
 	}
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
-		client.MatchingLabels{csv1.ClusterNameLabel: s.addon.Spec.ClusterName, csv1.ManagedByLabel: csv1.ManagedByValue}); err != nil {
+		client.MatchingLabels{csv1.ClusterNameLabel: fluxgen.LabelValue(s.addon.Spec.ClusterName), csv1.ManagedByLabel: csv1.ManagedByValue}); err != nil {
 		return false, err
 	}
 	for i := range cms.Items {
@@ -563,8 +586,29 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 	if err != nil {
 		return err
 	}
+	// A component the release still has, of the same kind, under another object name (the
+	// naming scheme changed): the new object takes over the installed resources, so the old one
+	// is suspended before it is deleted, and Flux neither uninstalls nor prunes them.
+	renamed := map[string]bool{}
+	for _, c := range s.release.Status.Components {
+		kind := helmv2.HelmReleaseKind
+		if c.Kind == csv1.ComponentKindKustomize {
+			kind = kustomizev1.KustomizationKind
+		}
+		renamed[kind+"/"+fluxgen.LabelValue(c.Name)] = true
+	}
 	for _, o := range objs {
-		if want[o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName()] {
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		if want[kind+"/"+o.GetName()] {
+			continue
+		}
+		if renamed[kind+"/"+o.GetLabels()[csv1.ComponentLabel]] {
+			if err := r.suspend(ctx, o); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("suspend renamed %s before deleting it: %w", o.GetName(), err)
+			}
+			if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete renamed %s: %w", o.GetName(), err)
+			}
 			continue
 		}
 		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
@@ -578,7 +622,7 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 // ownedFluxObjects lists the HelmReleases and Kustomizations the ClusterAddon controls, with
 // their kinds set.
 func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *csv1.ClusterAddon) ([]client.Object, error) {
-	sel := client.MatchingLabels{csv1.ClusterNameLabel: addon.Spec.ClusterName, csv1.ManagedByLabel: csv1.ManagedByValue}
+	sel := client.MatchingLabels{csv1.ClusterNameLabel: fluxgen.LabelValue(addon.Spec.ClusterName), csv1.ManagedByLabel: csv1.ManagedByValue}
 	var hrs helmv2.HelmReleaseList
 	if err := r.List(ctx, &hrs, client.InNamespace(addon.Namespace), sel); err != nil {
 		return nil, err
@@ -615,9 +659,11 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			fluxstatus.SetCondition(&a.Status.Conditions, metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse,
 				Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused", ObservedGeneration: a.Generation})
 		}
-		if s.releaseReady != nil {
-			s.releaseReady.ObservedGeneration = a.Generation
-			fluxstatus.SetCondition(&a.Status.Conditions, *s.releaseReady)
+		for _, c := range []*metav1.Condition{s.releaseReady, s.owned} {
+			if c != nil {
+				c.ObservedGeneration = a.Generation
+				fluxstatus.SetCondition(&a.Status.Conditions, *c)
+			}
 		}
 		if s.waiting != nil {
 			s.waiting.ObservedGeneration = a.Generation
@@ -768,12 +814,15 @@ func missingReleasesChanged() predicate.Predicate {
 	}}
 }
 
-// clustersOfRepository maps a release's GitRepository (named like the release) to its Clusters.
+// clustersOfRepository maps a release's GitRepository (controlled by the release) to its Clusters.
 func (r *ClusterAddonReconciler) clustersOfRepository(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetLabels()[csv1.ManagedByLabel] != csv1.ManagedByValue {
+	owner := metav1.GetControllerOf(o)
+	if o.GetLabels()[csv1.ManagedByLabel] != csv1.ManagedByValue || owner == nil || owner.Kind != "ClusterStackRelease" {
 		return nil
 	}
-	return r.clustersOfRelease(ctx, o)
+	rel := &csv1.ClusterStackRelease{}
+	rel.Namespace, rel.Name = o.GetNamespace(), owner.Name
+	return r.clustersOfRelease(ctx, rel)
 }
 
 // clusterOfKubeconfig maps CAPI's kubeconfig Secret to its Cluster.

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
@@ -170,8 +171,15 @@ func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) 
 	if err != nil {
 		return err
 	}
-	facts := lifecycle.Facts{Wanted: s.wanted, ClassUsers: uses.classUsers, Applied: uses.applied, Referenced: uses.referenced, RollbackReleases: rollbackReleases(s.cs)}
+	facts := lifecycle.Facts{Wanted: s.wanted, ClassUsers: uses.classUsers, Applied: uses.applied, Referenced: map[string][]string{}, RollbackReleases: rollbackReleases(s.cs)}
+	// Flux objects name their release by label value; that is the name unless it is too long.
+	for value, refs := range uses.referenced {
+		facts.Referenced[value] = refs
+	}
 	for _, rel := range existing {
+		if refs := uses.referenced[fluxgen.LabelValue(rel.Name)]; len(refs) > 0 {
+			facts.Referenced[rel.Name] = refs
+		}
 		facts.Existing = append(facts.Existing, lifecycle.Release{Name: rel.Name, Version: rel.Spec.Version,
 			Works: apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.StackValidCondition) &&
 				apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)})
@@ -471,8 +479,8 @@ func (r *ClusterStackReconciler) ensureRelease(ctx context.Context, cs *csv1.Clu
 			rel.Labels = map[string]string{}
 		}
 		rel.Labels[csv1.ManagedByLabel] = csv1.ManagedByValue
-		rel.Labels[csv1.StackLabel] = cs.Name
-		rel.Labels[csv1.ReleaseLabel] = name
+		rel.Labels[csv1.StackLabel] = fluxgen.LabelValue(cs.Name)
+		rel.Labels[csv1.ReleaseLabel] = fluxgen.LabelValue(name)
 		rel.Spec = csv1.ClusterStackReleaseSpec{
 			ClusterStack:      cs.Name,
 			Provider:          cs.Spec.Provider,

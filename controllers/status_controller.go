@@ -122,6 +122,9 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ValuesRenderedCondition); c != nil && c.Status == metav1.ConditionFalse {
 		in.Invalid = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
 	}
+	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ObjectsOwnedCondition); c != nil && c.Status == metav1.ConditionFalse {
+		in.Invalid = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+	}
 	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ReleaseReadyCondition); c != nil && c.Status == metav1.ConditionFalse {
 		p := &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
 		switch c.Reason {
@@ -264,7 +267,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		if !apierrors.IsNotFound(err) {
 			return in, err
 		}
-		in.Objects = append(in.Objects, fluxstatus.Missing(sourcev1.GitRepositoryKind, rel.Name, "source"))
+		in.Objects = append(in.Objects, fluxstatus.Missing(sourcev1.GitRepositoryKind, fluxgen.GitRepositoryName(rel.Name), "source"))
 	} else {
 		st := fluxstatus.FromGitRepository(repo)
 		st.Component = "source"
@@ -458,7 +461,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 
 // relatedObjects lists the objects generated for the stack's releases.
 func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *csv1.ClusterStack) ([]csv1.RelatedObject, error) {
-	sel := client.MatchingLabels{csv1.StackLabel: cs.Name, csv1.ManagedByLabel: csv1.ManagedByValue}
+	sel := client.MatchingLabels{csv1.StackLabel: fluxgen.LabelValue(cs.Name), csv1.ManagedByLabel: csv1.ManagedByValue}
 	var out []csv1.RelatedObject
 	add := func(apiVersion, kind string, o metav1.Object) {
 		if _, perCluster := o.GetLabels()[csv1.ClusterNameLabel]; perCluster {

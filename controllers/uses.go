@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -21,7 +22,8 @@ type uses struct {
 	classUsers map[string][]string
 	// applied: ClusterAddons whose addons were last applied from the release.
 	applied map[string][]string
-	// referenced: the clusters' generated Flux objects still referring to the release.
+	// referenced: the clusters' generated Flux objects still referring to the release, keyed by
+	// the release label's value (fluxgen.LabelValue of the release name).
 	referenced map[string][]string
 }
 
@@ -34,7 +36,7 @@ func (u uses) of(release string) []string {
 	for _, a := range u.applied[release] {
 		out = append(out, "ClusterAddon "+a+" (applied)")
 	}
-	out = append(out, u.referenced[release]...)
+	out = append(out, u.referenced[fluxgen.LabelValue(release)]...)
 	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
 
@@ -47,7 +49,7 @@ func (u uses) reasons(release string) []string {
 	if len(u.applied[release]) > 0 {
 		out = append(out, lifecycle.Applied)
 	}
-	if len(u.referenced[release]) > 0 {
+	if len(u.referenced[fluxgen.LabelValue(release)]) > 0 {
 		out = append(out, lifecycle.Referenced)
 	}
 	return out
@@ -91,9 +93,9 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, ca
 		}
 	}
 
-	opts = []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: cs.Name}, client.HasLabels{csv1.ClusterNameLabel}}
+	opts = []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: fluxgen.LabelValue(cs.Name)}, client.HasLabels{csv1.ClusterNameLabel}}
 	if cached {
-		opts = []client.ListOption{ns, client.MatchingFields{clusterFluxStackIndex: cs.Name}}
+		opts = []client.ListOption{ns, client.MatchingFields{clusterFluxStackIndex: fluxgen.LabelValue(cs.Name)}}
 	}
 	var hrs helmv2.HelmReleaseList
 	if err := r.List(ctx, &hrs, opts...); err != nil {

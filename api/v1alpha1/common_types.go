@@ -52,6 +52,10 @@ const (
 	// uses does not exist (it is being created, or its tag is not published) or has not been
 	// validated yet; the message names the release and the ClusterStack.
 	ReleaseReadyCondition = "ReleaseReady"
+	// ObjectsOwnedCondition on a ClusterAddon is False when an object the operator would generate
+	// for the Cluster exists and is controlled by someone else (another ClusterAddon, a person):
+	// the operator reports the conflict instead of taking the object over.
+	ObjectsOwnedCondition = "ObjectsOwned"
 	// PausedCondition on a ClusterAddon is True while the Cluster is paused (spec.paused or
 	// CAPI's paused annotation): the operator writes nothing for the Cluster until it resumes.
 	PausedCondition = "Paused"
@@ -109,6 +113,8 @@ const (
 	// ReasonStackNotFound: a Cluster uses a release-shaped ClusterClass for which no ClusterStack
 	// in its namespace exists.
 	ReasonStackNotFound = "StackNotFound"
+	// ReasonOwnershipConflict: a generated object's name is taken by an object someone else controls.
+	ReasonOwnershipConflict = "OwnershipConflict"
 	// ReasonClusterPaused: the Cluster is paused.
 	ReasonClusterPaused = "ClusterPaused"
 	// ReasonNotPaused: the Cluster is not paused.

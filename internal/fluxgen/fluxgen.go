@@ -14,8 +14,6 @@
 package fluxgen
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"path"
 	"strings"
 	"time"
@@ -44,56 +42,32 @@ const (
 	// ClusterClassKind and ClusterClassGroup identify CAPI's ClusterClass.
 	ClusterClassKind  = "ClusterClass"
 	ClusterClassGroup = "cluster.x-k8s.io"
-	// maxHelmReleaseName is Helm's limit on release names.
-	maxHelmReleaseName = 53
 )
 
-// Names of generated objects.
-
-// GitRepositoryName is the name of a release's GitRepository.
-func GitRepositoryName(release string) string { return release }
-
-// ClusterClassObjectName is the name of the HelmChart/HelmRelease/Kustomization of a release's cluster-class.
-func ClusterClassObjectName(release string) string { return release + "-cluster-class" }
-
-// AddonChartName is the name of the shared HelmChart of an addon component of a release.
-func AddonChartName(release, component string) string { return release + "-" + component }
-
-// AddonObjectName is the name of a cluster's HelmRelease or Kustomization for a component.
-func AddonObjectName(cluster, component string) string { return cluster + "-" + component }
-
-// ValuesConfigMapName is the name of a cluster's generated values ConfigMap for one release.
-// Each release has its own, so a cluster's Flux objects switch values and charts in one write.
-func ValuesConfigMapName(cluster, release string) string {
-	return cluster + "-values-" + release
-}
-
-// KubeconfigSecretName is the name of CAPI's kubeconfig Secret of a cluster.
-func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
-
-// ReleaseLabels are the labels of a release's objects.
+// ReleaseLabels are the labels of a release's objects. Values are LabelValue of the names: the
+// names themselves unless they are too long (or otherwise invalid) for a label value.
 func ReleaseLabels(rel *csv1.ClusterStackRelease, component string) map[string]string {
 	l := map[string]string{
 		csv1.ManagedByLabel: csv1.ManagedByValue,
-		csv1.StackLabel:     rel.Spec.ClusterStack,
-		csv1.ReleaseLabel:   rel.Name,
+		csv1.StackLabel:     LabelValue(rel.Spec.ClusterStack),
+		csv1.ReleaseLabel:   LabelValue(rel.Name),
 	}
 	if component != "" {
-		l[csv1.ComponentLabel] = component
+		l[csv1.ComponentLabel] = LabelValue(component)
 	}
 	return l
 }
 
-// ClusterLabels are the labels of a cluster's objects.
+// ClusterLabels are the labels of a cluster's objects, with LabelValue of the names as values.
 func ClusterLabels(stack, release, cluster, component string) map[string]string {
 	l := map[string]string{
 		csv1.ManagedByLabel:   csv1.ManagedByValue,
-		csv1.StackLabel:       stack,
-		csv1.ReleaseLabel:     release,
-		csv1.ClusterNameLabel: cluster,
+		csv1.StackLabel:       LabelValue(stack),
+		csv1.ReleaseLabel:     LabelValue(release),
+		csv1.ClusterNameLabel: LabelValue(cluster),
 	}
 	if component != "" {
-		l[csv1.ComponentLabel] = component
+		l[csv1.ComponentLabel] = LabelValue(component)
 	}
 	return l
 }
@@ -169,16 +143,6 @@ func helmChart(rel *csv1.ClusterStackRelease, name, component, chartPath string)
 			ReconcileStrategy: sourcev1.ReconcileStrategyChartVersion,
 		},
 	}
-}
-
-// HelmReleaseName returns a Helm release name within Helm's limit: the name itself when it
-// fits, otherwise a prefix and a short hash.
-func HelmReleaseName(name string) string {
-	if len(name) <= maxHelmReleaseName {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:maxHelmReleaseName-9], "-") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // ClusterClassObjects are the Flux objects applying a release's cluster-class into the

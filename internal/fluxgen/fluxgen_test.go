@@ -335,7 +335,7 @@ func TestAddonCharts(t *testing.T) {
 	chart := func(component, path string) *sourcev1.HelmChart {
 		return &sourcev1.HelmChart{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "HelmChart"},
-			ObjectMeta: metav1.ObjectMeta{Name: testRelease + "-" + component, Namespace: testNS, Labels: releaseLabels(component)},
+			ObjectMeta: metav1.ObjectMeta{Name: AddonChartName(testRelease, component), Namespace: testNS, Labels: releaseLabels(component)},
 			Spec: sourcev1.HelmChartSpec{
 				Chart:             "./providers/aws/base/1-33/" + path,
 				SourceRef:         sourcev1.LocalHelmChartSourceReference{Kind: "GitRepository", Name: testRelease},
@@ -393,9 +393,9 @@ func TestAddonObjects(t *testing.T) {
 	hr := func(component, ns, dependsOn string) *helmv2.HelmRelease {
 		o := &helmv2.HelmRelease{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "helm.toolkit.fluxcd.io/v2", Kind: "HelmRelease"},
-			ObjectMeta: metav1.ObjectMeta{Name: "c1-" + component, Namespace: "tenant", Labels: clusterLabels(component)},
+			ObjectMeta: metav1.ObjectMeta{Name: AddonObjectName("c1", component), Namespace: "tenant", Labels: clusterLabels(component)},
 			Spec: helmv2.HelmReleaseSpec{
-				ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: testRelease + "-" + component},
+				ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: AddonChartName(testRelease, component)},
 				Interval:         dur(10 * time.Minute),
 				KubeConfig:       kubeconfig,
 				ReleaseName:      component,
@@ -404,7 +404,7 @@ func TestAddonObjects(t *testing.T) {
 				Timeout:          durp(5 * time.Minute),
 				Install:          &helmv2.Install{CreateNamespace: true, Remediation: &helmv2.InstallRemediation{Retries: -1}},
 				Upgrade:          &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
-				ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "c1-values-aws-base-1-33-v2", ValuesKey: "helm_values_" + strings.ReplaceAll(component, "-", "_")}},
+				ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "c1-aws-base-1-33-v2-values-6d72c6eb62ae", ValuesKey: "helm_values_" + strings.ReplaceAll(component, "-", "_")}},
 			},
 		}
 		if dependsOn != "" {
@@ -415,7 +415,7 @@ func TestAddonObjects(t *testing.T) {
 	ks := func(component, path, dependsOn string) *kustomizev1.Kustomization {
 		o := &kustomizev1.Kustomization{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization"},
-			ObjectMeta: metav1.ObjectMeta{Name: "c1-" + component, Namespace: "tenant", Labels: clusterLabels(component)},
+			ObjectMeta: metav1.ObjectMeta{Name: AddonObjectName("c1", component), Namespace: "tenant", Labels: clusterLabels(component)},
 			Spec: kustomizev1.KustomizationSpec{
 				SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: testRelease},
 				Path:          "./providers/aws/base/1-33/" + path,
@@ -425,7 +425,7 @@ func TestAddonObjects(t *testing.T) {
 				KubeConfig:    kubeconfig,
 				Prune:         true,
 				Wait:          true,
-				PostBuild:     &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "c1-values-aws-base-1-33-v2"}}},
+				PostBuild:     &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "c1-aws-base-1-33-v2-values-6d72c6eb62ae"}}},
 			},
 		}
 		if dependsOn != "" {
@@ -457,8 +457,8 @@ func TestAddonObjects(t *testing.T) {
 				hr("cni", "kube-system", ""),
 				ks("cluster-info", "cluster-addon/cluster-info", ""),
 				hr("metrics-server", "monitoring", "c1-cni"),
-				ks("policies", "cluster-addon/policies", "c1-cluster-info"),
-				hr("csi", "kube-system", "c1-metrics-server"),
+				ks("policies", "cluster-addon/policies", "c1-cluster-info-fec7590e5f61"),
+				hr("csi", "kube-system", "c1-metrics-server-53f9808b3667"),
 			},
 		},
 	}
@@ -502,9 +502,12 @@ func TestHelmReleaseName(t *testing.T) {
 		{name: "short name unchanged", in: "cni", want: "cni"},
 		{name: "release name unchanged", in: "aws-base-1-33-v2", want: "aws-base-1-33-v2"},
 		{name: "exactly 53 unchanged", in: name53, want: name53},
-		{name: "54 shortened to prefix and hash", in: name54, want: strings.Repeat("a", 44) + "-bd5cf48b"},
-		{name: "long SCS hash release", in: long, want: "openstack-scs-1-33-v0-sha.0123456789abcdef01-47e56d02"},
-		{name: "dash at the cut is trimmed", in: strings.Repeat("a", 43) + "-" + strings.Repeat("b", 20), want: strings.Repeat("a", 43) + "-f10d15a7"},
+		{name: "dots kept when it fits", in: "aws-base-1-36-v1-rc.1", want: "aws-base-1-36-v1-rc.1"},
+		{name: "54 shortened to prefix and hash", in: name54, want: strings.Repeat("a", 40) + "-cdb8c0dfac62"},
+		{name: "long SCS hash release: dots become dashes in the prefix", in: long, want: "openstack-scs-1-33-v0-sha-0123456789abcd-dd3ebc45f81d"},
+		{name: "dash at the cut is trimmed", in: strings.Repeat("a", 39) + "-" + strings.Repeat("b", 20), want: strings.Repeat("a", 39) + "-fdf084e4e3f4"},
+		{name: "a name shaped like a hashed one is hashed too", in: "cni-0123456789ab", want: "cni-0123456789ab-bf6774edf30c"},
+		{name: "upper case is not a Helm name", in: "CNI", want: "cni-9172aa1f208c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

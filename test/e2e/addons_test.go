@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // observation is one sample of a cluster's and its stack's status during a rollout.
@@ -179,7 +180,7 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 	It("removes a component dropped by the new release from the clusters that upgrade, and only from those", func(ctx SpecContext) {
 		moveCluster(ctx, ns, "a1", "v3")
 		Eventually(ctx, func(g Gomega) {
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a1-cluster-info"}, &kustomizev1.Kustomization{})
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("a1", "cluster-info")}, &kustomizev1.Kustomization{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 			err = wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, &corev1.ConfigMap{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "pruned from the workload cluster")
@@ -289,7 +290,7 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		Expect(hrs.Items).To(ConsistOf(HaveField("ObjectMeta.Name", "a2-cni")))
 		var kss kustomizev1.KustomizationList
 		Expect(k8s.List(ctx, &kss, client.InNamespace(ns), client.MatchingLabels{csv1.ReleaseLabel: tagPrefix + "v5"})).To(Succeed())
-		Expect(kss.Items).To(ConsistOf(HaveField("ObjectMeta.Name", "a2-cluster-info")))
+		Expect(kss.Items).To(ConsistOf(HaveField("ObjectMeta.Name", fluxgen.AddonObjectName("a2", "cluster-info"))))
 		Expect(k8s.List(ctx, &hrs, client.InNamespace(ns), client.MatchingLabels{csv1.StackLabel: "aws-base-1-36", csv1.ComponentLabel: "cluster-class"})).To(Succeed())
 		Expect(hrs.Items).To(HaveLen(5), "one cluster-class HelmRelease per pinned release")
 		for _, hr := range hrs.Items {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // deletionWatch records every object deleted in a workload cluster's kube-system while it runs.
@@ -148,7 +149,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		var cniRevision int
-		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, "one-cni") }).Should(Succeed())
+		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni")) }).Should(Succeed())
 		printStep(ctx, ns, "one", "one on v2")
 		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", cniRevision)
 
@@ -176,8 +177,8 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(clusterClassExists(ctx, ns, "v2")()).To(BeTrue())
 			hr := &helmv2.HelmRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "one-cni"}, hr)).To(Succeed())
-			g.Expect(hr.Spec.ChartRef.Name).To(Equal(tagPrefix + "v2-cni"))
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("one", "cni")}, hr)).To(Succeed())
+			g.Expect(hr.Spec.ChartRef.Name).To(Equal(fluxgen.AddonChartName(tagPrefix+"v2", "cni")))
 		}, 10*time.Second, time.Second).Should(Succeed())
 
 		By("moving one back to v2 (admitted by the webhook): Available on v2 again")
@@ -189,10 +190,10 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
 			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-			g.Expect(helmRevision(ctx, g, ns, "one-cni")).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
+			g.Expect(helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni"))).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
 		}).Should(Succeed())
 		printStep(ctx, ns, "one", "one moved back to v2")
-		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", helmRevision(ctx, Default, ns, "one-cni"))
+		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", helmRevision(ctx, Default, ns, fluxgen.AddonObjectName("one", "cni")))
 		Expect(wd.Stop()).To(BeEmpty(), "nothing is uninstalled or pruned in the workload cluster")
 		Expect(counts.Stop()).To(HaveEach(Equal(2)), "the ClusterStack counts both clusters throughout")
 		Eventually(ctx, func(g Gomega) {
@@ -214,7 +215,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		}).Should(Succeed())
 		moveCluster(ctx, ns, "one", "v6")
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "one")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/one-cni"))
+			g.Expect(getAddon(ctx, g, ns, "one")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
 		}).Should(Succeed())
 		moveCluster(ctx, ns, "one", "v2")
 		Eventually(ctx, func(g Gomega) {
@@ -259,7 +260,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(getAddon(ctx, g, ns, "two")).To(haveCondition(csv1.PausedCondition, metav1.ConditionTrue, "paused"))
 		}).Should(Succeed())
 		hr := &helmv2.HelmRelease{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two-cni"}, hr)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("two", "cni")}, hr)).To(Succeed())
 		addon := getAddon(ctx, Default, ns, "two")
 
 		moveCluster(ctx, ns, "two", "v10")
@@ -375,7 +376,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 		moveCluster(ctx, ns, "early", "v2")
 		Consistently(ctx, func(g Gomega) {
 			getAddon(ctx, g, ns, "early")
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "early-cni"}, &helmv2.HelmRelease{})).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("early", "cni")}, &helmv2.HelmRelease{})).To(Succeed())
 		}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "the ClusterAddon and its Flux objects stay while the release is created")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "early")
@@ -548,9 +549,9 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 
 	It("a HelmRelease whose Deployment never becomes available: Degraded after grace, through retries, with what Helm said", func(ctx SpecContext) {
 		Expect(k8s.Create(ctx, newCluster(ns, "p1", "v11", "10.61.0.0/16"))).To(Succeed())
-		msg := degradedThroughRetries(ctx, "p1", "HelmRelease/p1-never-helm", func(g Gomega) metav1.ConditionStatus {
+		msg := degradedThroughRetries(ctx, "p1", "HelmRelease/"+fluxgen.AddonObjectName("p1", "never-helm"), func(g Gomega) metav1.ConditionStatus {
 			hr := &helmv2.HelmRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-never-helm"}, hr)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "never-helm")}, hr)).To(Succeed())
 			return conditionStatus(hr.Status.Conditions, "Ready")
 		})
 		Expect(msg).NotTo(ContainSubstring("has not observed its latest generation"))
@@ -560,9 +561,9 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 
 	It("a Kustomization with wait over the same: Degraded through retries, naming the health check", func(ctx SpecContext) {
 		moveCluster(ctx, ns, "p1", "v12")
-		msg := degradedThroughRetries(ctx, "p1", "Kustomization/p1-never-ks", func(g Gomega) metav1.ConditionStatus {
+		msg := degradedThroughRetries(ctx, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "never-ks"), func(g Gomega) metav1.ConditionStatus {
 			ks := &kustomizev1.Kustomization{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-never-ks"}, ks)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "never-ks")}, ks)).To(Succeed())
 			return conditionStatus(ks.Status.Conditions, "Ready")
 		})
 		Expect(msg).To(ContainSubstring("never-ks"))
@@ -592,21 +593,21 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 			g.Expect(d.Status.AvailableReplicas).To(BeZero())
 		}).Should(Succeed())
 		ks := &kustomizev1.Kustomization{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-pinned"}, ks)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "pinned")}, ks)).To(Succeed())
 		patch := client.MergeFrom(ks.DeepCopy())
 		if ks.Annotations == nil {
 			ks.Annotations = map[string]string{}
 		}
 		ks.Annotations["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
 		Expect(k8s.Patch(ctx, ks, patch)).To(Succeed())
-		msg := degradedThroughRetries(ctx, "p1", "Kustomization/p1-pinned", func(g Gomega) metav1.ConditionStatus {
+		msg := degradedThroughRetries(ctx, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "pinned"), func(g Gomega) metav1.ConditionStatus {
 			ks := &kustomizev1.Kustomization{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-pinned"}, ks)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "pinned")}, ks)).To(Succeed())
 			return conditionStatus(ks.Status.Conditions, "Ready")
 		})
 		Expect(msg).To(ContainSubstring("pinned"))
 		a := getAddon(ctx, Default, ns, "p1")
-		Expect(a.Status.Unhealthy).To(ContainElement(HaveField("Object", "Kustomization/p1-pinned")))
+		Expect(a.Status.Unhealthy).To(ContainElement(HaveField("Object", "Kustomization/"+fluxgen.AddonObjectName("p1", "pinned"))))
 		GinkgoWriter.Printf("Degraded: %s\n", msg)
 	})
 })

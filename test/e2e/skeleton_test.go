@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // applyExamples applies the manifests in examples/, with ${GIT_URL} pointing at the local Git
@@ -123,11 +124,11 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 			hr := &helmv2.HelmRelease{}
 			ks := &kustomizev1.Kustomization{}
 			Eventually(ctx, func(g Gomega) {
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-cni"}, hr)).To(Succeed())
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.cluster + "-cluster-info"}, ks)).To(Succeed())
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName(tc.cluster, "cni")}, hr)).To(Succeed())
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName(tc.cluster, "cluster-info")}, ks)).To(Succeed())
 			}).Should(Succeed())
 			Expect(hr.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
-			Expect(hr.Spec.ChartRef.Name).To(Equal(release+"-cni"), "one shared HelmChart per release and component")
+			Expect(hr.Spec.ChartRef.Name).To(Equal(fluxgen.AddonChartName(release, "cni")), "one shared HelmChart per release and component")
 			Expect(ks.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
 			Expect(ks.Spec.SourceRef.Name).To(Equal(release))
 
