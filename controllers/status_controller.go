@@ -119,15 +119,13 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		Now:       r.Options.now(),
 		Grace:     r.Options.Grace,
 	}
-	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ValuesRenderedCondition); c != nil && c.Status == metav1.ConditionFalse {
-		in.Invalid = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+	for _, t := range []string{csv1.ValuesRenderedCondition, csv1.ObjectsOwnedCondition} {
+		if p := problemIfFalse(addon.Status.Conditions, t); p != nil {
+			in.Invalid = p
+		}
 	}
-	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ObjectsOwnedCondition); c != nil && c.Status == metav1.ConditionFalse {
-		in.Invalid = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
-	}
-	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.ReleaseReadyCondition); c != nil && c.Status == metav1.ConditionFalse {
-		p := &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
-		switch c.Reason {
+	if p := problemIfFalse(addon.Status.Conditions, csv1.ReleaseReadyCondition); p != nil {
+		switch p.Reason {
 		case csv1.ReasonTagNotFound, csv1.ReasonStackNotFound:
 			in.Invalid = p // no retry fixes it: the tag or the ClusterStack must be created
 		default:
@@ -259,9 +257,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		Now:       r.Options.now(),
 		Grace:     r.Options.Grace,
 	}
-	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.TagVerifiedCondition); c != nil && c.Status == metav1.ConditionFalse {
-		in.Alert = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
-	}
+	in.Alert = problemIfFalse(rel.Status.Conditions, csv1.TagVerifiedCondition)
 	repo := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -273,9 +269,8 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		st.Component = "source"
 		in.Objects = append(in.Objects, st)
 	}
-	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition); c != nil && c.Status == metav1.ConditionFalse {
-		p := &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
-		if c.Reason == csv1.ReasonInvalidStack {
+	if p := problemIfFalse(rel.Status.Conditions, csv1.StackValidCondition); p != nil {
+		if p.Reason == csv1.ReasonInvalidStack {
 			in.Invalid = p
 		} else {
 			in.Waiting = p
@@ -326,6 +321,16 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		in.Objects = append(in.Objects, withComponent(st, c.Name))
 	}
 	return in, nil
+}
+
+// problemIfFalse turns a fact condition that is False into a Problem for the status aggregation;
+// nil when the condition is absent or not False.
+func problemIfFalse(conds []metav1.Condition, t string) *fluxstatus.Problem {
+	c := apimeta.FindStatusCondition(conds, t)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
 }
 
 func withComponent(s fluxstatus.ObjectState, c string) fluxstatus.ObjectState {
