@@ -154,11 +154,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", cniRevision)
 
 		By("the newest release is now v10, whose cni values template is broken; v1 and v2 are no longer pinned")
-		cs := &csv1.ClusterStack{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Versions = []string{"v10"}
-		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		pinVersions(ctx, ns, "v10")
 		moveCluster(ctx, ns, "one", "v10")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
@@ -205,11 +201,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 
 	It("rolls back from a chart that fails to install: Degraded after grace, recovers on v2 without an uninstall", func(ctx SpecContext) {
 		wd := watchDeletions(ctx, ns, "one")
-		cs := &csv1.ClusterStack{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Versions = []string{"v6"}
-		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		pinVersions(ctx, ns, "v6")
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v6")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
@@ -228,11 +220,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 
 	It("keeps the newest older working release as a rollback target once nothing uses it", func(ctx SpecContext) {
 		moveCluster(ctx, ns, "two", "v2")
-		cs := &csv1.ClusterStack{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Versions = []string{newestVersion}
-		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		pinVersions(ctx, ns, newestVersion)
 		moveCluster(ctx, ns, "one", newestVersion)
 		moveCluster(ctx, ns, "two", newestVersion)
 		Eventually(ctx, func(g Gomega) {

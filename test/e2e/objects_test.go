@@ -104,3 +104,13 @@ func valuesOf(ctx context.Context, g Gomega, ns, cluster string) *corev1.ConfigM
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Status.ValuesConfigMap}, cm)).To(Succeed())
 	return cm
 }
+
+// pinVersions sets the versions of the reference stack's ClusterStack in ns.
+func pinVersions(ctx context.Context, ns string, versions ...string) {
+	GinkgoHelper()
+	cs := &csv1.ClusterStack{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+	patch := client.MergeFrom(cs.DeepCopy())
+	cs.Spec.Versions = versions
+	Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+}

@@ -66,11 +66,7 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 
 	It("keeps a release a Cluster uses after it is unpinned, and removes an unused one", func(ctx SpecContext) {
 		Expect(k8s.Create(ctx, newCluster(ns, "r1", "v1", "10.10.0.0/16"))).To(Succeed())
-		cs := &csv1.ClusterStack{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Versions = []string{"v2"}
-		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+		pinVersions(ctx, ns, "v2")
 
 		Eventually(ctx, func(g Gomega) {
 			cs := getStack(ctx, g, ns)
