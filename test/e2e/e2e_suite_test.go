@@ -35,7 +35,10 @@ const (
 	// stacksRepo is the Git repository the reference stacks are published to.
 	stacksRepo = "stacks"
 	// newestVersion is the newest version published before the specs run.
-	newestVersion = "v17"
+	newestVersion = "v18"
+	// namesVersion has components whose names collide with cluster names when joined with '-'
+	// (see namesComponents).
+	namesVersion = "v17"
 	// hostileVersion has a values template that asks for two billion characters.
 	hostileVersion = "v16"
 	// pinnedVersion has a component whose Deployment runs only on nodes labelled
@@ -45,6 +48,10 @@ const (
 	// health-check timeout of cluster addons), short so that failures and retries come quickly.
 	addonTimeout = 30 * time.Second
 )
+
+// namesComponents are the extra components of namesVersion: with Clusters "a" and "a-b", "b-c"
+// and "c" give the same "<cluster>-<component>"; the last has 40 characters.
+var namesComponents = []string{"b-c", "c", "component-with-a-forty-character-name-xx"}
 
 var (
 	pl       *plane.Plane
@@ -103,6 +110,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	publishVersion(ctx, "v12", withKustomizeDeployment("never-ks", "none"))
 	publishVersion(ctx, pinnedVersion, withKustomizeDeployment("pinned", "special"))
 	publishVersion(ctx, hostileVersion, withHostileTemplate)
+	publishVersion(ctx, namesVersion, withConfigMapComponents(namesComponents...))
 	publishVersion(ctx, newestVersion, withClusterInfoKey("stack-version", newestVersion))
 }, NodeTimeout(6*time.Minute))
 

@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
@@ -57,5 +62,44 @@ var _ = Describe("Hostile input: a value template that asks for gigabytes", Orde
 		Expect(operatorPid()).To(Equal(pid), "the operator did not restart")
 		GinkgoWriter.Printf("operator RSS after the hostile template: %d KiB\n", rss(pid))
 		Expect(rss(pid)).To(BeNumerically("<", 512*1024), "the operator did not balloon")
+	})
+})
+
+var _ = Describe("Hostile input: generated names that would collide or overflow", Ordered, func() {
+	const ns = "names"
+	long := "cluster-with-a-sixty-character-name-for-the-safe-names-spec-x"[:60]
+
+	It("delivers every component to Clusters a, a-b and a 60-character one, each object its own", func(ctx SpecContext) {
+		Expect(len(namesComponents[2])).To(Equal(40))
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, namesVersion))).To(Succeed())
+		clusters := []string{"a", "a-b", long}
+		for i, c := range clusters {
+			Expect(k8s.Create(ctx, newCluster(ns, c, namesVersion, fmt.Sprintf("10.8%d.0.0/16", i)))).To(Succeed())
+		}
+		for _, c := range clusters {
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, c)
+				g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+				g.Expect(a).To(haveCondition(csv1.ObjectsOwnedCondition, metav1.ConditionTrue))
+				g.Expect(a.Status.Components).To(HaveLen(2 + len(namesComponents)))
+			}).WithTimeout(4 * time.Minute).Should(Succeed())
+			wl, err := pl.WorkloadClient(ctx, ns, c)
+			Expect(err).NotTo(HaveOccurred())
+			for _, comp := range namesComponents {
+				cm := &corev1.ConfigMap{}
+				Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: comp}, cm)).To(Succeed(), "component %s in cluster %s", comp, c)
+				Expect(cm.Data).To(HaveKeyWithValue("cluster", c), "each cluster's own object delivered it")
+			}
+		}
+		var kss kustomizev1.KustomizationList
+		Expect(k8s.List(ctx, &kss, client.InNamespace(ns))).To(Succeed())
+		names := map[string]bool{}
+		for _, ks := range kss.Items {
+			Expect(len(ks.Name)).To(BeNumerically("<=", 63), ks.Name)
+			Expect(names).NotTo(HaveKey(ks.Name))
+			names[ks.Name] = true
+		}
+		Expect(names).To(HaveLen(len(clusters) * (1 + len(namesComponents))), "one Kustomization per cluster and kustomize component")
 	})
 })

@@ -170,3 +170,16 @@ func withHostileTemplate(sd string) {
 		return s + "  junk: \"{{ \"x\" | repeat 2000000000 }}\"\n"
 	})
 }
+
+// withConfigMapComponents adds one kustomize component per name, each a ConfigMap of that name
+// in kube-system (last in the addon order).
+func withConfigMapComponents(names ...string) func(string) {
+	return func(sd string) {
+		for _, name := range names {
+			dir := filepath.Join(sd, "cluster-addon", name)
+			Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - configmap.yaml\n"), 0o644)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, "configmap.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+name+"\n  namespace: kube-system\ndata:\n  cluster: \"${cluster_name}\"\n"), 0o644)).To(Succeed())
+		}
+	}
+}
