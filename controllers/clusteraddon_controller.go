@@ -48,6 +48,8 @@ import (
 // Clusters (the ClusterAddon has the Cluster's name).
 type ClusterAddonReconciler struct {
 	client.Client
+	// APIReader reads the API server directly: the kubeconfig Secret's metadata, by name.
+	APIReader client.Reader
 	Applier  *Applier
 	Stacks   *StackCache
 	Recorder record.EventRecorder
@@ -65,7 +67,7 @@ type ClusterAddonReconciler struct {
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;controlplane.cluster.x-k8s.io,resources=*,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile brings one Cluster's addons to the release its topology uses.
@@ -120,7 +122,7 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			if err == nil && s.owned != nil {
 				return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 			}
-			return ctrl.Result{}, err
+			return ctrl.Result{RequeueAfter: s.requeueAfter}, err
 		}
 	}
 	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
@@ -144,6 +146,9 @@ func (s *addonScope) ownershipConflict(err error) (bool, error) {
 
 // conflictRecheck is how often an ownership conflict is looked at again.
 const conflictRecheck = time.Minute
+
+// kubeconfigRecheck is how often a missing kubeconfig Secret is looked for (Secrets are not watched).
+const kubeconfigRecheck = 10 * time.Second
 
 // isPaused is true when CAPI's pause applies to the Cluster: spec.paused or the paused annotation.
 func isPaused(c *clusterv1.Cluster) bool {
@@ -235,6 +240,7 @@ type addonScope struct {
 
 	releaseReady *metav1.Condition // ReleaseReady
 	owned        *metav1.Condition // ObjectsOwned
+	requeueAfter time.Duration     // when a step waits for something that is not watched
 	waiting      *metav1.Condition // WorkloadClusterReady, when not ready
 	rendered     *metav1.Condition // ValuesRendered
 	// components as applied (nil when the step did not get that far: keep what was recorded).
@@ -298,10 +304,15 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	if !controlPlaneInitialized(s.cluster) {
 		return wait(csv1.ReasonWaitingForControlPlane, fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized", s.cluster.Name))
 	}
+	// The kubeconfig Secret is read by name, metadata only, from the API server: the operator
+	// neither lists nor watches Secrets, and never reads their data. CAPI writes it before it
+	// marks the control plane initialized, so the Cluster's status change brings us here; while
+	// it is missing, look again after kubeconfigRecheck.
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}, secret); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
+			s.requeueAfter = kubeconfigRecheck
 			return wait(csv1.ReasonWaitingForKubeconfig, fmt.Sprintf("waiting for Secret %s", fluxgen.KubeconfigSecretName(s.cluster.Name)))
 		}
 		return false, err
@@ -763,7 +774,6 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(clusterOfKubeconfig)).
 		Watches(&csv1.ClusterStack{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfStack), builder.WithPredicates(missingReleasesChanged())).
 		Named("clusteraddon").
 		Build(r)
@@ -823,13 +833,4 @@ func (r *ClusterAddonReconciler) clustersOfRepository(ctx context.Context, o cli
 	rel := &csv1.ClusterStackRelease{}
 	rel.Namespace, rel.Name = o.GetNamespace(), owner.Name
 	return r.clustersOfRelease(ctx, rel)
-}
-
-// clusterOfKubeconfig maps CAPI's kubeconfig Secret to its Cluster.
-func clusterOfKubeconfig(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[csv1.ClusterNameLabel]
-	if name == "" || o.GetName() != fluxgen.KubeconfigSecretName(name) {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 }

@@ -46,7 +46,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller")},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
-		&ClusterAddonReconciler{Client: c, Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, Recorder: rec("clusteraddon-controller")},
+		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, Recorder: rec("clusteraddon-controller")},
 		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status")},
