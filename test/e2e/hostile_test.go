@@ -67,10 +67,11 @@ var _ = Describe("Hostile input: a value template that asks for gigabytes", Orde
 
 var _ = Describe("Hostile input: generated names that would collide or overflow", Ordered, func() {
 	const ns = "names"
-	long := "cluster-with-a-sixty-character-name-for-the-safe-names-spec-x"[:60]
+	const long = "cluster-with-a-sixty-character-name-for-the-safe-name-spec-x"
 
 	It("delivers every component to Clusters a, a-b and a 60-character one, each object its own", func(ctx SpecContext) {
 		Expect(len(namesComponents[2])).To(Equal(40))
+		Expect(len(long)).To(Equal(60))
 		createNamespace(ctx, ns)
 		Expect(k8s.Create(ctx, newClusterStack(ns, namesVersion))).To(Succeed())
 		clusters := []string{"a", "a-b", long}
