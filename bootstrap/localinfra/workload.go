@@ -1,6 +1,8 @@
 package localinfra
 
 import (
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+
 	"context"
 	"errors"
 	"fmt"
@@ -300,7 +302,8 @@ func (w *WorkloadCluster) createNodes(ctx context.Context) error {
 	}
 	names := make([]string, 0, w.opts.Nodes)
 	for i := range w.opts.Nodes {
-		name := fmt.Sprintf("%s-node-%d", w.opts.Name, i)
+		// The node name is also its hostname label, which must fit a label value (63 characters).
+		name := fluxgen.SafeName(fluxgen.MaxLabelValue, w.opts.Name, "node", fmt.Sprint(i))
 		names = append(names, name)
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
