@@ -50,9 +50,9 @@ type ClusterAddonReconciler struct {
 	client.Client
 	// APIReader reads the API server directly: the kubeconfig Secret's metadata, by name.
 	APIReader client.Reader
-	Applier  *Applier
-	Stacks   *StackCache
-	Recorder record.EventRecorder
+	Applier   *Applier
+	Stacks    *StackCache
+	Recorder  record.EventRecorder
 	// AddonTimeout is the Flux timeout of the generated objects (0: fluxgen's default).
 	AddonTimeout time.Duration
 

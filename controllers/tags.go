@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,19 +26,29 @@ type TagLister struct {
 	// Reader reads credential Secrets (an uncached reader: Secrets are not cached).
 	Reader client.Reader
 	// List, when set, replaces the remote listing (for tests of the controller wiring).
-	List func(ctx context.Context, url string, auth transport.AuthMethod) ([]string, error)
+	List func(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error)
 
 	mu    sync.Mutex
 	cache map[string]tagCacheEntry
 }
 
 type tagCacheEntry struct {
-	tags []string
+	refs map[string]string
 	at   time.Time
 }
 
-// Tags returns the repository's tag names. maxAge bounds how old a cached answer may be.
+// Tags returns the repository's tag names, sorted. maxAge bounds how old a cached answer may be.
 func (l *TagLister) Tags(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) ([]string, error) {
+	refs, err := l.Refs(ctx, ns, src, maxAge)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(refs)), nil
+}
+
+// Refs returns every tag of the repository with the commit it points to (peeled for annotated
+// tags). maxAge bounds how old a cached answer may be; Tags shares the cache.
+func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) (map[string]string, error) {
 	key := ns + "|" + src.URL
 	if src.SecretRef != nil {
 		key += "|" + src.SecretRef.Name
@@ -44,7 +56,7 @@ func (l *TagLister) Tags(ctx context.Context, ns string, src csv1.StackSource, m
 	l.mu.Lock()
 	if e, ok := l.cache[key]; ok && time.Since(e.at) < maxAge {
 		l.mu.Unlock()
-		return e.tags, nil
+		return e.refs, nil
 	}
 	l.mu.Unlock()
 
@@ -58,17 +70,17 @@ func (l *TagLister) Tags(ctx context.Context, ns string, src csv1.StackSource, m
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	tags, err := list(ctx, src.URL, auth)
+	refs, err := list(ctx, src.URL, auth)
 	if err != nil {
-		return nil, fmt.Errorf("list tags of %s: %w", src.URL, err)
+		return nil, fmt.Errorf("list tags of %s: %s", redactURL(src.URL), redactURLs(err.Error()))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cache == nil {
 		l.cache = map[string]tagCacheEntry{}
 	}
-	l.cache[key] = tagCacheEntry{tags: tags, at: time.Now()}
-	return tags, nil
+	l.cache[key] = tagCacheEntry{refs: refs, at: time.Now()}
+	return refs, nil
 }
 
 // Forget drops the cached tags of a source so the next call lists them again.
@@ -103,23 +115,26 @@ func (l *TagLister) auth(ctx context.Context, ns string, src csv1.StackSource) (
 	}
 }
 
-func listRemoteTags(ctx context.Context, url string, auth transport.AuthMethod) ([]string, error) {
+// listRemoteTags lists a remote's tags with the commit each points to: for an annotated tag the
+// peeled commit ("<tag>^{}"), not the tag object.
+func listRemoteTags(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error) {
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var tags []string
+	out := map[string]string{}
+	peeled := map[string]bool{}
 	for _, r := range refs {
 		if !r.Name().IsTag() {
 			continue
 		}
-		name := strings.TrimSuffix(r.Name().Short(), "^{}")
-		if !seen[name] {
-			seen[name] = true
-			tags = append(tags, name)
+		name := r.Name().Short()
+		if tag, ok := strings.CutSuffix(name, "^{}"); ok {
+			out[tag], peeled[tag] = r.Hash().String(), true
+		} else if !peeled[name] {
+			out[name] = r.Hash().String()
 		}
 	}
-	return tags, nil
+	return out, nil
 }

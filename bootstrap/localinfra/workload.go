@@ -1,8 +1,6 @@
 package localinfra
 
 import (
-	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
-
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 const (
