@@ -101,6 +101,6 @@ var _ = Describe("Hostile input: generated names that would collide or overflow"
 			Expect(names).NotTo(HaveKey(ks.Name))
 			names[ks.Name] = true
 		}
-		Expect(names).To(HaveLen(len(clusters) * (1 + len(namesComponents))), "one Kustomization per cluster and kustomize component")
+		Expect(names).To(HaveLen(len(clusters)*(1+len(namesComponents))), "one Kustomization per cluster and kustomize component")
 	})
 })
