@@ -31,6 +31,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -233,7 +234,7 @@ func (r *ClusterStackReconciler) tagPublished(ctx context.Context, cs *csv1.Clus
 		return true, csv1.MissingRelease{}
 	}
 	return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagNotFound,
-		Message: fmt.Sprintf("tag %s of ClusterStack %s does not exist in %s: publish it, or move the Cluster to a published release", name, cs.Name, redactURL(cs.Spec.Source.URL))}
+		Message: fmt.Sprintf("tag %s of ClusterStack %s does not exist in %s: publish it, or move the Cluster to a published release", name, cs.Name, redact.URL(cs.Spec.Source.URL))}
 }
 
 func (r *ClusterStackReconciler) releasesOf(ctx context.Context, cs *csv1.ClusterStack) ([]csv1.ClusterStackRelease, error) {
@@ -313,7 +314,7 @@ func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope)
 		c := metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 			Message: fmt.Sprintf("%d release(s) kept", len(summaries)), ObservedGeneration: cs.Generation}
 		if s.resolveErr != nil {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagListFailed, redactURLs(oneLine(s.resolveErr))
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagListFailed, redact.URLs(oneLine(s.resolveErr))
 		}
 		if fluxstatus.SetCondition(&cs.Status.Conditions, c) && s.resolveErr != nil {
 			warn = &c

@@ -26,6 +26,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -162,7 +163,7 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 	switch {
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, csv1.ReasonTagListFailed,
-			fmt.Sprintf("cannot check where tag %s points: %s", rel.Name, redactURLs(oneLine(err)))
+			fmt.Sprintf("cannot check where tag %s points: %s", rel.Name, redact.URLs(oneLine(err)))
 	case refs[rel.Name] == "":
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagMoved, fmt.Sprintf(
 			"tag %s was validated at commit %s and no longer exists; the release keeps delivering %s. Publish a new version and move the Clusters to it",

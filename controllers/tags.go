@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 )
 
 // TagLister lists a Git repository's tags, with the credentials of a Flux-style Secret. Results
@@ -72,7 +73,7 @@ func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, m
 	defer cancel()
 	refs, err := list(ctx, src.URL, auth)
 	if err != nil {
-		return nil, fmt.Errorf("list tags of %s: %s", redactURL(src.URL), redactURLs(err.Error()))
+		return nil, fmt.Errorf("list tags of %s: %s", redact.URL(src.URL), redact.URLs(err.Error()))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -17,7 +17,6 @@ package webhooks
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -170,16 +170,7 @@ func ValidateUnpublishedRelease(c *clusterv1.Cluster, cs *csv1.ClusterStack, tag
 	}
 	return field.ErrorList{field.Invalid(classRefNamePath, name, fmt.Sprintf(
 		"ClusterClass %q would be a release of ClusterStack %q, but tag %q is not published in its repository %s: publish the tag first, or use a published release (%s)",
-		name, cs.Name, name, redactUserinfo(cs.Spec.Source.URL), hint))}
-}
-
-// redactUserinfo drops credentials from a URL for a message.
-func redactUserinfo(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		u.User = nil
-		return u.String()
-	}
-	return raw
+		name, cs.Name, name, redact.URL(cs.Spec.Source.URL), hint))}
 }
 
 // parseMinor parses a Kubernetes minor such as "1.36".

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -104,7 +105,7 @@ func (v *ClusterValidator) unpublished(ctx context.Context, c *clusterv1.Cluster
 		tags, err := v.Tags.Tags(tctx, ns, cs.Spec.Source, maxAge)
 		cancel()
 		if err != nil {
-			return nil, []string{fmt.Sprintf("cannot check that tag %s of ClusterStack %s is published (%s); the Cluster is admitted and its ClusterAddon reports what it finds", name, cs.Name, redactUserinfo(err.Error()))}
+			return nil, []string{fmt.Sprintf("cannot check that tag %s of ClusterStack %s is published (%s); the Cluster is admitted and its ClusterAddon reports what it finds", name, cs.Name, redact.URLs(err.Error()))}
 		}
 		if errs := ValidateUnpublishedRelease(c, cs, tags); len(errs) > 0 {
 			// The tag may have been pushed a moment ago: list again once before refusing.
