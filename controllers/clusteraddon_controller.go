@@ -522,28 +522,11 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	return true, r.pruneStale(ctx, s, want)
 }
 
-// pruneValues deletes the cluster's values ConfigMaps of other releases once no Flux object of
-// the cluster refers to them (every object moved to the desired release's ConfigMap).
+// pruneValues deletes the cluster's values ConfigMaps of other releases. It runs only after
+// applyFluxObjects succeeded: then every Flux object of the cluster that exists refers to the
+// desired release's ConfigMap (objects of components the release dropped, or renamed, were
+// deleted; a component gated on its predecessor has no object yet), so no other one is used.
 func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (bool, error) {
-	objs, err := r.ownedFluxObjects(ctx, s.addon)
-	if err != nil {
-		return false, err
-	}
-	used := map[string]bool{s.values: true}
-	for _, o := range objs {
-		switch t := o.(type) {
-		case *helmv2.HelmRelease:
-			for _, v := range t.Spec.ValuesFrom {
-				used[v.Name] = true
-			}
-		case *kustomizev1.Kustomization:
-			if t.Spec.PostBuild != nil {
-				for _, v := range t.Spec.PostBuild.SubstituteFrom {
-					used[v.Name] = true
-				}
-			}
-		}
-	}
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
 		client.MatchingLabels{csv1.ClusterNameLabel: fluxgen.LabelValue(s.addon.Spec.ClusterName), csv1.ManagedByLabel: csv1.ManagedByValue}); err != nil {
@@ -551,7 +534,7 @@ func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope)
 	}
 	for i := range cms.Items {
 		cm := &cms.Items[i]
-		if used[cm.Name] || !metav1.IsControlledBy(cm, s.addon) || !cm.DeletionTimestamp.IsZero() {
+		if cm.Name == s.values || !metav1.IsControlledBy(cm, s.addon) || !cm.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
