@@ -30,11 +30,11 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, artifactHost string
-		webhookHost, webhookCertDir          string
-		webhookPort                          int
-		leaderElect, enableWebhooks          bool
-		grace, addonTimeout                  time.Duration
+		metricsAddr, probeAddr, artifactHost   string
+		webhookHost, webhookCertDir, defaultSA string
+		webhookPort                            int
+		leaderElect, enableWebhooks            bool
+		grace, addonTimeout                    time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -49,6 +49,8 @@ func main() {
 	flag.StringVar(&webhookHost, "webhook-host", "", "The address the webhook server listens on; all addresses when empty.")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "",
 		"The directory with the webhook server's tls.crt and tls.key; <temp dir>/k8s-webhook-server/serving-certs when empty.")
+	flag.StringVar(&defaultSA, "default-service-account", "",
+		"The ServiceAccount (in each ClusterStack's namespace) that generated Flux objects run as when the ClusterStack sets no spec.serviceAccountName; set it to the same name as Flux's --default-service-account. Empty leaves it to Flux.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -70,10 +72,11 @@ func main() {
 	}
 	tags := &controllers.TagLister{Reader: mgr.GetAPIReader()}
 	if err := controllers.Setup(context.Background(), mgr, controllers.Config{
-		Grace:                grace,
-		ArtifactHostOverride: artifactHost,
-		Tags:                 tags,
-		AddonTimeout:         addonTimeout,
+		Grace:                 grace,
+		ArtifactHostOverride:  artifactHost,
+		Tags:                  tags,
+		AddonTimeout:          addonTimeout,
+		DefaultServiceAccount: defaultSA,
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)

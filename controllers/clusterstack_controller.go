@@ -56,6 +56,9 @@ type ClusterStackReconciler struct {
 	APIReader client.Reader
 	Tags      *TagLister
 	Recorder  record.EventRecorder
+	// DefaultServiceAccount is the identity of a stack's Flux objects when its
+	// spec.serviceAccountName is empty (the operator's --default-service-account).
+	DefaultServiceAccount string
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks,verbs=get;list;watch;update;patch
@@ -483,14 +486,15 @@ func (r *ClusterStackReconciler) ensureRelease(ctx context.Context, cs *csv1.Clu
 		rel.Labels[csv1.StackLabel] = fluxgen.LabelValue(cs.Name)
 		rel.Labels[csv1.ReleaseLabel] = fluxgen.LabelValue(name)
 		rel.Spec = csv1.ClusterStackReleaseSpec{
-			ClusterStack:      cs.Name,
-			Provider:          cs.Spec.Provider,
-			StackName:         cs.Spec.Name,
-			KubernetesVersion: cs.Spec.KubernetesVersion,
-			Version:           version,
-			Source:            cs.Spec.Source,
-			Interval:          metav1.Duration{Duration: interval(cs)},
-			FollowMovedTags:   cs.Spec.FollowMovedTags,
+			ClusterStack:       cs.Name,
+			Provider:           cs.Spec.Provider,
+			StackName:          cs.Spec.Name,
+			KubernetesVersion:  cs.Spec.KubernetesVersion,
+			Version:            version,
+			Source:             cs.Spec.Source,
+			Interval:           metav1.Duration{Duration: interval(cs)},
+			FollowMovedTags:    cs.Spec.FollowMovedTags,
+			ServiceAccountName: serviceAccountOf(cs, r.DefaultServiceAccount),
 		}
 		// Owned, but not as controller of its lifecycle: an in-use release outlives edits to
 		// the ClusterStack; its own finalizer keeps it while anything uses it.
@@ -503,4 +507,13 @@ func (r *ClusterStackReconciler) ensureRelease(ctx context.Context, cs *csv1.Clu
 		r.Recorder.Eventf(cs, corev1.EventTypeNormal, "ReleaseCreated", "release %s created", name)
 	}
 	return nil
+}
+
+// serviceAccountOf is the identity a stack's Flux objects run as: its own
+// spec.serviceAccountName, else the operator's default (which may be empty: then Flux decides).
+func serviceAccountOf(cs *csv1.ClusterStack, def string) string {
+	if cs.Spec.ServiceAccountName != "" {
+		return cs.Spec.ServiceAccountName
+	}
+	return def
 }

@@ -26,6 +26,9 @@ type Config struct {
 	// AddonTimeout bounds one install, upgrade or health check of a cluster's addon (Flux's
 	// spec.timeout); 0 means fluxgen.AddonTimeout.
 	AddonTimeout time.Duration
+	// DefaultServiceAccount is the ServiceAccount (in each stack's namespace) that generated Flux
+	// objects run as when a ClusterStack names none; empty leaves it to Flux.
+	DefaultServiceAccount string
 }
 
 // Setup registers the field indexes and every controller of the operator with mgr.
@@ -44,7 +47,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	rec := mgr.GetEventRecorderFor
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller")},
+		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
 		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, Recorder: rec("clusteraddon-controller")},
 		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},

@@ -79,6 +79,19 @@ type ClusterStackSpec struct {
 	// validated commit.
 	// +optional
 	FollowMovedTags bool `json:"followMovedTags,omitempty"`
+
+	// serviceAccountName is the ServiceAccount, in the ClusterStack's namespace, whose identity
+	// Flux uses to apply everything generated for the stack: the cluster-class into this
+	// namespace of the management cluster, and (impersonated on the workload cluster, through the
+	// Cluster's kubeconfig) every cluster's addons. The account needs only what the stack's
+	// cluster-class creates in this namespace (see the README's example Role); what it may not
+	// do fails and is reported, and is not created. When empty, the operator's
+	// --default-service-account is used, and when that is empty too, Flux's own
+	// --default-service-account (or, without it, Flux's own identity).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // MissingRelease is a release a Cluster uses that does not exist and cannot be created.

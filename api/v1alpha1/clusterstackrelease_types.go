@@ -62,6 +62,13 @@ type ClusterStackReleaseSpec struct {
 	// commit its tag points to; when false it stays pinned to the validated commit.
 	// +optional
 	FollowMovedTags bool `json:"followMovedTags,omitempty"`
+
+	// serviceAccountName is the identity Flux applies the release's cluster-class and the
+	// clusters' addons with: the ClusterStack's spec.serviceAccountName, or the operator's
+	// --default-service-account when that is empty. Empty leaves the choice to Flux.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // ReleaseComponent describes one component of a release.

@@ -161,13 +161,14 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{
-				SourceRef:       kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
-				Path:            componentPath(rel, c.Path),
-				Interval:        interval(rel),
-				Prune:           true,
-				Wait:            true,
-				Timeout:         &metav1.Duration{Duration: AddonTimeout},
-				TargetNamespace: rel.Namespace,
+				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
+				Path:               componentPath(rel, c.Path),
+				Interval:           interval(rel),
+				Prune:              true,
+				Wait:               true,
+				Timeout:            &metav1.Duration{Duration: AddonTimeout},
+				TargetNamespace:    rel.Namespace,
+				ServiceAccountName: rel.Spec.ServiceAccountName,
 				// The variables a kustomize cluster-class names its ClusterClass with (stacks/README.md).
 				PostBuild: &kustomizev1.PostBuild{Substitute: map[string]string{
 					"cluster_class_name": rel.Name,
@@ -183,12 +184,13 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
 		Spec: helmv2.HelmReleaseSpec{
-			ChartRef:        &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: name},
-			Interval:        interval(rel),
-			ReleaseName:     HelmReleaseName(rel.Name),
-			TargetNamespace: rel.Namespace,
-			Install:         &helmv2.Install{Remediation: &helmv2.InstallRemediation{Retries: -1}},
-			Upgrade:         &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
+			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: name},
+			Interval:           interval(rel),
+			ReleaseName:        HelmReleaseName(rel.Name),
+			TargetNamespace:    rel.Namespace,
+			ServiceAccountName: rel.Spec.ServiceAccountName,
+			Install:            &helmv2.Install{Remediation: &helmv2.InstallRemediation{Retries: -1}},
+			Upgrade:            &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
 			PostRenderers: []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{Patches: []kustomize.Patch{{
 				Target: &kustomize.Selector{Group: ClusterClassGroup, Kind: ClusterClassKind},
 				Patch:  "- op: replace\n  path: /metadata/name\n  value: " + rel.Name + "\n",
@@ -260,6 +262,8 @@ func AddonObjects(in ClusterInput) []client.Object {
 					Install:          &helmv2.Install{CreateNamespace: true, Remediation: &helmv2.InstallRemediation{Retries: -1}},
 					Upgrade:          &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
 					ValuesFrom:       []helmv2.ValuesReference{{Kind: "ConfigMap", Name: values, ValuesKey: render.HelmValuesKey(c.Name)}},
+					// With a kubeConfig, Flux impersonates the account on the workload cluster.
+					ServiceAccountName: in.Release.Spec.ServiceAccountName,
 				},
 			}
 			if prevHelm != "" {
@@ -281,6 +285,8 @@ func AddonObjects(in ClusterInput) []client.Object {
 					Prune:         true,
 					Wait:          true,
 					PostBuild:     &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: values}}},
+					// With a kubeConfig, Flux impersonates the account on the workload cluster.
+					ServiceAccountName: in.Release.Spec.ServiceAccountName,
 				},
 			}
 			if prevKust != "" {
