@@ -69,6 +69,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// OnProcessStarted, when set, is called after each workload process was started.
 	OnProcessStarted func()
+	// FluxServiceAccounts are ServiceAccount names: in each workload cluster, the users
+	// system:serviceaccount:<Cluster namespace>:<name> are bound to cluster-admin, so that Flux
+	// objects impersonating them there (Flux's --default-service-account, a ClusterStack's
+	// spec.serviceAccountName) can install the addons.
+	FluxServiceAccounts []string
 }
 
 // Reconciler provisions a local workload cluster for each CAPI v1beta2 Cluster. See the
@@ -322,6 +327,7 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, c *clusterv1.Cluster) (
 		Nodes:            nodes,
 		StartTimeout:     r.opts.StartTimeout,
 		OnProcessStarted: r.opts.OnProcessStarted,
+		AdminUsers:       serviceAccountUsers(c.Namespace, r.opts.FluxServiceAccounts),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", key, err)
@@ -601,4 +607,13 @@ func isOwnedBy(refs []metav1.OwnerReference, c *clusterv1.Cluster) bool {
 		}
 	}
 	return false
+}
+
+// serviceAccountUsers are the user names of ServiceAccounts names in namespace ns.
+func serviceAccountUsers(ns string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, "system:serviceaccount:"+ns+":"+n)
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -59,7 +60,17 @@ type WorkloadOptions struct {
 	// OnProcessStarted, when set, is called after each process was started (the plane uses
 	// it to record process groups for cleanup after a crash).
 	OnProcessStarted func()
+	// AdminUsers are bound to cluster-admin in the workload cluster (ClusterRoleBinding
+	// AdminBindingName). The local plane lists the Flux identities of the Cluster's namespace
+	// here: Flux impersonates a HelmRelease's or Kustomization's service account on the cluster
+	// its kubeConfig points to, so the workload cluster must grant that user what the addons
+	// need, as a real cluster's bootstrap (kubeadm postKubeadmCommands, a ClusterResourceSet)
+	// would.
+	AdminUsers []string
 }
+
+// AdminBindingName is the ClusterRoleBinding granting WorkloadOptions.AdminUsers cluster-admin.
+const AdminBindingName = "clusterstack-flux-admin"
 
 // WorkloadCluster is a running workload cluster: an API server with etcd, a controller
 // manager, a scheduler and kwok, all as local processes.
@@ -193,6 +204,9 @@ func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *Workloa
 	}
 	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), sched); err != nil {
 		return nil, fmt.Errorf("workload cluster %s: kube-scheduler not healthy: %w", opts.Name, err)
+	}
+	if err := w.bindAdmins(ctx); err != nil {
+		return nil, err
 	}
 	if err := w.createNodes(ctx); err != nil {
 		return nil, err
@@ -459,4 +473,26 @@ func (w *WorkloadCluster) Stop() error {
 		}
 	})
 	return w.stopErr
+}
+
+// bindAdmins grants WorkloadOptions.AdminUsers cluster-admin (see there).
+func (w *WorkloadCluster) bindAdmins(ctx context.Context) error {
+	if len(w.opts.AdminUsers) == 0 {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(w.cfg)
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: %w", w.opts.Name, err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: AdminBindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+	}
+	for _, u := range w.opts.AdminUsers {
+		crb.Subjects = append(crb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("workload cluster %s: bind %v to cluster-admin: %w", w.opts.Name, w.opts.AdminUsers, err)
+	}
+	return nil
 }

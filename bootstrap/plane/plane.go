@@ -96,6 +96,17 @@ type Options struct {
 	// FluxWatchNamespace restricts the Flux controllers to one namespace
 	// (--watch-all-namespaces=false); all namespaces when empty.
 	FluxWatchNamespace string
+	// FluxServiceAccount is the --default-service-account of kustomize- and helm-controller,
+	// which also run with --no-cross-namespace-refs=true (Flux's multi-tenancy lockdown), and
+	// of the operator. Each workload cluster binds this account of its Cluster's namespace to
+	// cluster-admin (Flux impersonates it there). Default: DefaultFluxServiceAccount.
+	FluxServiceAccount string
+	// RBACConfigDir is the operator's RBAC (kustomize), installed with WithOperator; the operator
+	// runs with a token of its ServiceAccount. Default: <RepoRoot>/config/rbac.
+	RBACConfigDir string
+	// TenantConfigDir is the tenant ClusterRole (kustomize), always installed.
+	// Default: <RepoRoot>/config/tenant.
+	TenantConfigDir string
 
 	// WithOperator starts the operator (OperatorPath) against the management API server.
 	WithOperator bool
@@ -143,6 +154,7 @@ type Plane struct {
 
 	operatorMetricsAddr, operatorHealthAddr string
 	operatorWebhookAddr                     string
+	operatorKubeconfig                      string
 	sourceStorageAddr                       string
 
 	stopOnce sync.Once
@@ -228,6 +240,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WebhookConfigDir == "" {
 		o.WebhookConfigDir = filepath.Join(o.RepoRoot, filepath.FromSlash(webhooks.ConfigDir))
 	}
+	if o.FluxServiceAccount == "" {
+		o.FluxServiceAccount = DefaultFluxServiceAccount
+	}
+	if o.RBACConfigDir == "" {
+		o.RBACConfigDir = filepath.Join(o.RepoRoot, "config", "rbac")
+	}
+	if o.TenantConfigDir == "" {
+		o.TenantConfigDir = filepath.Join(o.RepoRoot, "config", "tenant")
+	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
@@ -307,6 +328,9 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 
 	if err := p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("plane: create namespace %s: %w", FluxNamespace, err)
+	}
+	if err := p.installConfig(ctx, opts.TenantConfigDir); err != nil {
+		return nil, err
 	}
 
 	gitLog, err := p.openLog("gitserver.log")
@@ -554,6 +578,11 @@ func (p *Plane) startFlux(ctx context.Context) error {
 			return fmt.Errorf("plane: %w", err)
 		}
 		args := append(c.args, "--enable-leader-election=false", watchAll, "--log-encoding=console")
+		if c.name != "source-controller" {
+			// Flux's multi-tenancy lockdown: no reference across namespaces, and every object
+			// without spec.serviceAccountName applied as the namespace's default account.
+			args = append(args, "--no-cross-namespace-refs=true", "--default-service-account="+o.FluxServiceAccount)
+		}
 		pr, err := proc.Start(proc.Spec{
 			Name: c.name,
 			Path: filepath.Join(o.BinDir, c.name),
@@ -630,12 +659,13 @@ func (p *Plane) startLocalInfra(ctx context.Context) error {
 		return fmt.Errorf("plane: localinfra manager: %w", err)
 	}
 	p.infra = localinfra.NewReconciler(mgr.GetClient(), localinfra.Options{
-		BinDir:           o.BinDir,
-		KwokStagesDir:    o.KwokStagesDir,
-		StateDir:         filepath.Join(o.StateDir, "clusters"),
-		LogDir:           filepath.Join(p.LogDir(), "clusters"),
-		Nodes:            o.WorkloadNodes,
-		OnProcessStarted: p.record,
+		BinDir:              o.BinDir,
+		KwokStagesDir:       o.KwokStagesDir,
+		StateDir:            filepath.Join(o.StateDir, "clusters"),
+		LogDir:              filepath.Join(p.LogDir(), "clusters"),
+		Nodes:               o.WorkloadNodes,
+		OnProcessStarted:    p.record,
+		FluxServiceAccounts: []string{o.FluxServiceAccount},
 	})
 	if err := p.infra.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("plane: localinfra controller: %w", err)
@@ -658,6 +688,11 @@ func (p *Plane) startOperator(ctx context.Context) error {
 	}
 	p.operatorMetricsAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
 	p.operatorHealthAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
+	if p.operatorKubeconfig == "" {
+		if p.operatorKubeconfig, err = p.setupOperatorIdentity(ctx); err != nil {
+			return err
+		}
+	}
 	wh := p.env.WebhookInstallOptions
 	p.operatorWebhookAddr = net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
 	args := append([]string{
@@ -667,13 +702,14 @@ func (p *Plane) startOperator(ctx context.Context) error {
 		"--webhook-host=" + wh.LocalServingHost,
 		"--webhook-port=" + strconv.Itoa(wh.LocalServingPort),
 		"--webhook-cert-dir=" + wh.LocalServingCertDir,
+		"--default-service-account=" + o.FluxServiceAccount,
 	}, o.OperatorArgs...)
 	pr, err := proc.Start(proc.Spec{
 		Name: "manager",
 		Path: o.OperatorPath,
 		Args: args,
 		Env: append([]string{
-			"KUBECONFIG=" + p.kubeconfig,
+			"KUBECONFIG=" + p.operatorKubeconfig,
 			// Artifact URLs name source-controller's in-cluster address; reach it here.
 			"SOURCE_CONTROLLER_LOCALHOST=" + p.sourceStorageAddr,
 		}, o.OperatorEnv...),

@@ -2,13 +2,11 @@ package webhooks
 
 import (
 	"fmt"
-	"path/filepath"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
 )
 
 // ConfigDir is the kustomize directory of the webhook configuration, relative to the
@@ -20,30 +18,18 @@ const ConfigDir = "config/webhook"
 // deployment installs, matchConditions included. Local planes and tests install these with
 // envtest (which replaces the Service reference by a local URL and the CA bundle by its own).
 func LoadValidatingWebhookConfigurations(dir string) ([]*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	abs, err := filepath.Abs(dir)
+	objs, err := manifests.Build(dir)
 	if err != nil {
 		return nil, err
 	}
-	k := krusty.MakeKustomizer(&krusty.Options{
-		LoadRestrictions: kustypes.LoadRestrictionsRootOnly,
-		PluginConfig:     kustypes.DisabledPluginConfig(),
-	})
-	rm, err := k.Run(filesys.MakeFsOnDisk(), abs)
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
 	var out []*admissionregistrationv1.ValidatingWebhookConfiguration
-	for _, res := range rm.Resources() {
-		if res.GetKind() != "ValidatingWebhookConfiguration" {
+	for _, u := range objs {
+		if u.GetKind() != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		m, err := res.Map()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
-		}
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, vwc, true); err != nil {
-			return nil, fmt.Errorf("%s: ValidatingWebhookConfiguration %s: %w", dir, res.GetName(), err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, vwc, true); err != nil {
+			return nil, fmt.Errorf("%s: ValidatingWebhookConfiguration %s: %w", dir, u.GetName(), err)
 		}
 		out = append(out, vwc)
 	}

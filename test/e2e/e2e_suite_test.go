@@ -114,25 +114,37 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	publishVersion(ctx, newestVersion, withClusterInfoKey("stack-version", newestVersion))
 }, NodeTimeout(6*time.Minute))
 
-var _ = AfterSuite(func() {
-	if pl != nil {
+var _ = AfterSuite(func(ctx SpecContext) {
+	if pl == nil {
+		return
+	}
+	defer func() {
 		if CurrentSpecReport().Failed() || os.Getenv("E2E_KEEP_LOGS") != "" {
 			GinkgoWriter.Printf("logs kept in %s\n", pl.LogDir())
 		}
 		Expect(pl.Stop()).To(Succeed())
-	}
+	}()
+	// Credentials (issue 9): no Secret value in any generated object, status, Event or the
+	// operator's log, after everything the suite did.
+	expectNoSecretLeaked(ctx)
 })
 
 // publish commits the stacks/ tree of this repository, changed by mutate (which gets a copy), to
 // the Git server and tags it.
 func publish(ctx context.Context, tag string, mutate func(dir string)) {
 	GinkgoHelper()
+	publishTo(ctx, stacksRepo, tag, mutate)
+}
+
+// publishTo is publish into another repository of the Git server.
+func publishTo(ctx context.Context, repo, tag string, mutate func(dir string)) {
+	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	Expect(os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "stacks")))).To(Succeed())
 	if mutate != nil {
 		mutate(dir)
 	}
-	Expect(pl.Git().Publish(ctx, stacksRepo, dir, ".", tag)).To(Succeed())
+	Expect(pl.Git().Publish(ctx, repo, dir, ".", tag)).To(Succeed())
 }
 
 // gitURL is the URL of the stacks repository.

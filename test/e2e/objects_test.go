@@ -15,10 +15,11 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-// createNamespace creates a namespace for one group of specs.
+// createNamespace creates a tenant namespace for one group of specs: the namespace, the
+// ServiceAccount Flux applies its stacks as, and its RoleBinding to config/tenant's ClusterRole.
 func createNamespace(ctx context.Context, name string) {
 	GinkgoHelper()
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	Expect(pl.CreateTenantNamespace(ctx, name)).To(Succeed())
 }
 
 // newClusterStack returns the reference stack's ClusterStack in ns, pinned to versions.

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// minSecretLen is the shortest Secret value looked for: shorter values ("admin", "true") occur in
+// any text by chance and say nothing about a leak.
+const minSecretLen = 12
+
+// secretNeedles returns what must never appear outside Secrets: every Secret value in the
+// management cluster of at least minSecretLen bytes (and its base64 form), and of kubeconfig
+// Secrets the credentials in them (client key, token, password), not the server address and CA
+// a kubeconfig also holds, which are public.
+func secretNeedles(ctx context.Context, g Gomega) map[string]string {
+	var secrets corev1.SecretList
+	g.Expect(k8s.List(ctx, &secrets)).To(Succeed())
+	needles := map[string]string{}
+	add := func(where, v string) {
+		if len(v) >= minSecretLen {
+			needles[v] = where
+			needles[base64.StdEncoding.EncodeToString([]byte(v))] = where + " (base64)"
+		}
+	}
+	for _, s := range secrets.Items {
+		for k, v := range s.Data {
+			where := s.Namespace + "/" + s.Name + "[" + k + "]"
+			if kc, err := clientcmd.Load(v); err == nil && len(kc.AuthInfos) > 0 {
+				for name, ai := range kc.AuthInfos {
+					add(where+" user "+name+" key", string(ai.ClientKeyData))
+					add(where+" user "+name+" token", ai.Token)
+					add(where+" user "+name+" password", ai.Password)
+					for _, line := range strings.Split(string(ai.ClientKeyData), "\n") {
+						add(where+" user "+name+" key line", strings.TrimSpace(line))
+					}
+				}
+				continue
+			}
+			add(where, string(v))
+		}
+	}
+	return needles
+}
+
+// expectNoSecretLeaked checks that no Secret value appears in an object the operator generated or
+// owns the status of, in an Event, or in the operator's log.
+func expectNoSecretLeaked(ctx context.Context) {
+	g := NewWithT(GinkgoT())
+	needles := secretNeedles(ctx, g)
+	haystacks := map[string]string{}
+	lists := []client.ObjectList{
+		&csv1.ClusterStackList{}, &csv1.ClusterStackReleaseList{}, &csv1.ClusterAddonList{},
+		&helmv2.HelmReleaseList{}, &kustomizev1.KustomizationList{},
+		&sourcev1.GitRepositoryList{}, &sourcev1.HelmChartList{}, &corev1.EventList{},
+	}
+	for _, l := range lists {
+		g.Expect(k8s.List(ctx, l)).To(Succeed())
+		b, err := json.Marshal(l)
+		g.Expect(err).NotTo(HaveOccurred())
+		haystacks[typeName(l)] = string(b)
+	}
+	var cms corev1.ConfigMapList
+	g.Expect(k8s.List(ctx, &cms, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue})).To(Succeed())
+	b, err := json.Marshal(cms)
+	g.Expect(err).NotTo(HaveOccurred())
+	haystacks["generated ConfigMaps"] = string(b)
+	logBytes, err := os.ReadFile(filepath.Join(pl.LogDir(), "manager.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	haystacks["the operator's log"] = string(logBytes)
+
+	var leaks []string
+	for needle, where := range needles {
+		for name, hay := range haystacks {
+			if strings.Contains(hay, needle) {
+				leaks = append(leaks, "Secret "+where+" appears in "+name)
+			}
+		}
+	}
+	g.Expect(leaks).To(BeEmpty(), "checked %d Secret values against %d kinds of objects and the log", len(needles), len(haystacks))
+}
+
+func typeName(l client.ObjectList) string { return strings.TrimSuffix(fmt.Sprintf("%T", l), "List") }
