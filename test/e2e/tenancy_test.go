@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -203,5 +204,53 @@ webhooks:
 			g.Expect(s.Status.Releases).To(BeEmpty())
 		}).Should(Succeed())
 		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+	})
+
+	It("runs a stack's Flux objects as its spec.serviceAccountName: refused and reported until that account is granted, then delivered", func(ctx SpecContext) {
+		const ns, sa = "tenant-c", "stack-deployer"
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})).To(Succeed())
+		cs := newClusterStack(ns, "v1")
+		cs.Spec.ServiceAccountName = sa
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		user := "system:serviceaccount:" + ns + ":" + sa
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ns, "v1")
+			g.Expect(rel.Spec.ServiceAccountName).To(Equal(sa))
+			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.ClusterClassObjectName(rel.Name), user, "forbidden"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+
+		By("granting the account the tenant role in its namespace")
+		Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "clusterstack-tenant"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+		})).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getRelease(ctx, g, ns, "v1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+
+		By("a Cluster's addons run as the same account on its workload cluster, which must grant it too")
+		Expect(k8s.Create(ctx, newCluster(ns, "own-identity", "v1", "10.83.0.0/16"))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "own-identity")
+			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, user))
+			var hrs helmv2.HelmReleaseList
+			g.Expect(k8s.List(ctx, &hrs, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: "own-identity"})).To(Succeed())
+			g.Expect(hrs.Items).NotTo(BeEmpty())
+			for _, hr := range hrs.Items {
+				g.Expect(hr.Spec.ServiceAccountName).To(Equal(sa), "HelmRelease %s", hr.Name)
+			}
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		wc, err := pl.WorkloadClient(ctx, ns, "own-identity")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wc.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "stack-deployer-admin"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		})).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, ns, "own-identity")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	})
 })
