@@ -4,13 +4,17 @@
 //   - a management Kubernetes API server with etcd (envtest), with the CRDs of the operator,
 //     Flux, Cluster API and CAPA installed, and a system:masters kubeconfig written to
 //     <state-dir>/management.kubeconfig;
-//   - Flux's source-, kustomize- and helm-controller (checked healthy before Start returns);
+//   - Flux's source-, kustomize- and helm-controller (checked healthy before Start returns),
+//     kustomize- and helm-controller in Flux's multi-tenancy lockdown
+//     (--no-cross-namespace-refs=true, --default-service-account=Options.FluxServiceAccount),
+//     and config/tenant's ClusterRole for team namespaces (CreateTenantNamespace);
 //   - a Git smart-HTTP server (package gitserver) with its repositories under the state dir;
 //   - localinfra, a stand-in for a CAPI infrastructure and control-plane provider that turns
 //     each Cluster into a local workload cluster (API server, controller manager, scheduler
 //     and kwok Nodes) and writes its kubeconfig Secret. It is not part of the operator: see
 //     package localinfra;
-//   - optionally the operator itself (bin/manager), with its validating webhook on CAPI
+//   - optionally the operator itself (bin/manager), running as its config/rbac ServiceAccount
+//     (a token in <state-dir>/operator.kubeconfig), with its validating webhook on CAPI
 //     Clusters: the configuration in config/webhook is installed into the management API
 //     server (envtest generates the CA and the serving certificate and points it at the
 //     operator on loopback), and Start returns once the webhook serves TLS.
