@@ -4,11 +4,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// MaxReleaseName is the limit of release names (tags): they are ClusterStackRelease and
+// ClusterClass names and label values.
+const MaxReleaseName = 63
+
+// MinAutoSubscribeVersionRoom is how many characters of a release name an autoSubscribe
+// ClusterStack's fixed parts (provider, name, Kubernetes minor and the separators) must leave
+// for the version: enough for "v12" and channel versions such as "v0-sha.abc1234".
+const MinAutoSubscribeVersionRoom = 16
+
 // ClusterStackFinalizer keeps a ClusterStack until no Cluster uses any of its releases.
 const ClusterStackFinalizer = "clusterstack.io/finalizer"
 
 // ClusterStackSpec says which stack, for which Kubernetes minor, and which versions of it to deliver.
-// +kubebuilder:validation:XValidation:rule="self.autoSubscribe || size(self.versions) > 0",message="set spec.versions to at least one version (e.g. [\"v1\"]) or set spec.autoSubscribe to true"
+//
+// Release names are tags <provider>-<name>-<major>-<minor>-<version>; they become the names of
+// ClusterStackReleases and ClusterClasses (which Clusters reference) and label values, so they
+// must have at most 63 characters (MaxReleaseName). The rules below keep every release name a
+// ClusterStack can ask for within that: each of spec.versions, and with autoSubscribe the fixed
+// parts, which leave room for a version of MinAutoSubscribeVersionRoom characters.
+// (The messages print lengths digit by digit: string(int) has no size bound for the API
+// server's cost estimate, which then refuses the CRD. A one-element list's map binds a name.)
+// +kubebuilder:validation:XValidation:rule="self.autoSubscribe || (has(self.versions) && size(self.versions) > 0)",message="set spec.versions to at least one version (e.g. [\"v1\"]) or set spec.autoSubscribe to true"
+// +kubebuilder:validation:XValidation:rule="!has(self.versions) || self.versions.all(v, size(self.provider) + size(self.name) + size(self.kubernetesVersion) + size(v) + 3 <= 63)",fieldPath=".versions",message="spec.versions: a release name (tag) <provider>-<name>-<major>-<minor>-<version> would be longer than 63 characters: use a shorter provider, name or version",messageExpression="[self.versions.map(v, self.provider + '-' + self.name + '-' + self.kubernetesVersion.replace('.', '-') + '-' + v).filter(n, size(n) > 63)[0]].map(n, [size(n)].map(l, 'spec.versions: release name ' + n + ' would be ' + (l >= 100 ? ['0','1','2','3','4','5','6','7','8','9'][l / 100] : \"\") + (l >= 10 ? ['0','1','2','3','4','5','6','7','8','9'][l / 10 % 10] : \"\") + ['0','1','2','3','4','5','6','7','8','9'][l % 10] + ' characters; release names (tags) must be at most 63: use a shorter provider, name or version')[0])[0]"
+// +kubebuilder:validation:XValidation:rule="!self.autoSubscribe || size(self.provider) + size(self.name) + size(self.kubernetesVersion) <= 44",message="spec.provider, spec.name, spec.kubernetesVersion: with spec.autoSubscribe the start <provider>-<name>-<major>-<minor>- of the release names must be at most 47 characters so that versions of up to 16 characters fit into release names (tags) of at most 63: use a shorter provider or name, or pin spec.versions instead of autoSubscribe",messageExpression="[self.provider + '-' + self.name + '-' + self.kubernetesVersion.replace('.', '-') + '-'].map(p, [size(p)].map(l, 'spec.provider, spec.name, spec.kubernetesVersion: the release names start with ' + p + ', ' + (l >= 100 ? ['0','1','2','3','4','5','6','7','8','9'][l / 100] : \"\") + (l >= 10 ? ['0','1','2','3','4','5','6','7','8','9'][l / 10 % 10] : \"\") + ['0','1','2','3','4','5','6','7','8','9'][l % 10] + ' characters; with spec.autoSubscribe that must be at most 47 so that versions of up to 16 characters fit into release names (tags) of at most 63: use a shorter provider or name, or pin spec.versions instead of autoSubscribe')[0])[0]"
 type ClusterStackSpec struct {
 	// provider is the infrastructure provider the stack is for, e.g. "aws". It is the first part
 	// of the release tags and cannot be changed.
@@ -27,7 +46,7 @@ type ClusterStackSpec struct {
 
 	// kubernetesVersion is the Kubernetes minor version the stack is for, as "<major>.<minor>",
 	// e.g. "1.33". It cannot be changed: a new minor is a new ClusterStack.
-	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`
 	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.kubernetesVersion cannot be changed; create a new ClusterStack for another Kubernetes minor"
 	// +required
@@ -39,9 +58,10 @@ type ClusterStackSpec struct {
 	Source StackSource `json:"source"`
 
 	// versions are the stack versions to deliver, e.g. ["v1", "v2"]; each becomes a
-	// ClusterStackRelease named like its tag.
+	// ClusterStackRelease named like its tag. A version is v<N> or a channel version
+	// v<N>-<channel>.<patch> or v<N>-<channel>-<patch> (e.g. "v0-sha.abc1234", "v1-alpha-0").
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:Pattern=`^v[0-9]+(-[0-9a-z.]+)?$`
+	// +kubebuilder:validation:items:Pattern=`^v(0|[1-9][0-9]*)(-[a-z0-9]+[.-][a-z0-9]+)?$`
 	// +kubebuilder:validation:items:MaxLength=64
 	// +listType=set
 	// +optional
@@ -59,6 +79,7 @@ type ClusterStackSpec struct {
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.interval must be a duration of at least 10s, such as 30s or 5m: it is how often the repository's tags are listed and Flux re-checks the sources"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
@@ -228,6 +249,7 @@ type ClusterStackStatus struct {
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the ClusterStack's name goes into label values and generated names; choose a shorter name",messageExpression="[size(self.metadata.name)].map(l, 'metadata.name is ' + (l >= 100 ? ['0','1','2','3','4','5','6','7','8','9'][l / 100] : \"\") + (l >= 10 ? ['0','1','2','3','4','5','6','7','8','9'][l / 10 % 10] : \"\") + ['0','1','2','3','4','5','6','7','8','9'][l % 10] + ' characters; a ClusterStack name must be at most 63 (it goes into label values and generated names): choose a shorter name')[0]"
 type ClusterStack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

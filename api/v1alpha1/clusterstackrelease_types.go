@@ -37,13 +37,13 @@ type ClusterStackReleaseSpec struct {
 	StackName string `json:"stackName"`
 
 	// kubernetesVersion is the Kubernetes minor, e.g. "1.33".
-	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`
 	// +kubebuilder:validation:MaxLength=8
 	// +required
 	KubernetesVersion string `json:"kubernetesVersion"`
 
 	// version of the stack, e.g. "v2".
-	// +kubebuilder:validation:Pattern=`^v[0-9]+(-[0-9a-z.]+)?$`
+	// +kubebuilder:validation:Pattern=`^v(0|[1-9][0-9]*)(-[a-z0-9]+[.-][a-z0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=64
 	// +required
 	Version string `json:"version"`
@@ -55,6 +55,8 @@ type ClusterStackReleaseSpec struct {
 	// interval at which Flux re-checks the release's sources, and at which the operator checks
 	// that the tag still points at the validated commit.
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.interval must be a duration such as 5m, of at most 2562047h"
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty"`
 

@@ -168,6 +168,7 @@ type StackSource struct {
 
 	// secretRef names a Secret in the ClusterStack's namespace with Git credentials, in the
 	// format of Flux's GitRepository `spec.secretRef` (username/password, bearerToken or SSH keys).
+	// +kubebuilder:validation:XValidation:rule="size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.source.secretRef.name must be the name of a Secret in the same namespace: at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 

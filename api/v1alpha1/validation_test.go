@@ -1,13 +1,21 @@
 package v1alpha1_test
 
 import (
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
+
+// versionOfLength is a valid stack version ("v1-aaa....0") of n >= 6 characters.
+func versionOfLength(n int) string { return "v1-" + strings.Repeat("a", n-5) + ".0" }
 
 func validStack(name string) *csv1.ClusterStack {
 	return &csv1.ClusterStack{
@@ -48,7 +56,62 @@ var _ = Describe("ClusterStack validation", func() {
 			"spec.source.path must be relative to the repository root and must not contain '..'"),
 		Entry("a URL that is not Git over HTTP(S) or SSH", func(cs *csv1.ClusterStack) { cs.Spec.Source.URL = "file:///etc" },
 			"spec.source.url"),
+		Entry("no version and no auto-subscribe: the message is the rule's, not a CEL evaluation error", func(cs *csv1.ClusterStack) { cs.Spec.Versions = nil },
+			"spec: Invalid value: set spec.versions to at least one version"),
+		Entry("a version whose release name would be 64 characters", func(cs *csv1.ClusterStack) { cs.Spec.Versions = []string{"v1", versionOfLength(50)} },
+			"spec.versions: release name aws-base-1-33-"+versionOfLength(50)+" would be 64 characters; release names (tags) must be at most 63: use a shorter provider, name or version"),
+		Entry("a long version with the longest provider and name", func(cs *csv1.ClusterStack) {
+			cs.Spec.Provider, cs.Spec.Name, cs.Spec.Versions = strings.Repeat("p", 32), strings.Repeat("n", 32), []string{"v123"}
+		}, "would be 75 characters; release names (tags) must be at most 63"),
+		Entry("auto-subscribe with a provider, name and minor leaving less than 16 characters for the version", func(cs *csv1.ClusterStack) {
+			cs.Spec.AutoSubscribe, cs.Spec.Versions = true, nil
+			cs.Spec.Provider, cs.Spec.Name = strings.Repeat("p", 32), strings.Repeat("n", 9)
+		}, "spec.provider, spec.name, spec.kubernetesVersion: the release names start with "+strings.Repeat("p", 32)+"-"+strings.Repeat("n", 9)+"-1-33-, 48 characters; with spec.autoSubscribe that must be at most 47 so that versions of up to 16 characters fit into release names (tags) of at most 63: use a shorter provider or name, or pin spec.versions instead of autoSubscribe"),
+		Entry("a name of 64 characters", func(cs *csv1.ClusterStack) { cs.Name = strings.Repeat("s", 64) },
+			"metadata.name is 64 characters; a ClusterStack name must be at most 63 (it goes into label values and generated names): choose a shorter name"),
+		Entry("a name of 253 characters", func(cs *csv1.ClusterStack) { cs.Name = strings.Repeat("s", 253) },
+			"metadata.name is 253 characters; a ClusterStack name must be at most 63"),
+		Entry("an interval of 9s", func(cs *csv1.ClusterStack) { cs.Spec.Interval = &metav1.Duration{Duration: 9 * time.Second} },
+			"spec.interval must be a duration of at least 10s, such as 30s or 5m"),
+		Entry("an interval just below 10s", func(cs *csv1.ClusterStack) { cs.Spec.Interval = &metav1.Duration{Duration: 9999 * time.Millisecond} },
+			"spec.interval must be a duration of at least 10s"),
+		Entry("an interval of 0s", func(cs *csv1.ClusterStack) { cs.Spec.Interval = &metav1.Duration{} },
+			"spec.interval must be a duration of at least 10s"),
+		Entry("a secretRef that is not a Secret name", func(cs *csv1.ClusterStack) { cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "Git_Creds"} },
+			"spec.source.secretRef.name must be the name of a Secret in the same namespace"),
+		Entry("an empty secretRef name", func(cs *csv1.ClusterStack) { cs.Spec.Source.SecretRef = &meta.LocalObjectReference{} },
+			"spec.source.secretRef.name must be the name of a Secret"),
 	)
+
+	DescribeTable("accepts the boundary values",
+		func(ctx SpecContext, mutate func(*csv1.ClusterStack)) {
+			cs := validStack("boundary")
+			mutate(cs)
+			Expect(k8s.Create(ctx, cs, client.DryRunAll)).To(Succeed())
+		},
+		Entry("a version whose release name is 63 characters", func(cs *csv1.ClusterStack) { cs.Spec.Versions = []string{"v1", versionOfLength(49)} }),
+		Entry("the longest provider and name with a short version, pinned", func(cs *csv1.ClusterStack) {
+			cs.Spec.Provider, cs.Spec.Name, cs.Spec.Versions = strings.Repeat("p", 32), strings.Repeat("n", 22), []string{"v1"}
+		}),
+		Entry("auto-subscribe leaving exactly 16 characters for the version", func(cs *csv1.ClusterStack) {
+			cs.Spec.AutoSubscribe, cs.Spec.Versions = true, nil
+			cs.Spec.Provider, cs.Spec.Name = strings.Repeat("p", 32), strings.Repeat("n", 8)
+		}),
+		Entry("auto-subscribe with pinned versions too", func(cs *csv1.ClusterStack) { cs.Spec.AutoSubscribe = true }),
+		Entry("a name of 63 characters", func(cs *csv1.ClusterStack) { cs.Name = strings.Repeat("s", 63) }),
+		Entry("an interval of 10s", func(cs *csv1.ClusterStack) { cs.Spec.Interval = &metav1.Duration{Duration: 10 * time.Second} }),
+		Entry("a secretRef", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "git-creds.v1"}
+		}),
+	)
+
+	It("keeps the limits the rules enforce in the API's constants", func() {
+		Expect(csv1.MaxReleaseName).To(Equal(63))
+		// The autoSubscribe rule allows size(provider)+size(name)+size(kubernetesVersion) <= 44:
+		// with the three '-' and the one before the version, 47, leaving 16.
+		Expect(csv1.MaxReleaseName - 44 - 3).To(Equal(csv1.MinAutoSubscribeVersionRoom))
+		Expect(len(stack.ReleaseName("aws", "base", "1.33", versionOfLength(49)))).To(Equal(csv1.MaxReleaseName))
+	})
 
 	DescribeTable("keeps identity fields immutable",
 		func(ctx SpecContext, name string, mutate func(*csv1.ClusterStack), message string) {
