@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -15,6 +16,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +34,11 @@ const minSecretLen = 12
 func secretNeedles(ctx context.Context, g Gomega) map[string]string {
 	var secrets corev1.SecretList
 	g.Expect(k8s.List(ctx, &secrets)).To(Succeed())
+	return needlesOf(secrets.Items)
+}
+
+// needlesOf is secretNeedles for a list of Secrets.
+func needlesOf(secrets []corev1.Secret) map[string]string {
 	needles := map[string]string{}
 	add := func(where, v string) {
 		if len(v) >= minSecretLen {
@@ -39,7 +46,7 @@ func secretNeedles(ctx context.Context, g Gomega) map[string]string {
 			needles[base64.StdEncoding.EncodeToString([]byte(v))] = where + " (base64)"
 		}
 	}
-	for _, s := range secrets.Items {
+	for _, s := range secrets {
 		for k, v := range s.Data {
 			where := s.Namespace + "/" + s.Name + "[" + k + "]"
 			if kc, err := clientcmd.Load(v); err == nil && len(kc.AuthInfos) > 0 {
@@ -57,6 +64,19 @@ func secretNeedles(ctx context.Context, g Gomega) map[string]string {
 		}
 	}
 	return needles
+}
+
+// leaksIn lists every needle found in a haystack, as "Secret <where> appears in <haystack>".
+func leaksIn(needles, haystacks map[string]string) []string {
+	var leaks []string
+	for needle, where := range needles {
+		for name, hay := range haystacks {
+			if strings.Contains(hay, needle) {
+				leaks = append(leaks, "Secret "+where+" appears in "+name)
+			}
+		}
+	}
+	return leaks
 }
 
 // expectNoSecretLeaked checks that no Secret value appears in an object the operator generated or
@@ -85,15 +105,28 @@ func expectNoSecretLeaked(ctx context.Context) {
 	g.Expect(err).NotTo(HaveOccurred())
 	haystacks["the operator's log"] = string(logBytes)
 
-	var leaks []string
-	for needle, where := range needles {
-		for name, hay := range haystacks {
-			if strings.Contains(hay, needle) {
-				leaks = append(leaks, "Secret "+where+" appears in "+name)
-			}
-		}
-	}
+	leaks := leaksIn(needles, haystacks)
 	g.Expect(leaks).To(BeEmpty(), "checked %d Secret values against %d kinds of objects and the log", len(needles), len(haystacks))
 }
 
 func typeName(l client.ObjectList) string { return strings.TrimSuffix(fmt.Sprintf("%T", l), "List") }
+
+// TestLeakScan checks the scan itself (no plane needed): a planted value, its base64 form and a
+// kubeconfig's client key are found; short values and a kubeconfig's public parts are not looked for.
+func TestLeakScan(t *testing.T) {
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\nusers:\n- name: u\n  user:\n    token: kubeconfig-token-0123456789\n"
+	needles := needlesOf([]corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "git"}, Data: map[string][]byte{"password": []byte("s3cret-password-value"), "username": []byte("git")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c-kubeconfig"}, Data: map[string][]byte{"value": []byte(kc)}},
+	})
+	for hay, want := range map[string]int{
+		`{"message":"auth failed for s3cret-password-value"}`:                                   1,
+		`{"data":"` + base64.StdEncoding.EncodeToString([]byte("s3cret-password-value")) + `"}`: 1,
+		`bearer kubeconfig-token-0123456789`:                                                    1,
+		`user git at https://127.0.0.1:6443`:                                                    0,
+	} {
+		if got := leaksIn(needles, map[string]string{"x": hay}); len(got) != want {
+			t.Errorf("leaksIn(%q) = %v, want %d leak(s)", hay, got, want)
+		}
+	}
+}
