@@ -5,29 +5,29 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/memory"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 )
 
-// TagLister lists a Git repository's tags, with the credentials of a Flux-style Secret. Results
-// are kept for a while so that frequent reconciles do not each reach the remote.
+// tagListTimeout bounds one listing of a repository's tags.
+const tagListTimeout = 60 * time.Second
+
+// TagLister lists a Git repository's tags, with the credentials of a Flux-format Secret in the
+// ClusterStack's own namespace (internal/gitauth: basic auth, bearer token, CA, TLS client
+// certificate, SSH identity with known_hosts; credentials over plain http are refused). Results
+// are kept for a while so that frequent reconciles do not each reach the remote. Every error is
+// free of credentials.
 type TagLister struct {
-	// Reader reads credential Secrets (an uncached reader: Secrets are not cached).
+	// Reader reads credential Secrets by name (an uncached reader: Secrets are not cached).
 	Reader client.Reader
 	// List, when set, replaces the remote listing (for tests of the controller wiring).
-	List func(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error)
+	List func(ctx context.Context, remote *gitauth.Remote) (map[string]string, error)
 
 	mu    sync.Mutex
 	cache map[string]tagCacheEntry
@@ -47,13 +47,18 @@ func (l *TagLister) Tags(ctx context.Context, ns string, src csv1.StackSource, m
 	return slices.Sorted(maps.Keys(refs)), nil
 }
 
-// Refs returns every tag of the repository with the commit it points to (peeled for annotated
-// tags). maxAge bounds how old a cached answer may be; Tags shares the cache.
-func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) (map[string]string, error) {
+func cacheKey(ns string, src csv1.StackSource) string {
 	key := ns + "|" + src.URL
 	if src.SecretRef != nil {
 		key += "|" + src.SecretRef.Name
 	}
+	return key
+}
+
+// Refs returns every tag of the repository with the commit it points to (peeled for annotated
+// tags). maxAge bounds how old a cached answer may be; Tags shares the cache.
+func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) (map[string]string, error) {
+	key := cacheKey(ns, src)
 	l.mu.Lock()
 	if e, ok := l.cache[key]; ok && time.Since(e.at) < maxAge {
 		l.mu.Unlock()
@@ -61,19 +66,19 @@ func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, m
 	}
 	l.mu.Unlock()
 
-	auth, err := l.auth(ctx, ns, src)
+	remote, err := l.remote(ctx, ns, src)
 	if err != nil {
 		return nil, err
 	}
 	list := l.List
 	if list == nil {
-		list = listRemoteTags
+		list = func(ctx context.Context, r *gitauth.Remote) (map[string]string, error) { return r.ListTags(ctx) }
 	}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, tagListTimeout)
 	defer cancel()
-	refs, err := list(ctx, src.URL, auth)
+	refs, err := list(ctx, remote)
 	if err != nil {
-		return nil, fmt.Errorf("list tags of %s: %s", redact.URL(src.URL), redact.URLs(err.Error()))
+		return nil, fmt.Errorf("list tags of %s: %w", remote.URL(), remote.Redact(err))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -86,56 +91,21 @@ func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, m
 
 // Forget drops the cached tags of a source so the next call lists them again.
 func (l *TagLister) Forget(ns string, src csv1.StackSource) {
-	key := ns + "|" + src.URL
-	if src.SecretRef != nil {
-		key += "|" + src.SecretRef.Name
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.cache, key)
+	delete(l.cache, cacheKey(ns, src))
 }
 
-// auth reads the credentials Secret in the ClusterStack's own namespace (never another's).
-func (l *TagLister) auth(ctx context.Context, ns string, src csv1.StackSource) (transport.AuthMethod, error) {
+// remote resolves the source's URL and the credentials Secret in the ClusterStack's own
+// namespace (never another's).
+func (l *TagLister) remote(ctx context.Context, ns string, src csv1.StackSource) (*gitauth.Remote, error) {
 	if src.SecretRef == nil {
-		return nil, nil
+		return gitauth.NewRemote(src.URL, "", nil)
 	}
+	name := ns + "/" + src.SecretRef.Name
 	var s corev1.Secret
 	if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: src.SecretRef.Name}, &s); err != nil {
-		return nil, fmt.Errorf("read credentials Secret %s/%s: %w", ns, src.SecretRef.Name, err)
+		return nil, fmt.Errorf("read credentials Secret %s: %w", name, err)
 	}
-	switch {
-	case len(s.Data["bearerToken"]) > 0:
-		return &githttp.TokenAuth{Token: string(s.Data["bearerToken"])}, nil
-	case len(s.Data["username"]) > 0 || len(s.Data["password"]) > 0:
-		return &githttp.BasicAuth{Username: string(s.Data["username"]), Password: string(s.Data["password"])}, nil
-	case len(s.Data["identity"]) > 0:
-		return nil, fmt.Errorf("credentials Secret %s/%s holds an SSH identity: listing tags over SSH is not supported yet, use an HTTPS URL with username/password or bearerToken", ns, src.SecretRef.Name)
-	default:
-		return nil, fmt.Errorf("credentials Secret %s/%s has none of the keys username/password or bearerToken", ns, src.SecretRef.Name)
-	}
-}
-
-// listRemoteTags lists a remote's tags with the commit each points to: for an annotated tag the
-// peeled commit ("<tag>^{}"), not the tag object.
-func listRemoteTags(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error) {
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	peeled := map[string]bool{}
-	for _, r := range refs {
-		if !r.Name().IsTag() {
-			continue
-		}
-		name := r.Name().Short()
-		if tag, ok := strings.CutSuffix(name, "^{}"); ok {
-			out[tag], peeled[tag] = r.Hash().String(), true
-		} else if !peeled[name] {
-			out[name] = r.Hash().String()
-		}
-	}
-	return out, nil
+	return gitauth.NewRemote(src.URL, name, s.Data)
 }

@@ -534,3 +534,39 @@ func TestHelmReleaseName(t *testing.T) {
 		}
 	})
 }
+
+// Every HelmRelease and Kustomization of a release, cluster-class and addons alike, runs as the
+// release's service account; none is set when the release names none (Flux's default applies).
+func TestServiceAccountOnEveryAppliedObject(t *testing.T) {
+	comps := []csv1.ReleaseComponent{
+		{Name: "cni", Kind: csv1.ComponentKindHelm, Path: "cluster-addon/cni"},
+		{Name: "info", Kind: csv1.ComponentKindKustomize, Path: "cluster-addon/info"},
+	}
+	for _, sa := range []string{"team-flux", ""} {
+		rel := release(func(r *csv1.ClusterStackRelease) { r.Spec.ServiceAccountName = sa })
+		var objs []client.Object
+		for _, kind := range []csv1.ComponentKind{csv1.ComponentKindHelm, csv1.ComponentKindKustomize} {
+			objs = append(objs, ClusterClassObjects(rel, csv1.ReleaseComponent{Name: csv1.ClusterClassComponent, Kind: kind, Path: "cluster-class"})...)
+		}
+		objs = append(objs, AddonObjects(ClusterInput{Cluster: "c1", Namespace: rel.Namespace, Stack: "s", Release: rel, Components: comps})...)
+		n := 0
+		for _, o := range objs {
+			var got string
+			switch o := o.(type) {
+			case *helmv2.HelmRelease:
+				got = o.Spec.ServiceAccountName
+			case *kustomizev1.Kustomization:
+				got = o.Spec.ServiceAccountName
+			default:
+				continue
+			}
+			n++
+			if got != sa {
+				t.Errorf("%T %s: serviceAccountName %q, want %q", o, o.GetName(), got, sa)
+			}
+		}
+		if n != 4 {
+			t.Errorf("checked %d HelmReleases and Kustomizations, want 4", n)
+		}
+	}
+}

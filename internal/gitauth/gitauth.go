@@ -195,7 +195,11 @@ func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...
 		}
 	}
 	if r.scheme == "http" && (token != "" || user != "" || pass != "" || cert != nil || key != nil) {
-		return nil, fmt.Errorf("refusing to send credentials over plain http to %s: use https", r.url)
+		from := "the URL's userinfo"
+		if secretName != "" {
+			from = "credentials Secret " + secretName
+		}
+		return nil, fmt.Errorf("refusing to send credentials (from %s) over plain http to %s: use an https URL", from, r.url)
 	}
 	if r.scheme == "http" && ca != nil {
 		return nil, fmt.Errorf("credentials Secret %s holds a CA certificate but %s is plain http: use https", secretName, r.url)

@@ -206,6 +206,27 @@ webhooks:
 		Expect(k8s.Delete(ctx, cs)).To(Succeed())
 	})
 
+	It("refuses to send a stack's credentials over plain http, and says so without them", func(ctx SpecContext) {
+		const password = "tenant-a-password-7e1b9c3d42"
+		Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a-git", Namespace: attacker},
+			StringData: map[string]string{"username": "team-a", "password": password},
+		})).To(Succeed())
+		cs := newClusterStack(attacker)
+		cs.Name = "plain-http-credentials"
+		cs.Spec.Versions = nil
+		cs.Spec.AutoSubscribe = true
+		cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "team-a-git"}
+		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			s := &csv1.ClusterStack{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: cs.Name}, s)).To(Succeed())
+			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, attacker+"/team-a-git", "plain http", "https"))
+			g.Expect(condition(s, csv1.DegradedCondition).Message).NotTo(ContainSubstring(password))
+		}).Should(Succeed())
+		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+	})
+
 	It("runs a stack's Flux objects as its spec.serviceAccountName: refused and reported until that account is granted, then delivered", func(ctx SpecContext) {
 		const ns, sa = "tenant-c", "stack-deployer"
 		createNamespace(ctx, ns)
