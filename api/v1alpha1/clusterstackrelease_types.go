@@ -19,8 +19,9 @@ const (
 // ClusterStack; the object's name is the release tag and the ClusterClass name.
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version",message="spec.version cannot be changed"
 type ClusterStackReleaseSpec struct {
-	// clusterStack is the name of the ClusterStack the release belongs to.
-	// +kubebuilder:validation:MaxLength=253
+	// clusterStack is the name of the ClusterStack the release belongs to (at most 63
+	// characters, as ClusterStack names are).
+	// +kubebuilder:validation:MaxLength=63
 	// +required
 	ClusterStack string `json:"clusterStack"`
 
@@ -169,6 +170,7 @@ type ClusterStackReleaseStatus struct {
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.provider + '-' + self.spec.stackName + '-' + self.spec.kubernetesVersion.replace('.', '-') + '-' + self.spec.version",message="metadata.name must be <provider>-<stackName>-<major>-<minor>-<version>, the release tag"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name (the release tag) must be at most 63 characters: it is the ClusterClass name Clusters refer to and a label value; use a shorter provider, stack name or version"
 type ClusterStackRelease struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -512,12 +512,12 @@ func (g *fuzzGen) clusterStackRelease() *unstructured.Unstructured {
 		}
 	}
 	spec := map[string]any{
-		"clusterStack": g.dnsName("s", g.length(1, 253)), "provider": provider, "stackName": stackName,
+		"clusterStack": g.dnsName("s", g.length(1, 63)), "provider": provider, "stackName": stackName,
 		"kubernetesVersion": minor, "version": version, "source": g.source("spec.source"),
 	}
 	if g.bad() {
 		g.blockingFault("spec.clusterStack:")
-		spec["clusterStack"] = strings.Repeat("s", 254+g.r.Intn(20))
+		spec["clusterStack"] = strings.Repeat("s", 64+g.r.Intn(200))
 	}
 	if iv := g.interval("spec.interval", 0); iv != nil {
 		spec["interval"] = iv
@@ -532,6 +532,9 @@ func (g *fuzzGen) clusterStackRelease() *unstructured.Unstructured {
 		if name != tag {
 			g.celFault("metadata.name must be <provider>-<stackName>-<major>-<minor>-<version>")
 		}
+	}
+	if n := utf8.RuneCountInString(name); n > 63 && n <= 253 {
+		g.celFault("metadata.name (the release tag) must be at most 63 characters")
 	}
 	return object("ClusterStackRelease", name, spec)
 }

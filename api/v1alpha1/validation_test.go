@@ -154,6 +154,17 @@ var _ = Describe("ClusterStackRelease validation", func() {
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("metadata.name must be <provider>-<stackName>-<major>-<minor>-<version>"))
 	})
+	It("bounds the name (tag) to 63 characters", func(ctx SpecContext) {
+		long := release("aws-base-1-33-v2-" + strings.Repeat("a", 45) + ".1")
+		long.Spec.Version = "v2-" + strings.Repeat("a", 45) + ".1"
+		err := k8s.Create(ctx, long, client.DryRunAll)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("metadata.name (the release tag) must be at most 63 characters"))
+		ok := release("aws-base-1-33-v2-" + strings.Repeat("a", 44) + ".1")
+		ok.Spec.Version = "v2-" + strings.Repeat("a", 44) + ".1"
+		Expect(ok.Name).To(HaveLen(63))
+		Expect(k8s.Create(ctx, ok, client.DryRunAll)).To(Succeed())
+	})
 	It("does not let the version change", func(ctx SpecContext) {
 		r := &csv1.ClusterStackRelease{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "aws-base-1-33-v2"}, r)).To(Succeed())
