@@ -185,6 +185,23 @@ webhooks:
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: "borrower"}, &csv1.ClusterAddon{})).NotTo(Succeed())
 	})
 
+	It("removes a hand-made ClusterAddon that names another namespace's cluster, and leaves that cluster alone", func(ctx SpecContext) {
+		before := getAddon(ctx, Default, victim, "victim").Status.LastAppliedRelease
+		Expect(k8s.Create(ctx, &csv1.ClusterAddon{
+			ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "victim"},
+			Spec:       csv1.ClusterAddonSpec{ClusterName: "victim"},
+		})).To(Succeed())
+		Eventually(ctx, func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: "victim"}, &csv1.ClusterAddon{}))
+		}).Should(BeTrue(), "a ClusterAddon without a Cluster of its own namespace is removed")
+		var hrs helmv2.HelmReleaseList
+		Expect(k8s.List(ctx, &hrs, client.InNamespace(attacker), client.MatchingLabels{csv1.ClusterNameLabel: "victim"})).To(Succeed())
+		Expect(hrs.Items).To(BeEmpty(), "nothing is generated in the attacker's namespace for the other team's cluster")
+		a := getAddon(ctx, Default, victim, "victim")
+		Expect(a.Status.LastAppliedRelease).To(Equal(before))
+		Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+	})
+
 	It("reads a stack's credentials Secret only in the stack's own namespace", func(ctx SpecContext) {
 		Expect(k8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "team-b-git", Namespace: victim},
