@@ -101,19 +101,26 @@ bench: tools build ## Benchmarks (idle writes and status latency on the real API
 	go test ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 30m
 
 ##@ Tools (pinned Go modules in hack/tools, built into bin/)
+# The Kubernetes binaries report the pinned module version (as release builds do); a module
+# build would say v0.0.0-master, which CAPI's manager refuses as a management cluster.
+KUBE_VERSION := $(shell sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' $(TOOLS)/kube/go.mod)
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean
 KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 TOOL_BINS := $(KUBE_BINS) $(BIN)/etcd $(BIN)/source-controller $(BIN)/kustomize-controller \
-	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen
+	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager
 
 .PHONY: tools
 tools: $(TOOL_BINS) $(BIN)/crds/.stamp ## Build pinned tools and collect CRDs into bin/ (a no-op when up to date).
 
 $(BIN)/kube-apiserver: $(TOOLS)/kube/go.mod $(TOOLS)/kube/go.sum
-	cd $(TOOLS)/kube && go build -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver
+	cd $(TOOLS)/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver
 $(BIN)/kube-controller-manager: $(TOOLS)/kube/go.mod $(TOOLS)/kube/go.sum
-	cd $(TOOLS)/kube && go build -o $(BIN)/ k8s.io/kubernetes/cmd/kube-controller-manager
+	cd $(TOOLS)/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-controller-manager
 $(BIN)/kube-scheduler: $(TOOLS)/kube/go.mod $(TOOLS)/kube/go.sum
-	cd $(TOOLS)/kube && go build -o $(BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
+	cd $(TOOLS)/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
 $(BIN)/etcd: $(TOOLS)/etcd/go.mod $(TOOLS)/etcd/go.sum $(TOOLS)/etcd/main.go
 	cd $(TOOLS)/etcd && go build -o $@ .
 $(BIN)/source-controller: $(TOOLS)/source-controller/go.mod $(TOOLS)/source-controller/go.sum
@@ -124,6 +131,8 @@ $(BIN)/helm-controller: $(TOOLS)/helm-controller/go.mod $(TOOLS)/helm-controller
 	cd $(TOOLS)/helm-controller && go build -o $@ github.com/fluxcd/helm-controller
 $(BIN)/kwok: $(TOOLS)/kwok/go.mod $(TOOLS)/kwok/go.sum
 	cd $(TOOLS)/kwok && go build -o $@ sigs.k8s.io/kwok/cmd/kwok
+$(BIN)/capi-manager: $(TOOLS)/capi/go.mod $(TOOLS)/capi/go.sum
+	cd $(TOOLS)/capi && go build -o $@ sigs.k8s.io/cluster-api/core
 $(BIN)/controller-gen: $(TOOLS)/controller-gen/go.mod $(TOOLS)/controller-gen/go.sum
 	cd $(TOOLS)/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 

@@ -112,6 +112,12 @@ type Options struct {
 	// Default: <RepoRoot>/config/tenant.
 	TenantConfigDir string
 
+	// WithCAPI starts Cluster API's core manager (bin/capi-manager) with the ClusterTopology and
+	// RuntimeSDK feature gates, its webhooks and the core CRDs' conversion webhook on loopback.
+	// Off by default: localinfra still plays the topology controller's part (issue 15 replaces
+	// that), and both would create a Cluster's infrastructure and control-plane objects.
+	WithCAPI bool
+
 	// WithOperator starts the operator (OperatorPath) against the management API server.
 	WithOperator bool
 	// OperatorPath is the operator binary. Default: <BinDir>/manager.
@@ -155,6 +161,7 @@ type Plane struct {
 
 	flux     []*proc.Process
 	operator *proc.Process
+	capi     *proc.Process
 
 	operatorMetricsAddr, operatorHealthAddr string
 	operatorWebhookAddr                     string
@@ -290,6 +297,11 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
 		return nil, fmt.Errorf("plane: %s missing in %s: run `make tools`", strings.Join(missing, ", "), opts.BinDir)
 	}
+	if opts.WithCAPI {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, CAPIManagerBinary)); err != nil {
+			return nil, fmt.Errorf("plane: %s: %w (run `make tools`)", CAPIManagerBinary, err)
+		}
+	}
 	if opts.WithOperator {
 		if _, err := os.Stat(opts.OperatorPath); err != nil {
 			return nil, fmt.Errorf("plane: operator binary: %w (run `make build`)", err)
@@ -350,6 +362,13 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		return nil, err
 	}
 	p.log.Info("Flux controllers healthy", "source-controller storage", p.sourceStorageAddr)
+
+	if opts.WithCAPI {
+		if err := p.startCAPI(ctx); err != nil {
+			return nil, err
+		}
+		p.log.Info("CAPI core manager started")
+	}
 
 	if err := p.startLocalInfra(ctx); err != nil {
 		return nil, err
@@ -786,9 +805,11 @@ func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) er
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
-		if p.operator != nil {
-			if err := p.operator.Stop(proc.DefaultStopTimeout); err != nil {
-				errs = append(errs, err)
+		for _, pr := range []*proc.Process{p.operator, p.capi} {
+			if pr != nil {
+				if err := pr.Stop(proc.DefaultStopTimeout); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		if p.mgrCancel != nil {
@@ -894,7 +915,7 @@ type ProcessInfo struct {
 // operator; not envtest's nor the workload clusters').
 func (p *Plane) Processes() []ProcessInfo {
 	var out []ProcessInfo
-	for _, pr := range append(append([]*proc.Process{}, p.flux...), p.operator) {
+	for _, pr := range append(append([]*proc.Process{}, p.flux...), p.operator, p.capi) {
 		if pr != nil {
 			out = append(out, ProcessInfo{Name: pr.Name(), Pid: pr.Pid(), LogFile: pr.LogFile()})
 		}
