@@ -753,6 +753,9 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged())).
 		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		// A ClusterAddon nobody owns (made by hand) is looked at too: without a Cluster of its
+		// name in its namespace it is removed, and it never reaches another namespace.
+		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(releaseFactsChanged())).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
@@ -765,6 +768,14 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.ctrl = c
 	return nil
+}
+
+// unownedAddon maps a ClusterAddon without a controller owner to the Cluster of its name.
+func unownedAddon(_ context.Context, o client.Object) []reconcile.Request {
+	if metav1.GetControllerOf(o) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 }
 
 // clustersOfRelease maps a release to the Clusters using its ClusterClass.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -20,9 +21,10 @@ const tagListTimeout = 60 * time.Second
 
 // TagLister lists a Git repository's tags, with the credentials of a Flux-format Secret in the
 // ClusterStack's own namespace (internal/gitauth: basic auth, bearer token, CA, TLS client
-// certificate, SSH identity with known_hosts; credentials over plain http are refused). Results
-// are kept for a while so that frequent reconciles do not each reach the remote. Every error is
-// free of credentials.
+// certificate, SSH identity with known_hosts; credentials over plain http are refused; Secret
+// values larger than gitauth.MaxSecretValueBytes are refused). Results are kept for a while so
+// that frequent reconciles do not each reach the remote. Every error names the repository (URL
+// without credentials) and the Secret, says what to fix, and is free of credentials.
 type TagLister struct {
 	// Reader reads credential Secrets by name (an uncached reader: Secrets are not cached).
 	Reader client.Reader
@@ -33,9 +35,13 @@ type TagLister struct {
 	cache map[string]tagCacheEntry
 }
 
+// tagCacheEntry is a cached listing; refs == nil marks a forgotten one.
 type tagCacheEntry struct {
 	refs map[string]string
-	at   time.Time
+	at   time.Time // when the listing started
+	// gen counts the Forget calls on the key: a listing started before the last Forget is
+	// returned to its caller but not cached, so that the call after Forget lists again.
+	gen uint64
 }
 
 // Tags returns the repository's tag names, sorted. maxAge bounds how old a cached answer may be.
@@ -56,16 +62,20 @@ func cacheKey(ns string, src csv1.StackSource) string {
 }
 
 // Refs returns every tag of the repository with the commit it points to (peeled for annotated
-// tags). maxAge bounds how old a cached answer may be; Tags shares the cache.
+// tags). maxAge bounds how old a cached answer may be; Tags shares the cache. The returned map
+// is shared with the cache and must not be changed.
 func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) (map[string]string, error) {
 	key := cacheKey(ns, src)
 	l.mu.Lock()
-	if e, ok := l.cache[key]; ok && time.Since(e.at) < maxAge {
+	e := l.cache[key]
+	if e.refs != nil && time.Since(e.at) < maxAge {
 		l.mu.Unlock()
 		return e.refs, nil
 	}
+	gen := e.gen
 	l.mu.Unlock()
 
+	start := time.Now()
 	remote, err := l.remote(ctx, ns, src)
 	if err != nil {
 		return nil, err
@@ -78,22 +88,36 @@ func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, m
 	defer cancel()
 	refs, err := list(ctx, remote)
 	if err != nil {
-		return nil, fmt.Errorf("list tags of %s: %w", remote.URL(), remote.Redact(err))
+		with := "without credentials"
+		if src.SecretRef != nil {
+			with = "with credentials Secret " + ns + "/" + src.SecretRef.Name
+		}
+		return nil, fmt.Errorf("list tags of %s (%s): %w", remote.SafeURL(), with, remote.Redact(err))
+	}
+	if refs == nil {
+		refs = map[string]string{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cache == nil {
 		l.cache = map[string]tagCacheEntry{}
 	}
-	l.cache[key] = tagCacheEntry{refs: refs, at: time.Now()}
+	if cur := l.cache[key]; cur.gen == gen && (cur.refs == nil || !cur.at.After(start)) {
+		l.cache[key] = tagCacheEntry{refs: refs, at: start, gen: gen}
+	}
 	return refs, nil
 }
 
-// Forget drops the cached tags of a source so the next call lists them again.
+// Forget drops the cached tags of a source so the next call lists them again, and keeps a
+// listing already under way from caching what it finds.
 func (l *TagLister) Forget(ns string, src csv1.StackSource) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.cache, cacheKey(ns, src))
+	if l.cache == nil {
+		l.cache = map[string]tagCacheEntry{}
+	}
+	key := cacheKey(ns, src)
+	l.cache[key] = tagCacheEntry{gen: l.cache[key].gen + 1}
 }
 
 // remote resolves the source's URL and the credentials Secret in the ClusterStack's own
@@ -103,8 +127,14 @@ func (l *TagLister) remote(ctx context.Context, ns string, src csv1.StackSource)
 		return gitauth.NewRemote(src.URL, "", nil)
 	}
 	name := ns + "/" + src.SecretRef.Name
+	if l.Reader == nil {
+		return nil, fmt.Errorf("cannot read credentials Secret %s: the tag lister has no Secret reader", name)
+	}
 	var s corev1.Secret
 	if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: src.SecretRef.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("credentials Secret %s not found: create it in namespace %s (a ClusterStack uses Secrets of its own namespace only)", name, ns)
+		}
 		return nil, fmt.Errorf("read credentials Secret %s: %w", name, err)
 	}
 	return gitauth.NewRemote(src.URL, name, s.Data)

@@ -1,21 +1,29 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth/gittest"
 )
 
@@ -116,11 +124,13 @@ func TestTagListerErrorsAreActionableAndRedacted(t *testing.T) {
 		{"a Secret of another namespace is not found", "team-a", url, "other-team",
 			[]string{"team-a/other-team", "not found"}},
 		{"wrong password", "team-a", url, "wrong",
-			[]string{"list tags of " + url}},
+			[]string{"list tags of " + url, "credentials Secret team-a/wrong", "authentication"}},
 		{"ssh without known_hosts", "team-a", "ssh://git@127.0.0.1:1/x.git", "ssh-no-known-hosts",
 			[]string{"team-a/ssh-no-known-hosts", "known_hosts"}},
 		{"no credentials", "team-a", url, "",
-			[]string{"list tags of " + url}},
+			[]string{"list tags of " + url, "without credentials"}},
+		{"a token in the URL's query", "team-a", "http://127.0.0.1:1/x.git?private_token=" + tagTestPassword, "git",
+			[]string{"team-a/git", "plain http", "http://127.0.0.1:1/x.git?***"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,16 +142,231 @@ func TestTagListerErrorsAreActionableAndRedacted(t *testing.T) {
 			if err == nil {
 				t.Fatal("want an error")
 			}
+			t.Logf("error: %v", err)
 			for _, part := range tt.errHas {
 				if !strings.Contains(err.Error(), part) {
 					t.Errorf("error %q does not contain %q", err, part)
 				}
 			}
-			for _, secret := range []string{tagTestPassword, "wrong-password-0d9e8f7a6b", "not-a-key-but-secret-1234567"} {
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("error %q carries a credential", err)
+			assertNoSecretBytes(t, err, l)
+		})
+	}
+}
+
+// assertNoSecretBytes fails when err's text carries a value of one of the Secrets the lister
+// can read (except the public ca.crt and known_hosts), whole, base64-encoded, or any line of it
+// (a PEM key's body), or the password of a URL.
+func assertNoSecretBytes(t *testing.T, err error, l *TagLister) {
+	t.Helper()
+	var list corev1.SecretList
+	if lerr := l.Reader.List(context.Background(), &list); lerr != nil {
+		t.Fatal(lerr)
+	}
+	msg := err.Error()
+	for _, s := range list.Items {
+		for k, v := range s.Data {
+			if k == "ca.crt" || k == "known_hosts" || k == "username" {
+				continue // public, and checked elsewhere for the user name
+			}
+			values := [][]byte{v, []byte(base64.StdEncoding.EncodeToString(v))}
+			for _, line := range bytes.Split(v, []byte("\n")) {
+				if line = bytes.TrimSpace(line); len(line) >= 8 && !bytes.HasPrefix(line, []byte("-----")) {
+					values = append(values, line)
 				}
 			}
-		})
+			for _, x := range values {
+				if len(x) > 0 && strings.Contains(msg, string(x)) {
+					t.Errorf("error carries (part of) %s/%s key %s: %s", s.Namespace, s.Name, k, msg)
+				}
+			}
+		}
+	}
+	if strings.Contains(msg, tagTestPassword) {
+		t.Errorf("error carries the test password: %s", msg)
+	}
+}
+
+// An SSH identity (passphrase-protected) with known_hosts goes through to a real SSH server;
+// an unknown host key is refused with an error naming the Secret, free of the key.
+func TestTagListerListsOverSSH(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	_, hostKey := gittest.SSHKey(t, "")
+	_, otherHostKey := gittest.SSHKey(t, "")
+	const passphrase = "ssh-passphrase-7f3e21"
+	identity, clientKey := gittest.SSHKey(t, passphrase)
+	addr := gittest.ServeSSH(t, repo.Root, hostKey, clientKey.PublicKey())
+	url := "ssh://git@" + addr + "/" + repo.Name
+	known := func(k ssh.Signer) []byte {
+		return []byte(knownhosts.Line([]string{addr}, k.PublicKey()) + "\n")
+	}
+	l := secretReader(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ssh"},
+			Data: map[string][]byte{"identity": identity, "password": []byte(passphrase), "known_hosts": known(hostKey)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ssh-other-host"},
+			Data: map[string][]byte{"identity": identity, "password": []byte(passphrase), "known_hosts": known(otherHostKey)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ssh-no-passphrase"},
+			Data: map[string][]byte{"identity": identity, "known_hosts": known(hostKey)}},
+	)
+	ctx := context.Background()
+
+	refs, err := l.Refs(ctx, "team-a", csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: "ssh"}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tag, commit := range repo.Commits {
+		if refs[tag] != commit {
+			t.Errorf("tag %s: got %s, want the peeled commit %s", tag, refs[tag], commit)
+		}
+	}
+
+	for secret, errHas := range map[string][]string{
+		"ssh-other-host":    {"credentials Secret team-a/ssh-other-host", "list tags of ssh://" + addr + "/" + repo.Name, "key mismatch"},
+		"ssh-no-passphrase": {"credentials Secret team-a/ssh-no-passphrase", "passphrase", "password"},
+	} {
+		_, err := l.Refs(ctx, "team-a", csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: secret}}, time.Minute)
+		if err == nil {
+			t.Fatalf("%s: want an error", secret)
+		}
+		t.Logf("error: %v", err)
+		for _, part := range errHas {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("%s: error %q does not contain %q", secret, err, part)
+			}
+		}
+		if strings.Contains(err.Error(), passphrase) {
+			t.Errorf("%s: error carries the passphrase: %s", secret, err)
+		}
+		assertNoSecretBytes(t, err, l)
+	}
+}
+
+// A Secret value beyond gitauth's bound is refused, naming the Secret and the key, before any
+// listing; the value is not echoed.
+func TestTagListerRefusesOversizedSecretValues(t *testing.T) {
+	huge := bytes.Repeat([]byte("huge-secret-value-"), gitauth.MaxSecretValueBytes/16)
+	var listed atomic.Int32
+	l := secretReader(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "huge"},
+		Data: map[string][]byte{"username": []byte(tagTestUser), "password": huge}})
+	l.List = func(context.Context, *gitauth.Remote) (map[string]string, error) {
+		listed.Add(1)
+		return map[string]string{}, nil
+	}
+	_, err := l.Refs(context.Background(), "team-a",
+		csv1.StackSource{URL: "https://git.example.com/stack.git", Path: ".", SecretRef: &meta.LocalObjectReference{Name: "huge"}}, time.Minute)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, part := range []string{"credentials Secret team-a/huge", `"password"`, fmt.Sprint(gitauth.MaxSecretValueBytes)} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not contain %q", err, part)
+		}
+	}
+	if strings.Contains(err.Error(), "huge-secret-value") {
+		t.Errorf("error echoes the value: %.200s", err)
+	}
+	if listed.Load() != 0 {
+		t.Errorf("listed %d times with an oversized Secret", listed.Load())
+	}
+}
+
+// The cache through the List hook: an answer younger than maxAge is reused, an older one is
+// not, Forget makes the next call list at once (even when a listing started before Forget ends
+// after it), errors are not cached, and the hook's errors are redacted and name the Secret.
+func TestTagListerCacheAndForget(t *testing.T) {
+	l := secretReader(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git"},
+		Data: map[string][]byte{"username": []byte(tagTestUser), "password": []byte(tagTestPassword)}})
+	src := csv1.StackSource{URL: "https://git.example.com/stack.git", Path: ".", SecretRef: &meta.LocalObjectReference{Name: "git"}}
+	ctx := context.Background()
+	var (
+		calls   atomic.Int32
+		answer  atomic.Value // string: the commit of v1
+		release chan struct{}
+		started chan struct{}
+		fail    atomic.Bool
+	)
+	answer.Store("c1")
+	l.List = func(_ context.Context, r *gitauth.Remote) (map[string]string, error) {
+		calls.Add(1)
+		v1 := answer.Load().(string) // what the remote holds when the listing starts
+		if r.Method() != gitauth.Basic || r.URL() != src.URL {
+			t.Errorf("remote %s, want basic auth to %s", r, src.URL)
+		}
+		if started != nil {
+			started <- struct{}{}
+			<-release
+		}
+		if fail.Load() {
+			return nil, errors.New("server said: bad password " + tagTestPassword + " for https://" + tagTestUser + ":" + tagTestPassword + "@git.example.com")
+		}
+		return map[string]string{"v1": v1}, nil
+	}
+	refs := func(maxAge time.Duration) string {
+		t.Helper()
+		r, err := l.Refs(ctx, "team-a", src, maxAge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r["v1"]
+	}
+
+	if got := refs(time.Minute); got != "c1" || calls.Load() != 1 {
+		t.Fatalf("first call: v1=%s after %d listings", got, calls.Load())
+	}
+	answer.Store("c2")
+	if got := refs(time.Minute); got != "c1" || calls.Load() != 1 {
+		t.Errorf("within maxAge: v1=%s after %d listings, want the cached c1 and no listing", got, calls.Load())
+	}
+	if tags, err := l.Tags(ctx, "team-a", src, time.Minute); err != nil || len(tags) != 1 || calls.Load() != 1 {
+		t.Errorf("Tags shares the cache: %v, %v after %d listings", tags, err, calls.Load())
+	}
+	if got := refs(0); got != "c2" || calls.Load() != 2 {
+		t.Errorf("maxAge 0: v1=%s after %d listings, want a new listing", got, calls.Load())
+	}
+	l.Forget("team-a", src)
+	answer.Store("c3")
+	if got := refs(time.Hour); got != "c3" || calls.Load() != 3 {
+		t.Errorf("after Forget: v1=%s after %d listings, want a new listing", got, calls.Load())
+	}
+	other := src
+	other.SecretRef = nil
+	l.Forget("team-a", other) // another key, never listed: no effect on this one
+	if got := refs(time.Hour); got != "c3" || calls.Load() != 3 {
+		t.Errorf("Forget of another source: v1=%s after %d listings", got, calls.Load())
+	}
+
+	// A listing under way while Forget is called returns its answer but does not cache it.
+	l.Forget("team-a", src)
+	started, release = make(chan struct{}), make(chan struct{})
+	done := make(chan string)
+	go func() {
+		r, _ := l.Refs(ctx, "team-a", src, time.Hour)
+		done <- r["v1"]
+	}()
+	<-started
+	l.Forget("team-a", src)
+	answer.Store("c4")
+	close(release)
+	if got := <-done; got != "c3" {
+		t.Errorf("listing under way answered v1=%s, want c3", got)
+	}
+	started = nil
+	if got := refs(time.Hour); got != "c4" || calls.Load() != 5 {
+		t.Errorf("after Forget during a listing: v1=%s after %d listings, want a new listing", got, calls.Load())
+	}
+
+	// Errors are redacted, name the Secret, and are not cached.
+	l.Forget("team-a", src)
+	fail.Store(true)
+	_, err := l.Refs(ctx, "team-a", src, time.Hour)
+	if err == nil || !strings.Contains(err.Error(), "credentials Secret team-a/git") || !strings.Contains(err.Error(), "bad password") {
+		t.Fatalf("got %v, want the listing error naming the Secret", err)
+	}
+	assertNoSecretBytes(t, err, l)
+	if strings.Contains(err.Error(), tagTestUser+":") {
+		t.Errorf("error keeps the URL's userinfo: %s", err)
+	}
+	fail.Store(false)
+	if got := refs(time.Hour); got != "c4" || calls.Load() != 7 {
+		t.Errorf("after an error: v1=%s after %d listings, want a new listing", got, calls.Load())
 	}
 }

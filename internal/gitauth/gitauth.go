@@ -101,6 +101,7 @@ const (
 // String and every error it returns are free of credentials.
 type Remote struct {
 	url        string // without userinfo
+	shown      string // url with its query, if any, hidden: the form put in messages
 	scheme     string
 	method     Method
 	auth       transport.AuthMethod
@@ -135,9 +136,13 @@ func NewRemote(rawURL, secretName string, data map[string][]byte) (*Remote, erro
 	clean := *u
 	clean.User = nil
 	clean.Scheme = scheme
-	r := &Remote{url: clean.String(), scheme: scheme, method: Anonymous}
-	// Both URL parts can be credentials (a token is often given as the user name).
-	r.addSecrets(urlPass)
+	r := &Remote{url: clean.String(), shown: RedactURL(clean.String()), scheme: scheme, method: Anonymous}
+	// Both URL parts can be credentials (a token is often given as the user name), and so can
+	// the query (a token parameter), which error texts may echo.
+	r.addSecrets(urlPass, u.RawQuery)
+	for _, vs := range u.Query() {
+		r.addSecrets(vs...)
+	}
 	if scheme != "ssh" {
 		r.addSecrets(urlUser)
 	}
@@ -184,7 +189,7 @@ func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...
 			hint = ": it holds an SSH identity, which needs an ssh:// URL"
 		}
 		return nil, fmt.Errorf("credentials Secret %s has none of the keys %s, %s, %s, %s, %s/%s for %s%s",
-			secretName, KeyUsername, KeyPassword, KeyBearerToken, KeyCACert, KeyTLSCert, KeyTLSKey, r.url, hint)
+			secretName, KeyUsername, KeyPassword, KeyBearerToken, KeyCACert, KeyTLSCert, KeyTLSKey, r.shown, hint)
 	}
 	if token == "" { // as in Flux, a bearer token wins and URL userinfo fills in what the Secret lacks
 		if user == "" {
@@ -199,10 +204,10 @@ func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...
 		if secretName != "" {
 			from = "credentials Secret " + secretName
 		}
-		return nil, fmt.Errorf("refusing to send credentials (from %s) over plain http to %s: use an https URL", from, r.url)
+		return nil, fmt.Errorf("refusing to send credentials (from %s) over plain http to %s: use an https URL", from, r.shown)
 	}
 	if r.scheme == "http" && ca != nil {
-		return nil, fmt.Errorf("credentials Secret %s holds a CA certificate but %s is plain http: use https", secretName, r.url)
+		return nil, fmt.Errorf("credentials Secret %s holds a CA certificate but %s is plain http: use https", secretName, r.shown)
 	}
 	switch {
 	case token != "":
@@ -210,7 +215,7 @@ func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...
 	case user != "":
 		r.method, r.auth = Basic, &githttp.BasicAuth{Username: user, Password: pass}
 	case pass != "":
-		return nil, fmt.Errorf("credentials for %s: %q requires %q", r.url, KeyPassword, KeyUsername)
+		return nil, fmt.Errorf("credentials for %s: %q requires %q", r.shown, KeyPassword, KeyUsername)
 	}
 	if ca == nil && cert == nil && key == nil {
 		return r, nil
@@ -242,15 +247,15 @@ func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...
 
 func (r *Remote) resolveSSH(secretName, urlUser string, first func(...string) []byte) (*Remote, error) {
 	if secretName == "" {
-		return nil, fmt.Errorf("%s is an ssh URL: it needs a credentials Secret with %s and %s", r.url, KeyIdentity, KeyKnownHosts)
+		return nil, fmt.Errorf("%s is an ssh URL: it needs a credentials Secret with %s and %s", r.shown, KeyIdentity, KeyKnownHosts)
 	}
 	identity, hosts, passphrase := first(KeyIdentity), first(KeyKnownHosts), string(first(KeyPassword))
 	r.addSecrets(passphrase)
 	if identity == nil {
-		return nil, fmt.Errorf("credentials Secret %s has no %s: an ssh URL (%s) needs an SSH private key", secretName, KeyIdentity, r.url)
+		return nil, fmt.Errorf("credentials Secret %s has no %s: an ssh URL (%s) needs an SSH private key", secretName, KeyIdentity, r.shown)
 	}
 	if hosts == nil {
-		return nil, fmt.Errorf("credentials Secret %s has no %s: refusing SSH to %s without known host keys", secretName, KeyKnownHosts, r.url)
+		return nil, fmt.Errorf("credentials Secret %s has no %s: refusing SSH to %s without known host keys", secretName, KeyKnownHosts, r.shown)
 	}
 	user := urlUser
 	if user == "" {
@@ -299,8 +304,12 @@ func (a *sshAuth) ClientConfig() (*ssh.ClientConfig, error) {
 	}, nil
 }
 
-// URL returns the repository URL without userinfo.
+// URL returns the repository URL without userinfo, as it is contacted. Put SafeURL in messages.
 func (r *Remote) URL() string { return r.url }
+
+// SafeURL returns the repository URL without userinfo and with its query, if any, replaced by
+// "***" (RedactURL): the form for statuses, events, logs and errors.
+func (r *Remote) SafeURL() string { return r.shown }
 
 // Method returns how the remote authenticates.
 func (r *Remote) Method() Method { return r.method }
@@ -314,7 +323,7 @@ func (r *Remote) String() string {
 	if r.clientCert {
 		parts = append(parts, "client certificate")
 	}
-	return fmt.Sprintf("%s (%s)", RedactURL(r.url), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%s)", r.shown, strings.Join(parts, ", "))
 }
 
 // GoString is String, so that %#v does not print credentials either.

@@ -3,7 +3,6 @@ package gitauth
 import (
 	"bytes"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
@@ -21,6 +20,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth/gittest"
 )
 
 // Credential values the tests check never show up in any returned text.
@@ -102,24 +103,7 @@ func (p *testPKI) issue(t testing.TB, client bool) (certPEM, keyPEM []byte) {
 // signer.
 func sshKey(t testing.TB, passphrase string) ([]byte, ssh.Signer) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block *pem.Block
-	if passphrase == "" {
-		block, err = ssh.MarshalPrivateKey(priv, "")
-	} else {
-		block, err = ssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte(passphrase))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block), signer
+	return gittest.SSHKey(t, passphrase)
 }
 
 // assertNoSecret fails when a test credential appears in s.
@@ -360,4 +344,26 @@ func TestRedactErrors(t *testing.T) {
 	if got := RedactText(`clone "https://a:b@h/x" and ssh://git@h2/y`); got != `clone "https://h/x" and ssh://h2/y` {
 		t.Errorf("RedactText = %q", got)
 	}
+}
+
+// A token in the URL's query never reaches a message: not the errors NewRemote builds, not
+// SafeURL or String, not a transport error echoing the URL.
+func TestURLQueryIsHidden(t *testing.T) {
+	_, err := NewRemote("http://git.example.com/stack.git?private_token="+testToken, "ns/creds",
+		map[string][]byte{KeyUsername: []byte("u"), KeyPassword: []byte(testPassword)})
+	if err == nil || !strings.Contains(err.Error(), "http://git.example.com/stack.git?***") {
+		t.Fatalf("got %v, want a refusal naming the URL with its query hidden", err)
+	}
+	assertNoSecret(t, "error", err.Error())
+
+	r, err := NewRemote("https://git.example.com/stack.git?private_token="+testToken, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SafeURL() != "https://git.example.com/stack.git?***" {
+		t.Errorf("SafeURL = %q", r.SafeURL())
+	}
+	assertNoSecret(t, "remote text", r.SafeURL()+" "+r.String())
+	red := r.Redact(fmt.Errorf(`Get "https://git.example.com/stack.git/info/refs?private_token=%s&service=git-upload-pack": EOF`, testToken))
+	assertNoSecret(t, "redacted error", red.Error())
 }

@@ -67,7 +67,7 @@ func (r *Remote) ListTags(ctx context.Context) (map[string]string, error) {
 	defer func() { _ = sess.Close() }()
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if exceeded.Load() {
-		return nil, fmt.Errorf("%w: %s advertises more than %d bytes of references", ErrTooManyRefs, r.url, maxAdvertisementBytes)
+		return nil, fmt.Errorf("%w: %s advertises more than %d bytes of references", ErrTooManyRefs, r.shown, maxAdvertisementBytes)
 	}
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return map[string]string{}, nil
@@ -75,7 +75,7 @@ func (r *Remote) ListTags(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, r.Redact(err)
 	}
-	return tagsOf(r.url, ar.References, ar.Peeled)
+	return tagsOf(r.shown, ar.References, ar.Peeled)
 }
 
 // tagsOf maps the tags among the advertised references to the objects they finally point to,

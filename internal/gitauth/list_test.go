@@ -1,7 +1,6 @@
 package gitauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,11 +8,8 @@ import (
 	"io"
 	"log"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,96 +179,13 @@ func TestListTagsOverHTTPSWithCredentials(t *testing.T) {
 	}
 }
 
-// serveSSH serves git-upload-pack for the repositories under root over SSH on loopback, to the
-// "git" user with the given key only. It returns the listening address.
-func serveSSH(t *testing.T, root string, hostKey ssh.Signer, client ssh.PublicKey) string {
-	t.Helper()
-	cfg := &ssh.ServerConfig{
-		PublicKeyCallback: func(c ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
-			if c.User() == "git" && bytes.Equal(k.Marshal(), client.Marshal()) {
-				return nil, nil
-			}
-			return nil, errors.New("denied")
-		},
-	}
-	cfg.AddHostKey(hostKey)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	uploadPack := filepath.Join(gittest.Git(t, root, "--exec-path"), "git-upload-pack")
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				_, chans, reqs, err := ssh.NewServerConn(conn, cfg)
-				if err != nil {
-					_ = conn.Close()
-					return
-				}
-				go ssh.DiscardRequests(reqs)
-				for nc := range chans {
-					if nc.ChannelType() != "session" {
-						_ = nc.Reject(ssh.UnknownChannelType, "session only")
-						continue
-					}
-					ch, creqs, err := nc.Accept()
-					if err != nil {
-						continue
-					}
-					go serveSession(ch, creqs, root, uploadPack)
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-func serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, root, uploadPack string) {
-	defer func() { _ = ch.Close() }()
-	for req := range reqs {
-		if req.Type != "exec" {
-			_ = req.Reply(false, nil)
-			continue
-		}
-		var p struct{ Command string }
-		if err := ssh.Unmarshal(req.Payload, &p); err != nil || !strings.HasPrefix(p.Command, "git-upload-pack ") {
-			_ = req.Reply(false, nil)
-			return
-		}
-		_ = req.Reply(true, nil)
-		path := strings.Trim(strings.TrimPrefix(p.Command, "git-upload-pack "), "'")
-		cmd := exec.Command(uploadPack, filepath.Join(root, filepath.Clean("/"+path)))
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return
-		}
-		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
-		status := uint32(0)
-		if err := cmd.Start(); err != nil {
-			status = 127
-		} else {
-			go func() { _, _ = io.Copy(stdin, ch); _ = stdin.Close() }()
-			if err := cmd.Wait(); err != nil {
-				status = 1
-			}
-		}
-		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
-		return
-	}
-}
-
 func TestListTagsOverSSHChecksKnownHosts(t *testing.T) {
 	repo := gittest.NewRepo(t)
 	_, hostKey := sshKey(t, "")
 	_, otherHostKey := sshKey(t, "")
 	identity, clientKey := sshKey(t, testPassphrase)
 	otherIdentity, _ := sshKey(t, "")
-	addr := serveSSH(t, repo.Root, hostKey, clientKey.PublicKey())
+	addr := gittest.ServeSSH(t, repo.Root, hostKey, clientKey.PublicKey())
 	url := "ssh://git@" + addr + "/" + repo.Name
 	line := func(host string, k ssh.Signer) []byte {
 		return []byte(knownhosts.Line([]string{host}, k.PublicKey()) + "\n")

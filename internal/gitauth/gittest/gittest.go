@@ -1,5 +1,6 @@
 // Package gittest builds small Git repositories with the git command and serves them over
-// loopback HTTP with git http-backend, for tests that list tags without reaching the network.
+// loopback HTTP with git http-backend and over loopback SSH with git-upload-pack, for tests that
+// list tags without reaching the network.
 package gittest
 
 import (
