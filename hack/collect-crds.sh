@@ -23,6 +23,7 @@ done
 # CAPI core's webhook configurations, for the plane's CAPI core manager (Options.WithCAPI).
 mkdir -p "$bin/capi-webhooks"
 cp "$d"/core/config/webhook/manifests.yaml "$bin/capi-webhooks/"
+printf 'resources:\n  - manifests.yaml\n' > "$bin/capi-webhooks/kustomization.yaml"
 d=$(moddir crds sigs.k8s.io/cluster-api-provider-aws/v2)
 cp "$d"/config/crd/bases/*.yaml "$bin/crds/capa/"
 d=$(moddir kwok sigs.k8s.io/kwok)

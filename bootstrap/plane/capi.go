@@ -1,24 +1,23 @@
 package plane
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
@@ -33,45 +32,34 @@ var capiConversionGroups = map[string]bool{
 	"ipam.cluster.x-k8s.io": true, "runtime.cluster.x-k8s.io": true,
 }
 
-// loadWebhookConfigurations decodes the Mutating- and ValidatingWebhookConfigurations of a
-// manifest file (CAPI's core/config/webhook/manifests.yaml, copied by hack/collect-crds.sh).
-func loadWebhookConfigurations(path string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
-	b, err := os.ReadFile(path)
+// loadWebhookConfigurations builds the kustomize directory dir (CAPI's core webhook
+// configurations, copied by hack/collect-crds.sh) and returns its Mutating- and
+// ValidatingWebhookConfigurations.
+func loadWebhookConfigurations(dir string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
+	objs, err := manifests.Build(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	var muts []*admissionv1.MutatingWebhookConfiguration
 	var vals []*admissionv1.ValidatingWebhookConfiguration
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		var raw runtime.RawExtension
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
-		raw.Raw = bytes.TrimSpace(raw.Raw)
-		if len(raw.Raw) == 0 {
+	for _, u := range objs {
+		var target any
+		switch u.GetKind() {
+		case "MutatingWebhookConfiguration":
+			m := &admissionv1.MutatingWebhookConfiguration{}
+			muts, target = append(muts, m), m
+		case "ValidatingWebhookConfiguration":
+			v := &admissionv1.ValidatingWebhookConfiguration{}
+			vals, target = append(vals, v), v
+		default:
 			continue
 		}
-		switch {
-		case bytes.Contains(raw.Raw, []byte(`"kind":"MutatingWebhookConfiguration"`)):
-			m := &admissionv1.MutatingWebhookConfiguration{}
-			if err := utilyaml.Unmarshal(raw.Raw, m); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", path, err)
-			}
-			muts = append(muts, m)
-		case bytes.Contains(raw.Raw, []byte(`"kind":"ValidatingWebhookConfiguration"`)):
-			v := &admissionv1.ValidatingWebhookConfiguration{}
-			if err := utilyaml.Unmarshal(raw.Raw, v); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", path, err)
-			}
-			vals = append(vals, v)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, target, true); err != nil {
+			return nil, nil, fmt.Errorf("%s: %s %s: %w", dir, u.GetKind(), u.GetName(), err)
 		}
 	}
 	if len(muts)+len(vals) == 0 {
-		return nil, nil, fmt.Errorf("%s holds no webhook configuration", path)
+		return nil, nil, fmt.Errorf("%s holds no webhook configuration", dir)
 	}
 	return muts, vals, nil
 }
@@ -83,7 +71,7 @@ func loadWebhookConfigurations(path string) ([]*admissionv1.MutatingWebhookConfi
 // Cluster is converted by CAPI itself.
 func (p *Plane) startCAPI(ctx context.Context) error {
 	o := p.opts
-	muts, vals, err := loadWebhookConfigurations(filepath.Join(o.BinDir, "capi-webhooks", "manifests.yaml"))
+	muts, vals, err := loadWebhookConfigurations(filepath.Join(o.BinDir, "capi-webhooks"))
 	if err != nil {
 		return fmt.Errorf("plane: CAPI webhooks (run `make tools`): %w", err)
 	}
@@ -132,16 +120,8 @@ func (p *Plane) startCAPI(ctx context.Context) error {
 
 // convertCAPICRDsWith points the conversion of CAPI's multi-version core CRDs at url.
 func (p *Plane) convertCAPICRDsWith(ctx context.Context, url string, ca []byte) error {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(p.cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("plane: %w", err)
-	}
 	var crds apiextensionsv1.CustomResourceDefinitionList
-	if err := c.List(ctx, &crds); err != nil {
+	if err := p.client.List(ctx, &crds); err != nil {
 		return fmt.Errorf("plane: list CRDs: %w", err)
 	}
 	n := 0
@@ -158,7 +138,7 @@ func (p *Plane) convertCAPICRDsWith(ctx context.Context, url string, ca []byte) 
 				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			},
 		}
-		if err := c.Patch(ctx, crd, patch); err != nil {
+		if err := p.client.Patch(ctx, crd, patch); err != nil {
 			return fmt.Errorf("plane: conversion webhook of CRD %s: %w", crd.Name, err)
 		}
 		n++
@@ -166,14 +146,6 @@ func (p *Plane) convertCAPICRDsWith(ctx context.Context, url string, ca []byte) 
 	if n == 0 {
 		return errors.New("plane: no CAPI CRD with several versions found to convert")
 	}
-	p.log.Info("CAPI CRDs converted by CAPI's webhook", "crds", n, "url", url, "groups", strings.Join(keys(capiConversionGroups), ","))
+	p.log.Info("CAPI CRDs converted by CAPI's webhook", "crds", n, "url", url, "groups", strings.Join(slices.Sorted(maps.Keys(capiConversionGroups)), ","))
 	return nil
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -48,6 +48,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -182,6 +183,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		sourcev1.AddToScheme,
 		kustomizev1.AddToScheme,
 		helmv2.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -513,7 +515,7 @@ func (p *Plane) startAPIServer() error {
 		return fmt.Errorf("plane: add admin user: %w", err)
 	}
 	p.cfg = user.Config()
-	kc, err := kubeconfigFor(p.cfg, "local-plane", "plane-admin")
+	kc, err := kubeconfigFor(p.cfg, "local-plane", "plane-admin", nil)
 	if err != nil {
 		return err
 	}
@@ -527,10 +529,15 @@ func (p *Plane) startAPIServer() error {
 	return nil
 }
 
-func kubeconfigFor(cfg *rest.Config, cluster, user string) ([]byte, error) {
+// kubeconfigFor writes a kubeconfig for the API server of cfg as user, authenticated with auth,
+// or with cfg's client certificate when auth is nil.
+func kubeconfigFor(cfg *rest.Config, cluster, user string, auth *clientcmdapi.AuthInfo) ([]byte, error) {
+	if auth == nil {
+		auth = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[cluster] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.AuthInfos[user] = auth
 	ctxName := user + "@" + cluster
 	kc.Contexts[ctxName] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
 	kc.CurrentContext = ctxName

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,14 +71,9 @@ func (p *Plane) setupOperatorIdentity(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plane: token for ServiceAccount %s/%s: %w", OperatorNamespace, OperatorServiceAccount, err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["local-plane"] = &clientcmdapi.Cluster{Server: p.cfg.Host, CertificateAuthorityData: p.cfg.CAData}
-	kc.AuthInfos[OperatorServiceAccount] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "local-plane", AuthInfo: OperatorServiceAccount, Namespace: OperatorNamespace}
-	kc.CurrentContext = "operator"
-	b, err := clientcmd.Write(*kc)
+	b, err := kubeconfigFor(p.cfg, "local-plane", OperatorServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
 	if err != nil {
-		return "", fmt.Errorf("plane: operator kubeconfig: %w", err)
+		return "", err
 	}
 	path := filepath.Join(p.opts.StateDir, OperatorKubeconfigFile)
 	if err := os.WriteFile(path, b, 0o600); err != nil {

@@ -202,46 +202,40 @@ webhooks:
 		Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 	})
 
-	It("reads a stack's credentials Secret only in the stack's own namespace", func(ctx SpecContext) {
+	// credentialsStack creates a Secret with password in secretNS and an auto-subscribing
+	// ClusterStack in the attacker's namespace whose source names it, and waits until the stack is
+	// Degraded with a message holding every part and not the password (nor its first 15
+	// characters); then deletes the stack.
+	credentialsStack := func(ctx SpecContext, name, secretNS, secret, password string, parts ...string) *csv1.ClusterStack {
+		GinkgoHelper()
 		Expect(k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "team-b-git", Namespace: victim},
-			StringData: map[string]string{"username": "team-b", "password": "team-b-password-3f9c2a7e51"},
+			ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: secretNS},
+			StringData: map[string]string{"username": secretNS, "password": password},
 		})).To(Succeed())
 		cs := newClusterStack(attacker)
-		cs.Name = "borrowed-credentials"
+		cs.Name = name
 		cs.Spec.Versions = nil
 		cs.Spec.AutoSubscribe = true
-		cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "team-b-git"}
+		cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: secret}
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
+		s := &csv1.ClusterStack{}
 		Eventually(ctx, func(g Gomega) {
-			s := &csv1.ClusterStack{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: cs.Name}, s)).To(Succeed())
-			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, attacker+"/team-b-git"))
-			g.Expect(condition(s, csv1.DegradedCondition).Message).NotTo(ContainSubstring("team-b-password"))
-			g.Expect(s.Status.Releases).To(BeEmpty())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: name}, s)).To(Succeed())
+			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, parts...))
+			// Not even the start of the password ("team-b-password" of team B's).
+			g.Expect(condition(s, csv1.DegradedCondition).Message).NotTo(ContainSubstring(password[:15]))
 		}).Should(Succeed())
 		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+		return s
+	}
+
+	It("reads a stack's credentials Secret only in the stack's own namespace", func(ctx SpecContext) {
+		s := credentialsStack(ctx, "borrowed-credentials", victim, "team-b-git", "team-b-password-3f9c2a7e51", attacker+"/team-b-git")
+		Expect(s.Status.Releases).To(BeEmpty())
 	})
 
 	It("refuses to send a stack's credentials over plain http, and says so without them", func(ctx SpecContext) {
-		const password = "tenant-a-password-7e1b9c3d42"
-		Expect(k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "team-a-git", Namespace: attacker},
-			StringData: map[string]string{"username": "team-a", "password": password},
-		})).To(Succeed())
-		cs := newClusterStack(attacker)
-		cs.Name = "plain-http-credentials"
-		cs.Spec.Versions = nil
-		cs.Spec.AutoSubscribe = true
-		cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "team-a-git"}
-		Expect(k8s.Create(ctx, cs)).To(Succeed())
-		Eventually(ctx, func(g Gomega) {
-			s := &csv1.ClusterStack{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: cs.Name}, s)).To(Succeed())
-			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, attacker+"/team-a-git", "plain http", "https"))
-			g.Expect(condition(s, csv1.DegradedCondition).Message).NotTo(ContainSubstring(password))
-		}).Should(Succeed())
-		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+		credentialsStack(ctx, "plain-http-credentials", attacker, "team-a-git", "tenant-a-password-7e1b9c3d42", attacker+"/team-a-git", "plain http", "https")
 	})
 
 	It("runs a stack's Flux objects as its spec.serviceAccountName: refused and reported until that account is granted, then delivered", func(ctx SpecContext) {
