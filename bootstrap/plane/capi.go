@@ -11,9 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -32,38 +30,6 @@ var capiConversionGroups = map[string]bool{
 	"ipam.cluster.x-k8s.io": true, "runtime.cluster.x-k8s.io": true,
 }
 
-// loadWebhookConfigurations builds the kustomize directory dir (CAPI's core webhook
-// configurations, copied by hack/collect-crds.sh) and returns its Mutating- and
-// ValidatingWebhookConfigurations.
-func loadWebhookConfigurations(dir string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
-	objs, err := manifests.Build(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	var muts []*admissionv1.MutatingWebhookConfiguration
-	var vals []*admissionv1.ValidatingWebhookConfiguration
-	for _, u := range objs {
-		var target any
-		switch u.GetKind() {
-		case "MutatingWebhookConfiguration":
-			m := &admissionv1.MutatingWebhookConfiguration{}
-			muts, target = append(muts, m), m
-		case "ValidatingWebhookConfiguration":
-			v := &admissionv1.ValidatingWebhookConfiguration{}
-			vals, target = append(vals, v), v
-		default:
-			continue
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, target, true); err != nil {
-			return nil, nil, fmt.Errorf("%s: %s %s: %w", dir, u.GetKind(), u.GetName(), err)
-		}
-	}
-	if len(muts)+len(vals) == 0 {
-		return nil, nil, fmt.Errorf("%s holds no webhook configuration", dir)
-	}
-	return muts, vals, nil
-}
-
 // startCAPI runs Cluster API's core manager against the management API server with the
 // ClusterTopology and RuntimeSDK feature gates. Its defaulting and validating webhooks are
 // installed pointing at it on loopback (envtest makes the CA and serving certificate), and the
@@ -71,7 +37,11 @@ func loadWebhookConfigurations(dir string) ([]*admissionv1.MutatingWebhookConfig
 // Cluster is converted by CAPI itself.
 func (p *Plane) startCAPI(ctx context.Context) error {
 	o := p.opts
-	muts, vals, err := loadWebhookConfigurations(filepath.Join(o.BinDir, "capi-webhooks"))
+	dir := filepath.Join(o.BinDir, "capi-webhooks")
+	muts, vals, err := manifests.WebhookConfigurations(dir)
+	if err == nil && len(muts)+len(vals) == 0 {
+		err = fmt.Errorf("%s holds no webhook configuration", dir)
+	}
 	if err != nil {
 		return fmt.Errorf("plane: CAPI webhooks (run `make tools`): %w", err)
 	}

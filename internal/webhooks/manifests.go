@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
 )
@@ -18,20 +17,9 @@ const ConfigDir = "config/webhook"
 // deployment installs, matchConditions included. Local planes and tests install these with
 // envtest (which replaces the Service reference by a local URL and the CA bundle by its own).
 func LoadValidatingWebhookConfigurations(dir string) ([]*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	objs, err := manifests.Build(dir)
+	_, out, err := manifests.WebhookConfigurations(dir)
 	if err != nil {
 		return nil, err
-	}
-	var out []*admissionregistrationv1.ValidatingWebhookConfiguration
-	for _, u := range objs {
-		if u.GetKind() != "ValidatingWebhookConfiguration" {
-			continue
-		}
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, vwc, true); err != nil {
-			return nil, fmt.Errorf("%s: ValidatingWebhookConfiguration %s: %w", dir, u.GetName(), err)
-		}
-		out = append(out, vwc)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s holds no ValidatingWebhookConfiguration (run `make manifests`)", dir)
