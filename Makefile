@@ -110,7 +110,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 TOOL_BINS := $(KUBE_BINS) $(BIN)/etcd $(BIN)/source-controller $(BIN)/kustomize-controller \
-	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager
+	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager $(BIN)/provider-webhooks
 
 .PHONY: tools
 tools: $(TOOL_BINS) $(BIN)/crds/.stamp ## Build pinned tools and collect CRDs into bin/ (a no-op when up to date).
@@ -133,11 +133,14 @@ $(BIN)/kwok: $(TOOLS)/kwok/go.mod $(TOOLS)/kwok/go.sum
 	cd $(TOOLS)/kwok && go build -o $@ sigs.k8s.io/kwok/cmd/kwok
 $(BIN)/capi-manager: $(TOOLS)/capi/go.mod $(TOOLS)/capi/go.sum
 	cd $(TOOLS)/capi && go build -o $@ sigs.k8s.io/cluster-api/core
+$(BIN)/provider-webhooks: $(TOOLS)/capi/go.mod $(TOOLS)/capi/go.sum $(TOOLS)/capi/provider-webhooks/main.go
+	cd $(TOOLS)/capi && go build -o $@ ./provider-webhooks
 $(BIN)/controller-gen: $(TOOLS)/controller-gen/go.mod $(TOOLS)/controller-gen/go.sum
 	cd $(TOOLS)/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
-# CRDs of Flux, CAPI and CAPA and kwok's stage files, copied from the same pinned modules.
-$(BIN)/crds/.stamp: $(TOOLS)/source-controller/go.mod $(TOOLS)/kustomize-controller/go.mod $(TOOLS)/helm-controller/go.mod $(TOOLS)/crds/go.mod $(TOOLS)/kwok/go.mod hack/collect-crds.sh
+# CRDs of Flux, CAPI, CAPD and CAPA, CAPI's webhook manifests and kwok's stage files, copied from
+# the same pinned modules.
+$(BIN)/crds/.stamp: $(TOOLS)/source-controller/go.mod $(TOOLS)/kustomize-controller/go.mod $(TOOLS)/helm-controller/go.mod $(TOOLS)/crds/go.mod $(TOOLS)/capi/go.mod $(TOOLS)/kwok/go.mod hack/collect-crds.sh
 	hack/collect-crds.sh $(BIN)
 	touch $@
 

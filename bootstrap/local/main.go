@@ -62,7 +62,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 type config struct {
 	stateDir, binDir, repoRoot, stacksDir, examplesDir string
 	tags                                               string
-	noExamples, noOperator, verbose                    bool
+	noExamples, noOperator, verbose, withCAPI          bool
 	nodes                                              int
 	startTimeout                                       time.Duration
 }
@@ -78,6 +78,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.tags, "tags", "aws-base-1-36-v1", "Comma-separated release tags put on the published stacks commit.")
 	fs.BoolVar(&cfg.noExamples, "no-examples", false, "Do not publish stacks/ nor apply examples/.")
 	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
+	fs.BoolVar(&cfg.withCAPI, "with-capi", false, "Run Cluster API's core manager (topology controller, webhooks, conversion) and the kubeadm/CAPD providers' webhooks; localinfra then plays the providers by contract.")
 	fs.IntVar(&cfg.nodes, "nodes", 1, "kwok Nodes per workload cluster (a Cluster's annotation localinfra.clusterstack.io/nodes overrides it).")
 	fs.DurationVar(&cfg.startTimeout, "start-timeout", plane.DefaultStartTimeout, "Bound on starting the plane.")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "Also print the plane's own log (always in <state-dir>/plane.log) on standard error.")
@@ -135,6 +136,7 @@ func run(args []string, out io.Writer) error {
 		RepoRoot:      cfg.repoRoot,
 		BinDir:        cfg.binDir,
 		WithOperator:  !cfg.noOperator,
+		WithCAPI:      cfg.withCAPI,
 		WorkloadNodes: cfg.nodes,
 		StartTimeout:  cfg.startTimeout,
 		Logger:        log,

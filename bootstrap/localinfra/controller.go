@@ -69,6 +69,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// OnProcessStarted, when set, is called after each workload process was started.
 	OnProcessStarted func()
+	// ProviderContract is set when Cluster API's controllers run (the plane's WithCAPI): CAPI's
+	// topology controller creates each Cluster's infrastructure cluster, control plane and
+	// MachineDeployments, and the Reconciler plays the providers by their contracts (see the
+	// package documentation) instead of creating those objects itself.
+	ProviderContract bool
 	// FluxServiceAccounts are ServiceAccount names: in each workload cluster, the users
 	// system:serviceaccount:<Cluster namespace>:<name> are bound to cluster-admin, so that Flux
 	// objects impersonating them there (Flux's --default-service-account, a ClusterStack's
@@ -109,9 +114,13 @@ func NewReconciler(c client.Client, opts Options) *Reconciler {
 
 // SetupWithManager registers the Reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
-		Watches(&clusterv1.ClusterClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
+		Watches(&clusterv1.ClusterClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass))
+	if r.opts.ProviderContract {
+		b = b.Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(clusterOfMachine))
+	}
+	return b.
 		Named("localinfra-cluster").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles,
@@ -140,6 +149,15 @@ func (r *Reconciler) clustersOfClass(ctx context.Context, obj client.Object) []r
 		}
 	}
 	return reqs
+}
+
+// clusterOfMachine maps a Machine to its Cluster.
+func clusterOfMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // WorkloadCluster returns the running workload cluster of the Cluster key.
@@ -191,6 +209,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get Cluster %s: %w", req.NamespacedName, err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
+		if r.opts.ProviderContract {
+			return r.reconcileContractDelete(ctx, cluster)
+		}
 		return ctrl.Result{}, r.reconcileDelete(ctx, cluster)
 	}
 	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
@@ -209,6 +230,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	endpoint := clusterv1.APIEndpoint{Host: host, Port: port}
 	if err := r.ensureKubeconfigSecret(ctx, cluster, w); err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.opts.ProviderContract {
+		return r.reconcileContract(ctx, cluster, w)
 	}
 
 	before := cluster.DeepCopy()
@@ -442,7 +466,13 @@ func (r *Reconciler) getTemplate(ctx context.Context, namespace string, ref clus
 // specHasField reports whether the CRD schema of gvk declares spec.<field>. Server-side apply
 // rejects fields that the schema does not declare.
 func (r *Reconciler) specHasField(ctx context.Context, gvk schema.GroupVersionKind, field string) (bool, error) {
-	cacheKey := gvk.String() + "/" + field
+	return r.schemaHas(ctx, gvk, "spec", field)
+}
+
+// schemaHas reports whether the CRD schema of gvk declares the field at path (object
+// properties only).
+func (r *Reconciler) schemaHas(ctx context.Context, gvk schema.GroupVersionKind, path ...string) (bool, error) {
+	cacheKey := gvk.String() + "/" + strings.Join(path, ".")
 	r.mu.Lock()
 	has, ok := r.fieldCache[cacheKey]
 	r.mu.Unlock()
@@ -464,7 +494,11 @@ func (r *Reconciler) specHasField(ctx context.Context, gvk schema.GroupVersionKi
 		if vm["name"] != gvk.Version {
 			continue
 		}
-		_, has, _ = unstructured.NestedFieldNoCopy(vm, "schema", "openAPIV3Schema", "properties", "spec", "properties", field)
+		fields := []string{"schema", "openAPIV3Schema"}
+		for _, p := range path {
+			fields = append(fields, "properties", p)
+		}
+		_, has, _ = unstructured.NestedFieldNoCopy(vm, fields...)
 	}
 	r.mu.Lock()
 	r.fieldCache[cacheKey] = has

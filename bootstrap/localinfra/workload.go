@@ -319,21 +319,7 @@ func (w *WorkloadCluster) createNodes(ctx context.Context) error {
 		// The node name is also its hostname label, which must fit a label value (63 characters).
 		name := fluxgen.SafeName(fluxgen.MaxLabelValue, w.opts.Name, "node", fmt.Sprint(i))
 		names = append(names, name)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name,
-				Labels: map[string]string{
-					"kubernetes.io/hostname": name,
-					"kubernetes.io/os":       "linux",
-					"kubernetes.io/arch":     "amd64",
-					"type":                   "kwok",
-				},
-				Annotations: map[string]string{
-					"kwok.x-k8s.io/node":           "fake",
-					"node.alpha.kubernetes.io/ttl": "0",
-				},
-			},
-		}
+		node := kwokNode(name, "", "")
 		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("workload cluster %s: create node %s: %w", w.opts.Name, name, err)
 		}
@@ -357,6 +343,42 @@ func (w *WorkloadCluster) createNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("workload cluster %s: nodes %v not Ready (kwok log: %s): %w",
 			w.opts.Name, notReady, filepath.Join(w.opts.LogDir, "kwok.log"), err)
+	}
+	return nil
+}
+
+// kwokNode is a Node that kwok manages (Ready, runs its Pods), with providerID and the kubelet
+// version it reports (kwok keeps it) when not empty.
+func kwokNode(name, providerID, kubeletVersion string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+				"type":                   "kwok",
+			},
+			Annotations: map[string]string{
+				"kwok.x-k8s.io/node":           "fake",
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+		},
+		Spec:   corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion}},
+	}
+}
+
+// EnsureNode creates the kwok Node name with providerID (a Machine's node, found by CAPI
+// through its providerID) reporting kubeletVersion (the Machine's version, which CAPI compares
+// during upgrades), unless it exists. kwok makes it Ready.
+func (w *WorkloadCluster) EnsureNode(ctx context.Context, name, providerID, kubeletVersion string) error {
+	cs, err := kubernetes.NewForConfig(w.cfg)
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: client: %w", w.opts.Name, err)
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, kwokNode(name, providerID, kubeletVersion), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("workload cluster %s: create node %s: %w", w.opts.Name, name, err)
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,8 +94,10 @@ type Options struct {
 	// BinDir holds the binaries built by `make tools` (and bin/manager from `make build`).
 	// Default: <RepoRoot>/bin.
 	BinDir string
-	// CRDDirs are installed into the management API server. Default: <RepoRoot>/config/crd/bases,
-	// <BinDir>/crds/flux, <BinDir>/crds/capi, <BinDir>/crds/capa.
+	// CRDDirs are installed into the management API server: directories of CRD manifests, or
+	// kustomize directories (a provider's config/crd), built first. Default:
+	// <RepoRoot>/config/crd/bases and, in <BinDir>/crds, flux, capi-core,
+	// capi-kubeadm-bootstrap, capi-kubeadm-controlplane, capd and capa.
 	CRDDirs []string
 	// KwokStagesDir holds kwok's Stage manifests. Default: <BinDir>/kwok-stages.
 	KwokStagesDir string
@@ -114,9 +118,12 @@ type Options struct {
 	TenantConfigDir string
 
 	// WithCAPI starts Cluster API's core manager (bin/capi-manager) with the ClusterTopology and
-	// RuntimeSDK feature gates, its webhooks and the core CRDs' conversion webhook on loopback.
-	// Off by default: localinfra still plays the topology controller's part (issue 15 replaces
-	// that), and both would create a Cluster's infrastructure and control-plane objects.
+	// RuntimeSDK feature gates, and bin/provider-webhooks (the kubeadm bootstrap and
+	// control-plane providers' and CAPD's webhooks), with their admission webhooks and CRD
+	// conversion on loopback. CAPI's topology controller then builds each Cluster's objects
+	// from its ClusterClass and localinfra plays the providers by their contracts
+	// (localinfra.Options.ProviderContract). Off by default: without it localinfra builds a
+	// minimal topology itself (faster, and what the demo and the end-to-end suite use today).
 	WithCAPI bool
 
 	// WithOperator starts the operator (OperatorPath) against the management API server.
@@ -163,6 +170,10 @@ type Plane struct {
 	flux     []*proc.Process
 	operator *proc.Process
 	capi     *proc.Process
+	// providerWebhooks serves CABPK's, KCP's and CAPD's webhooks (Options.WithCAPI).
+	providerWebhooks *proc.Process
+	// crds are the CRDs installed into the management API server.
+	crds crdSet
 
 	operatorMetricsAddr, operatorHealthAddr string
 	operatorWebhookAddr                     string
@@ -180,6 +191,8 @@ func NewScheme() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		clusterv1.AddToScheme,
+		controlplanev1.AddToScheme,
+		bootstrapv1.AddToScheme,
 		sourcev1.AddToScheme,
 		kustomizev1.AddToScheme,
 		helmv2.AddToScheme,
@@ -240,8 +253,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.CRDDirs = []string{
 			filepath.Join(o.RepoRoot, "config", "crd", "bases"),
 			filepath.Join(o.BinDir, "crds", "flux"),
-			filepath.Join(o.BinDir, "crds", "capi"),
-			filepath.Join(o.BinDir, "crds", "capa"),
+		}
+		for _, d := range []string{"capi-core", "capi-kubeadm-bootstrap", "capi-kubeadm-controlplane", "capd", "capa"} {
+			o.CRDDirs = append(o.CRDDirs, filepath.Join(o.BinDir, "crds", d))
 		}
 	}
 	if o.KwokStagesDir == "" {
@@ -300,8 +314,10 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		return nil, fmt.Errorf("plane: %s missing in %s: run `make tools`", strings.Join(missing, ", "), opts.BinDir)
 	}
 	if opts.WithCAPI {
-		if _, err := os.Stat(filepath.Join(opts.BinDir, CAPIManagerBinary)); err != nil {
-			return nil, fmt.Errorf("plane: %s: %w (run `make tools`)", CAPIManagerBinary, err)
+		for _, bin := range []string{CAPIManagerBinary, ProviderWebhooksBinary} {
+			if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
+				return nil, fmt.Errorf("plane: %s: %w (run `make tools`)", bin, err)
+			}
 		}
 	}
 	if opts.WithOperator {
@@ -482,6 +498,9 @@ func (p *Plane) startAPIServer() error {
 		}
 		webhookOpts = envtest.WebhookInstallOptions{ValidatingWebhooks: vwcs, LocalServingHost: "127.0.0.1"}
 	}
+	if p.crds, err = loadCRDs(o.CRDDirs); err != nil {
+		return err
+	}
 	// A scheme without CAPI's hub types, so that envtest does not point the CRDs at a
 	// conversion webhook that nothing serves.
 	envScheme := runtime.NewScheme()
@@ -501,8 +520,7 @@ func (p *Plane) startAPIServer() error {
 		},
 		Scheme:                   envScheme,
 		WebhookInstallOptions:    webhookOpts,
-		CRDDirectoryPaths:        o.CRDDirs,
-		ErrorIfCRDPathMissing:    true,
+		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: p.crds.paths, CRDs: p.crds.built, ErrorIfPathMissing: true},
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  proc.DefaultStopTimeout,
 	}
@@ -696,6 +714,7 @@ func (p *Plane) startLocalInfra(ctx context.Context) error {
 		Nodes:               o.WorkloadNodes,
 		OnProcessStarted:    p.record,
 		FluxServiceAccounts: []string{o.FluxServiceAccount},
+		ProviderContract:    o.WithCAPI,
 	})
 	if err := p.infra.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("plane: localinfra controller: %w", err)
@@ -812,7 +831,7 @@ func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) er
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
-		for _, pr := range []*proc.Process{p.operator, p.capi} {
+		for _, pr := range []*proc.Process{p.operator, p.capi, p.providerWebhooks} {
 			if pr != nil {
 				if err := pr.Stop(proc.DefaultStopTimeout); err != nil {
 					errs = append(errs, err)
@@ -922,7 +941,7 @@ type ProcessInfo struct {
 // operator; not envtest's nor the workload clusters').
 func (p *Plane) Processes() []ProcessInfo {
 	var out []ProcessInfo
-	for _, pr := range append(append([]*proc.Process{}, p.flux...), p.operator, p.capi) {
+	for _, pr := range append(append([]*proc.Process{}, p.flux...), p.operator, p.capi, p.providerWebhooks) {
 		if pr != nil {
 			out = append(out, ProcessInfo{Name: pr.Name(), Pid: pr.Pid(), LogFile: pr.LogFile()})
 		}

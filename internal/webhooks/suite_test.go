@@ -48,7 +48,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	Expect(err).NotTo(HaveOccurred())
 	bin := filepath.Join(root, "bin")
-	for _, f := range []string{"kube-apiserver", "etcd", filepath.Join("crds", "capi")} {
+	for _, f := range []string{"kube-apiserver", "etcd", filepath.Join("crds", "capi-core", "bases")} {
 		_, err := os.Stat(filepath.Join(bin, f))
 		Expect(err).NotTo(HaveOccurred(), "these tests run a real API server: %s is missing; run `make tools` (make test does)", filepath.Join(bin, f))
 	}
@@ -57,7 +57,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	env = &envtest.Environment{
 		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(bin, "crds", "capi")},
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(bin, "crds", "capi-core", "bases")},
 		ErrorIfCRDPathMissing: true,
 		// No CAPI types: envtest would otherwise point the CAPI CRDs at a conversion webhook.
 		Scheme:                clientgoscheme.Scheme,

@@ -105,9 +105,10 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 			Paths: []string{
 				filepath.Join(root, "config", "crd", "bases"),
 				filepath.Join(bin, "crds", "flux"),
-				filepath.Join(bin, "crds", "capi"),
+				filepath.Join(bin, "crds", "capi-core", "bases"),
+				filepath.Join(bin, "crds", "capi-kubeadm-controlplane", "bases"),
 				// The reference stack's values read the infrastructure cluster's region.
-				filepath.Join(bin, "crds", "capa", "infrastructure.cluster.x-k8s.io_awsclusters.yaml"),
+				filepath.Join(bin, "crds", "capa", "bases", "infrastructure.cluster.x-k8s.io_awsclusters.yaml"),
 			},
 			ErrorIfPathMissing: true,
 		},
