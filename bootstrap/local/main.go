@@ -78,7 +78,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.tags, "tags", "aws-base-1-36-v1", "Comma-separated release tags put on the published stacks commit.")
 	fs.BoolVar(&cfg.noExamples, "no-examples", false, "Do not publish stacks/ nor apply examples/.")
 	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
-	fs.BoolVar(&cfg.withCAPI, "with-capi", false, "Run Cluster API's core manager (topology controller, webhooks, conversion) and the kubeadm/CAPD providers' webhooks; localinfra then plays the providers by contract.")
+	fs.BoolVar(&cfg.withCAPI, "with-capi", true, "Run Cluster API's core manager (topology controller, webhooks, conversion) and the kubeadm/CAPD providers' webhooks; localinfra then plays the providers by contract (false: localinfra builds a minimal topology itself).")
 	fs.IntVar(&cfg.nodes, "nodes", 1, "kwok Nodes per workload cluster (a Cluster's annotation localinfra.clusterstack.io/nodes overrides it).")
 	fs.DurationVar(&cfg.startTimeout, "start-timeout", plane.DefaultStartTimeout, "Bound on starting the plane.")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "Also print the plane's own log (always in <state-dir>/plane.log) on standard error.")

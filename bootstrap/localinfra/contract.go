@@ -238,7 +238,8 @@ func (r *Reconciler) provisionInfraMachine(ctx context.Context, m *clusterv1.Mac
 
 // patchProviderStatus sets the status fields (dotted paths below status) that the object's
 // schema declares, and a Ready condition when it has metav1 conditions, with message, then
-// patches the status subresource when something changed.
+// patches the status subresource when something changed. Only declared fields are set, so
+// that nothing is pruned and a second pass finds nothing to write.
 func (r *Reconciler) patchProviderStatus(ctx context.Context, u *unstructured.Unstructured, fields map[string]any, message string) error {
 	gvk := u.GroupVersionKind()
 	before := u.DeepCopy()
@@ -254,7 +255,8 @@ func (r *Reconciler) patchProviderStatus(ctx context.Context, u *unstructured.Un
 			}
 		}
 	}
-	hasConditions, err := r.schemaHas(ctx, gvk, "status", "conditions")
+	// metav1.Conditions (v1beta2 contract) have observedGeneration; v1beta1 ones do not.
+	hasConditions, err := r.schemaHas(ctx, gvk, "status", "conditions", "[]", "observedGeneration")
 	if err != nil {
 		return err
 	}

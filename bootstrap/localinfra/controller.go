@@ -469,8 +469,8 @@ func (r *Reconciler) specHasField(ctx context.Context, gvk schema.GroupVersionKi
 	return r.schemaHas(ctx, gvk, "spec", field)
 }
 
-// schemaHas reports whether the CRD schema of gvk declares the field at path (object
-// properties only).
+// schemaHas reports whether the CRD schema of gvk declares the field at path, in which "[]"
+// stands for the items of an array.
 func (r *Reconciler) schemaHas(ctx context.Context, gvk schema.GroupVersionKind, path ...string) (bool, error) {
 	cacheKey := gvk.String() + "/" + strings.Join(path, ".")
 	r.mu.Lock()
@@ -496,7 +496,11 @@ func (r *Reconciler) schemaHas(ctx context.Context, gvk schema.GroupVersionKind,
 		}
 		fields := []string{"schema", "openAPIV3Schema"}
 		for _, p := range path {
-			fields = append(fields, "properties", p)
+			if p == "[]" {
+				fields = append(fields, "items")
+			} else {
+				fields = append(fields, "properties", p)
+			}
 		}
 		_, has, _ = unstructured.NestedFieldNoCopy(vm, fields...)
 	}

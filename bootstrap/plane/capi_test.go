@@ -190,6 +190,29 @@ var _ = Describe("Cluster API core on the local plane", Ordered, func() {
 			}
 		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
+		By("a second Cluster on the plane's stand-in OpenStack kinds (v1beta1 contract: status.ready)")
+		for _, o := range classObjects(ns, "openstack-class", "OpenStackClusterTemplate", "OpenStackMachineTemplate") {
+			Expect(c.Create(ctx, o)).To(Succeed(), "create %s %s", o.GetKind(), o.GetName())
+		}
+		osc := cluster.DeepCopy()
+		osc.ObjectMeta = metav1.ObjectMeta{Name: "os1", Namespace: ns}
+		osc.Spec.Topology.ClassRef.Name = "openstack-class"
+		osc.Spec.Topology.Version = "v1.35.2"
+		osc.Spec.Topology.Workers.MachineDeployments[0].Replicas = ptr.To[int32](1)
+		Expect(c.Create(ctx, osc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &clusterv1.Cluster{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(osc), got)).To(Succeed())
+			g.Expect(got.Spec.InfrastructureRef.Kind).To(Equal("OpenStackCluster"))
+			g.Expect(ptr.Deref(got.Status.Initialization.InfrastructureProvisioned, false)).To(BeTrue())
+			g.Expect(ptr.Deref(got.Status.Initialization.ControlPlaneInitialized, false)).To(BeTrue())
+			machines := &clusterv1.MachineList{}
+			g.Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: "os1"})).To(Succeed())
+			g.Expect(machines.Items).To(HaveLen(1))
+			g.Expect(machines.Items[0].Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)))
+			g.Expect(machines.Items[0].Spec.InfrastructureRef.Kind).To(Equal("OpenStackMachine"))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
 		By("deleting the Cluster: CAPI removes its objects, localinfra its workload cluster")
 		Expect(c.Delete(ctx, got)).To(Succeed())
 		Eventually(func() bool {
@@ -201,6 +224,11 @@ var _ = Describe("Cluster API core on the local plane", Ordered, func() {
 // dockerClassObjects are a ClusterClass in CAPI v1beta1 (as published SCS stacks write them)
 // with CAPD and kubeadm templates, and a patch setting an API server argument.
 func dockerClassObjects(ns, name string) []*unstructured.Unstructured {
+	return classObjects(ns, name, "DockerClusterTemplate", "DockerMachineTemplate")
+}
+
+// classObjects are dockerClassObjects with other infrastructure template kinds (v1beta1).
+func classObjects(ns, name, clusterTemplateKind, machineTemplateKind string) []*unstructured.Unstructured {
 	obj := func(apiVersion, kind, n string, spec map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": apiVersion, "kind": kind,
@@ -216,8 +244,8 @@ func dockerClassObjects(ns, name string) []*unstructured.Unstructured {
 	}
 	const infra, cpv, bsv = "infrastructure.cluster.x-k8s.io/v1beta1", "controlplane.cluster.x-k8s.io/v1beta1", "bootstrap.cluster.x-k8s.io/v1beta1"
 	return []*unstructured.Unstructured{
-		obj(infra, "DockerClusterTemplate", name+"-cluster", tmpl(map[string]any{})),
-		obj(infra, "DockerMachineTemplate", name+"-machine", tmpl(map[string]any{})),
+		obj(infra, clusterTemplateKind, name+"-cluster", tmpl(map[string]any{})),
+		obj(infra, machineTemplateKind, name+"-machine", tmpl(map[string]any{})),
 		obj(cpv, "KubeadmControlPlaneTemplate", name+"-control-plane", tmpl(map[string]any{
 			// Not empty: an empty clusterConfiguration does not survive the conversion to
 			// v1beta2 and back, and the patch below adds to it (CAPI reports exactly that).
@@ -227,16 +255,16 @@ func dockerClassObjects(ns, name string) []*unstructured.Unstructured {
 		})),
 		obj(bsv, "KubeadmConfigTemplate", name+"-worker", tmpl(map[string]any{})),
 		obj("cluster.x-k8s.io/v1beta1", "ClusterClass", name, map[string]any{
-			"infrastructure": map[string]any{"ref": ref(infra, "DockerClusterTemplate", name+"-cluster")},
+			"infrastructure": map[string]any{"ref": ref(infra, clusterTemplateKind, name+"-cluster")},
 			"controlPlane": map[string]any{
 				"ref":                   ref(cpv, "KubeadmControlPlaneTemplate", name+"-control-plane"),
-				"machineInfrastructure": map[string]any{"ref": ref(infra, "DockerMachineTemplate", name+"-machine")},
+				"machineInfrastructure": map[string]any{"ref": ref(infra, machineTemplateKind, name+"-machine")},
 			},
 			"workers": map[string]any{"machineDeployments": []any{map[string]any{
 				"class": "default-worker",
 				"template": map[string]any{
 					"bootstrap":      map[string]any{"ref": ref(bsv, "KubeadmConfigTemplate", name+"-worker")},
-					"infrastructure": map[string]any{"ref": ref(infra, "DockerMachineTemplate", name+"-machine")},
+					"infrastructure": map[string]any{"ref": ref(infra, machineTemplateKind, name+"-machine")},
 				},
 			}}},
 			"patches": []any{map[string]any{

@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
 )
@@ -54,4 +55,19 @@ func loadCRDs(dirs []string) (crdSet, error) {
 		}
 	}
 	return set, nil
+}
+
+// addStandIns adds a stand-in CRD for each kind that no built CRD serves.
+func (s *crdSet) addStandIns(kinds []schema.GroupVersionKind) {
+	for _, gvk := range kinds {
+		served := false
+		for _, crd := range s.built {
+			served = served || (crd.Spec.Group == gvk.Group && crd.Spec.Names.Kind == gvk.Kind)
+		}
+		if !served {
+			crd := StandInCRD(gvk)
+			s.built = append(s.built, crd)
+			s.byDir["stand-in"] = append(s.byDir["stand-in"], crd.Name)
+		}
+	}
 }

@@ -52,6 +52,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -99,6 +100,10 @@ type Options struct {
 	// <RepoRoot>/config/crd/bases and, in <BinDir>/crds, flux, capi-core,
 	// capi-kubeadm-bootstrap, capi-kubeadm-controlplane, capd and capa.
 	CRDDirs []string
+	// StandInKinds get permissive stand-in CRDs (StandInCRD) unless a CRD of CRDDirs serves
+	// the kind: providers whose CRDs no pinned module provides. Default (nil):
+	// DefaultStandInKinds; empty for none.
+	StandInKinds []schema.GroupVersionKind
 	// KwokStagesDir holds kwok's Stage manifests. Default: <BinDir>/kwok-stages.
 	KwokStagesDir string
 
@@ -257,6 +262,9 @@ func (o Options) withDefaults() (Options, error) {
 		for _, d := range []string{"capi-core", "capi-kubeadm-bootstrap", "capi-kubeadm-controlplane", "capd", "capa"} {
 			o.CRDDirs = append(o.CRDDirs, filepath.Join(o.BinDir, "crds", d))
 		}
+	}
+	if o.StandInKinds == nil {
+		o.StandInKinds = DefaultStandInKinds
 	}
 	if o.KwokStagesDir == "" {
 		o.KwokStagesDir = filepath.Join(o.BinDir, "kwok-stages")
@@ -501,6 +509,7 @@ func (p *Plane) startAPIServer() error {
 	if p.crds, err = loadCRDs(o.CRDDirs); err != nil {
 		return err
 	}
+	p.crds.addStandIns(o.StandInKinds)
 	// A scheme without CAPI's hub types, so that envtest does not point the CRDs at a
 	// conversion webhook that nothing serves.
 	envScheme := runtime.NewScheme()

@@ -57,6 +57,10 @@ var (
 	pl       *plane.Plane
 	k8s      client.Client
 	repoRoot string
+	// withCAPI: the plane runs Cluster API's core manager and the providers' webhooks
+	// (plane.Options.WithCAPI); E2E_WITH_CAPI=false runs the suite on localinfra's own
+	// minimal topology instead.
+	withCAPI = os.Getenv("E2E_WITH_CAPI") != "false"
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
@@ -78,6 +82,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		StateDir:     stateDir,
 		RepoRoot:     repoRoot,
 		WithOperator: true,
+		// Cluster API's topology controller builds the Clusters; localinfra plays the
+		// providers (E2E_WITH_CAPI=false: localinfra's own minimal topology, faster).
+		WithCAPI:     withCAPI,
 		OperatorArgs: []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(), "--zap-log-level=debug"},
 		StartTimeout: 4 * time.Minute,
 		Logger:       GinkgoLogr,
