@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -55,9 +56,16 @@ func newCluster(ns, name, v, podCIDR string) *clusterv1.Cluster {
 	}
 }
 
-// moveCluster points a Cluster's topology at version v of the reference stack.
+// moveCluster points a Cluster's topology at version v of the reference stack. With CAPI in
+// the plane it first waits for that release's ClusterClass: CAPI's webhook refuses a move to a
+// ClusterClass that does not exist (yet).
 func moveCluster(ctx context.Context, ns, name, v string) {
 	GinkgoHelper()
+	if withCAPI {
+		Eventually(ctx, func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, &clusterv1.ClusterClass{})
+		}).WithTimeout(3*time.Minute).Should(Succeed(), "ClusterClass %s/%s%s, before moving Cluster %s to it", ns, tagPrefix, v, name)
+	}
 	c := &clusterv1.Cluster{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
 	patch := client.MergeFrom(c.DeepCopy())
