@@ -1,6 +1,7 @@
 // Command manager runs the ClusterStack operator: a controller-runtime manager with the
 // ClusterStack, ClusterStackRelease, ClusterAddon and status controllers, and (with
-// --enable-webhooks) the validating webhook on CAPI Clusters.
+// --enable-webhooks) the validating webhook on CAPI Clusters and the Cluster API Runtime
+// Extension (addon stages; --runtime-extension).
 package main
 
 import (
@@ -25,16 +26,17 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
 func main() {
 	var (
-		metricsAddr, probeAddr, artifactHost   string
-		webhookHost, webhookCertDir, defaultSA string
-		webhookPort                            int
-		leaderElect, enableWebhooks            bool
-		grace, addonTimeout                    time.Duration
+		metricsAddr, probeAddr, artifactHost    string
+		webhookHost, webhookCertDir, defaultSA  string
+		webhookPort                             int
+		leaderElect, enableWebhooks, runtimeExt bool
+		grace, addonTimeout                     time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -45,6 +47,8 @@ func main() {
 		"Replace the host of source-controller artifact URLs (defaults to $SOURCE_CONTROLLER_LOCALHOST, as Flux's controllers do).")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", false,
 		"Serve the validating webhook on CAPI Clusters (config/webhook). The Deployment in config/default enables it; off by default so that make run needs no serving certificate.")
+	flag.BoolVar(&runtimeExt, "runtime-extension", true,
+		"With --enable-webhooks, also serve the Cluster API Runtime Extension (BeforeClusterUpgrade, AfterControlPlaneInitialized and BeforeClusterDelete hooks of the addon stages) from the webhook server, with its TLS certificate. CAPI calls it once an ExtensionConfig registers it (config/runtimeextension); serving it without one costs nothing.")
 	flag.IntVar(&webhookPort, "webhook-port", webhook.DefaultPort, "The port the webhook server listens on.")
 	flag.StringVar(&webhookHost, "webhook-host", "", "The address the webhook server listens on; all addresses when empty.")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "",
@@ -85,6 +89,12 @@ func main() {
 		if err := webhooks.SetupClusterWebhookWithManager(mgr, tags); err != nil {
 			setupLog.Error(err, "unable to set up the Cluster webhook")
 			os.Exit(1)
+		}
+		if runtimeExt {
+			if err := hooks.SetupWithManager(context.Background(), mgr); err != nil {
+				setupLog.Error(err, "unable to set up the Runtime Extension")
+				os.Exit(1)
+			}
 		}
 		// Ready only once the webhook serves TLS: the API server calls it with failurePolicy Fail.
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

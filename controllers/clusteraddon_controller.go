@@ -40,6 +40,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stageplan"
 )
 
 // ClusterAddonReconciler keeps, for every CAPI Cluster whose topology uses the ClusterClass of a
@@ -111,7 +112,9 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	for _, step := range []func(context.Context, *addonScope) (bool, error){
 		r.checkPrerequisites,
 		r.renderValues,
+		r.planStages,
 		r.applyFluxObjects,
+		r.observeStages,
 		r.pruneValues,
 	} {
 		cont, err := step(ctx, s)
@@ -245,6 +248,18 @@ type addonScope struct {
 	rendered     *metav1.Condition // ValuesRendered
 	// components as applied (nil when the step did not get that far: keep what was recorded).
 	components []csv1.AddonComponentStatus
+
+	// controlPlane is the Cluster's control plane object as rendered (nil when it has none).
+	controlPlane map[string]any
+	// existing are the Cluster's Flux objects by component, as listed before writing.
+	existing map[string]client.Object
+	// applied are the Flux objects written (or found unchanged) for the desired release, by component.
+	applied map[string]client.Object
+	// plan says which components move now (nil until planStages ran: then all move).
+	plan *stageplan.Plan
+	// stages is status.stages as observed (valid when stagesKnown).
+	stages      []csv1.AddonStageStatus
+	stagesKnown bool
 }
 
 // releaseOf returns the ClusterStackRelease whose ClusterClass the Cluster uses, in the
@@ -352,6 +367,7 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	if err != nil {
 		return false, err
 	}
+	s.controlPlane = in.ControlPlane
 	comps := make([]render.Component, 0, len(st.Components))
 	for _, c := range st.Components {
 		comps = append(comps, render.Component{Name: c.Name, Helm: c.Kind == stack.KindHelm, Template: c.ValuesTemplate, File: c.ValuesFile})
@@ -479,16 +495,22 @@ func clusterOfObject(_ context.Context, o client.Object) []reconcile.Request {
 	return nil
 }
 
-// applyFluxObjects applies one HelmRelease or Kustomization per component and removes those of
-// components the release no longer has (Flux uninstalls or prunes them from the workload cluster).
+// applyFluxObjects applies one HelmRelease or Kustomization per component the plan moves to the
+// desired release (all of them, unless an upgrade holds some: see clusteraddon_stages.go), leaves
+// the held ones as they are, and removes those of components the release no longer has once
+// nothing holds them (Flux uninstalls or prunes them from the workload cluster).
 func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonScope) (bool, error) {
 	comps := s.release.Status.Components
+	if s.plan != nil {
+		comps = s.plan.Apply
+	}
 	objs := fluxgen.AddonObjects(fluxgen.ClusterInput{
 		Cluster: s.cluster.Name, Namespace: s.cluster.Namespace, Stack: s.release.Spec.ClusterStack,
 		Release: s.release, Components: comps, Timeout: r.AddonTimeout,
 	})
 	want := map[string]bool{}
-	s.components = make([]csv1.AddonComponentStatus, 0, len(comps))
+	written := make(map[string]csv1.AddonComponentStatus, len(comps))
+	s.applied = map[string]client.Object{}
 	var prev client.Object
 	for i, obj := range objs {
 		c := comps[i]
@@ -508,7 +530,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 			}
 			if !exists && !ready {
 				status.Message = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
-				s.components = append(s.components, status)
+				written[c.Name] = status
 				prev = obj
 				continue
 			}
@@ -516,25 +538,34 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		if _, err := r.Applier.Apply(ctx, s.addon, obj); err != nil {
 			return s.ownershipConflict(err)
 		}
-		s.components = append(s.components, status)
+		written[c.Name] = status
+		s.applied[c.Name] = obj
 		prev = obj
 	}
+	s.components = s.componentStatuses(written, want)
 	return true, r.pruneStale(ctx, s, want)
 }
 
 // pruneValues deletes the cluster's values ConfigMaps of other releases. It runs only after
 // applyFluxObjects succeeded: then every Flux object of the cluster that exists refers to the
 // desired release's ConfigMap (objects of components the release dropped, or renamed, were
-// deleted; a component gated on its predecessor has no object yet), so no other one is used.
+// deleted; a component gated on its predecessor has no object yet), except the objects an
+// upgrade holds at their release, whose ConfigMaps are kept.
 func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (bool, error) {
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
 		client.MatchingLabels{csv1.ClusterNameLabel: fluxgen.LabelValue(s.addon.Spec.ClusterName), csv1.ManagedByLabel: csv1.ManagedByValue}); err != nil {
 		return false, err
 	}
+	keep := map[string]bool{s.values: true}
+	if s.plan != nil {
+		for _, rel := range s.plan.Hold {
+			keep[fluxgen.ValuesConfigMapName(s.cluster.Name, rel)] = true // a held object's values
+		}
+	}
 	for i := range cms.Items {
 		cm := &cms.Items[i]
-		if cm.Name == s.values || !metav1.IsControlledBy(cm, s.addon) || !cm.DeletionTimestamp.IsZero() {
+		if keep[cm.Name] || !metav1.IsControlledBy(cm, s.addon) || !cm.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
@@ -643,7 +674,8 @@ func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *cs
 
 // recordFacts writes what this controller owns in the ClusterAddon status.
 func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
-	renderFailed := false // a new render failure is recorded (counted once written)
+	renderFailed := false              // a new render failure is recorded (counted once written)
+	var skipped *csv1.AddonStageStatus // a gate newly skipped by annotation (an Event once written)
 	err := updateStatus(ctx, r.Client, s.addon, func(a *csv1.ClusterAddon) {
 		if s.stackName != "" {
 			a.Status.ClusterStack = s.stackName
@@ -684,7 +716,14 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			}
 			a.Status.Components = s.components
 		}
+		if s.stagesKnown {
+			skipped = stageSkipped(a.Status.Stages, s.stages)
+			a.Status.Stages = s.stages
+		}
 	})
+	if err == nil && skipped != nil {
+		r.recordSkip(s.cluster, s.addon, skipped)
+	}
 	if err == nil && renderFailed {
 		r.Recorder.Event(s.addon, corev1.EventTypeWarning, s.rendered.Reason, s.rendered.Message)
 		metrics.Default.RenderFailed(s.cluster.Namespace, s.stackName, s.desired)
@@ -752,13 +791,14 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.cache = mgr.GetCache()
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged())).
-		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		// A change of the applied release ends the addon stages of an upgrade (status.stages).
+		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), appliedReleaseChanged()))).
 		// A ClusterAddon nobody owns (made by hand) is looked at too: without a Cluster of its
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(releaseFactsChanged())).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(readyChanged())).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
 		Watches(&csv1.ClusterStack{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfStack), builder.WithPredicates(missingReleasesChanged())).
 		Named("clusteraddon").

@@ -227,6 +227,7 @@ func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *
 		cc := releaseComponent(rel, st.ClusterClass, "")
 		rel.Status.ClusterClass = &cc
 		rel.Status.Components = releaseComponents(rel, st)
+		rel.Status.Stages = releaseStages(st)
 		rel.Status.ObservedGeneration = rel.Generation
 	})
 	if err != nil {
@@ -254,6 +255,22 @@ func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack) []csv1.Re
 			source = fluxgen.AddonChartName(rel.Name, c.Name)
 		}
 		out = append(out, releaseComponent(rel, c, source))
+	}
+	return out
+}
+
+// releaseStages are the stack's addon stages as the release reports them.
+func releaseStages(st *stack.Stack) []csv1.ReleaseStage {
+	if len(st.Stages) == 0 {
+		return nil
+	}
+	out := make([]csv1.ReleaseStage, 0, len(st.Stages))
+	for _, stage := range st.Stages {
+		rs := csv1.ReleaseStage{Name: csv1.AddonStage(stage.Name)}
+		for _, step := range stage.Steps {
+			rs.Steps = append(rs.Steps, csv1.ReleaseStageStep{Component: step.Component, Action: csv1.StageAction(step.Action)})
+		}
+		out = append(out, rs)
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -105,16 +107,28 @@ func releaseFactsChanged() predicate.Predicate {
 		}
 		return o.Status.Revision != n.Status.Revision ||
 			!equality.Semantic.DeepEqual(o.Status.Components, n.Status.Components) ||
+			!equality.Semantic.DeepEqual(o.Status.Stages, n.Status.Stages) ||
 			conditionStatus(o.Status.Conditions, csv1.StackValidCondition) != conditionStatus(n.Status.Conditions, csv1.StackValidCondition) ||
 			o.Generation != n.Generation
 	}}
 }
 
-// readyChanged passes Flux object updates whose Ready status changed.
-func readyChanged() predicate.Predicate {
+// fluxProgressed passes Flux object updates whose Ready status or observed generation changed:
+// the moments a component may have become Ready at what was last written (addon stages).
+func fluxProgressed() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew)
+		return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew) || observedGeneration(e.ObjectOld) != observedGeneration(e.ObjectNew)
 	}}
+}
+
+func observedGeneration(o client.Object) int64 {
+	switch t := o.(type) {
+	case *helmv2.HelmRelease:
+		return t.Status.ObservedGeneration
+	case *kustomizev1.Kustomization:
+		return t.Status.ObservedGeneration
+	}
+	return 0
 }
 
 func readyStatus(o client.Object) metav1.ConditionStatus {

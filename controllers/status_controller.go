@@ -95,7 +95,7 @@ func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 			}
 		}
 		a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
-		if res.Healthy && a.Status.DesiredRelease != "" {
+		if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) {
 			a.Status.LastAppliedRelease = a.Status.DesiredRelease
 		}
 		emitTransitions(r.Recorder, a, a.Status.Conditions, res)
@@ -151,11 +151,35 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		}
 		return in, err
 	}
-	versions := map[string]csv1.ReleaseComponent{}
-	for _, c := range rel.Status.Components {
-		versions[c.Name] = c
-	}
+	heldAndStepStarted(&in, addon)
+	// Components are judged at the release they are at: while an upgrade holds some at the
+	// release they were at (addon stages), that release's versions and revision.
+	releases := map[string]*csv1.ClusterStackRelease{rel.Name: rel}
 	for _, c := range addon.Status.Components {
+		at := c.Release
+		if at == "" {
+			at = rel.Name
+		}
+		cr, ok := releases[at]
+		if !ok {
+			cr = &csv1.ClusterStackRelease{}
+			if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: at}, cr); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return in, err
+				}
+				cr = nil
+			}
+			releases[at] = cr
+		}
+		version, revision := "", ""
+		if cr != nil {
+			revision = cr.Status.Revision
+			for _, rc := range cr.Status.Components {
+				if rc.Name == c.Name {
+					version = rc.Version
+				}
+			}
+		}
 		var st fluxstatus.ObjectState
 		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
 		key := client.ObjectKey{Namespace: addon.Namespace, Name: name}
@@ -168,7 +192,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 				}
 				st = fluxstatus.Missing(helmv2.HelmReleaseKind, name, c.Name)
 			} else {
-				st = fluxstatus.FromHelmRelease(o, versions[c.Name].Version)
+				st = fluxstatus.FromHelmRelease(o, version)
 			}
 		default:
 			o := &kustomizev1.Kustomization{}
@@ -178,13 +202,39 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 				}
 				st = fluxstatus.Missing(kustomizev1.KustomizationKind, name, c.Name)
 			} else {
-				st = fluxstatus.FromKustomization(o, rel.Status.Revision)
+				st = fluxstatus.FromKustomization(o, revision)
 			}
 		}
 		st.Component = c.Name
 		in.Objects = append(in.Objects, st)
 	}
 	return in, nil
+}
+
+// heldAndStepStarted reads the addon stages: while the AfterClusterUpgrade stage of the desired
+// release waits for the control plane upgrade, the rollout is held (Progressing, never Degraded
+// for the wait alone); once it is applied, the rollout's grace period counts from then.
+func heldAndStepStarted(in *fluxstatus.Input, addon *csv1.ClusterAddon) {
+	for _, st := range addon.Status.Stages {
+		if st.Name != csv1.StageAfterClusterUpgrade || st.Release != addon.Status.DesiredRelease {
+			continue
+		}
+		if st.Applied {
+			in.StepStarted = st.LastTransitionTime.Time
+		} else if len(st.Components) > 0 {
+			in.Held = &fluxstatus.Problem{Reason: csv1.ReasonWaitingForControlPlaneUpgrade, Message: st.Message, Since: st.LastTransitionTime.Time}
+		}
+	}
+}
+
+// allAtRelease is true when every component is delivered at release (none held at another).
+func allAtRelease(comps []csv1.AddonComponentStatus, release string) bool {
+	for _, c := range comps {
+		if c.Release != release {
+			return false
+		}
+	}
+	return true
 }
 
 // SetupWithManager watches ClusterAddons and the Flux objects they own.

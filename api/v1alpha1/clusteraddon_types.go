@@ -46,7 +46,8 @@ type ClusterAddonStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling (status
-	// aggregation), ReleaseReady, ValuesRendered, WorkloadClusterReady and Paused (addon controller).
+	// aggregation), ReleaseReady, ValuesRendered, WorkloadClusterReady, ObjectsOwned and Paused
+	// (addon controller).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -76,6 +77,17 @@ type ClusterAddonStatus struct {
 	// +optional
 	Components []AddonComponentStatus `json:"components,omitempty"`
 
+	// stages is the state of the addon stages while the Cluster is created (AfterControlPlaneInitialized)
+	// or moves to a release of another Kubernetes version (BeforeClusterUpgrade, then
+	// AfterClusterUpgrade), for releases whose stack has a clusteraddon.yaml. Empty once the
+	// desired release is applied, and for moves that keep the Kubernetes version. Written by
+	// the ClusterAddon controller; the operator's BeforeClusterUpgrade hook answers from it.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	Stages []AddonStageStatus `json:"stages,omitempty"`
+
 	// progress is "<ready>/<total>" components at the desired release.
 	// +optional
 	Progress string `json:"progress,omitempty"`
@@ -98,6 +110,7 @@ type ClusterAddonStatus struct {
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.desiredRelease`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.lastAppliedRelease`
 // +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Stage",type=string,priority=1,JSONPath=`.status.stages[?(@.ready==false)].name`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`

@@ -141,6 +141,16 @@ type ClusterStackReleaseStatus struct {
 	// +optional
 	Components []ReleaseComponent `json:"components,omitempty"`
 
+	// stages are the addon stages of the release's clusteraddon.yaml, in hook order
+	// (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade); empty when the
+	// stack has no clusteraddon.yaml. A Cluster upgrading to the release moves the components of
+	// the BeforeClusterUpgrade stage first (stacks/README.md).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	Stages []ReleaseStage `json:"stages,omitempty"`
+
 	// clusters counts the Clusters using the release.
 	// +optional
 	Clusters ClusterCounts `json:"clusters,omitempty"`

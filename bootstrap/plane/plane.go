@@ -61,6 +61,7 @@ import (
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -68,6 +69,7 @@ import (
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
@@ -202,6 +204,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		kustomizev1.AddToScheme,
 		helmv2.AddToScheme,
 		apiextensionsv1.AddToScheme,
+		runtimev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -786,6 +789,17 @@ func (p *Plane) startOperator(ctx context.Context) error {
 	}
 	if err := waitTLS(ctx, p.operatorWebhookAddr, wh.LocalServingCAData, pr); err != nil {
 		return fmt.Errorf("plane: operator webhook not serving (log: %s): %w", pr.LogFile(), err)
+	}
+	if o.WithCAPI {
+		// CAPI (RuntimeSDK) discovers and calls the operator's Runtime Extension, served by
+		// its webhook server with the CA envtest made.
+		ec, err := hooks.ExtensionConfig("https://"+p.operatorWebhookAddr, wh.LocalServingCAData)
+		if err != nil {
+			return fmt.Errorf("plane: %w", err)
+		}
+		if err := p.client.Create(ctx, ec); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("plane: create ExtensionConfig %s: %w", ec.Name, err)
+		}
 	}
 	return nil
 }

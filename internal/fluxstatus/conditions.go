@@ -35,6 +35,14 @@ type Input struct {
 	Invalid *Problem
 	// Waiting is a prerequisite not met yet (control plane, kubeconfig Secret, release).
 	Waiting *Problem
+	// Held is a rollout step that waits for something expected to take long and outside the
+	// operator's hands (the control plane's Kubernetes upgrade, which AfterClusterUpgrade
+	// components wait for): Progressing is True with its message, and the wait alone never makes
+	// the subject Degraded. Objects that are not healthy meanwhile still count.
+	Held *Problem
+	// StepStarted is when the current step of the rollout began (a hold ended); the grace
+	// period of an unfinished rollout counts from the later of it and the start of Progressing.
+	StepStarted time.Time
 	// Delivered is the version last fully applied ("" when none yet); while a different version
 	// rolls out, Available stays True for it unless the subject is Degraded.
 	Delivered string
@@ -73,7 +81,7 @@ type Result struct {
 // Compute derives Available, Progressing, Degraded and Ready.
 func Compute(in Input) Result {
 	var r Result
-	r.Healthy = in.Invalid == nil && in.Waiting == nil
+	r.Healthy = in.Invalid == nil && in.Waiting == nil && in.Held == nil
 	var firstUnhealthy *ObjectState
 	var stalled []ObjectState
 	var notReadyTooLong *ObjectState
@@ -119,8 +127,12 @@ func Compute(in Input) Result {
 	if in.Waiting != nil && !in.Waiting.Since.IsZero() && in.Waiting.Since.Before(progressingSince) {
 		progressingSince = in.Waiting.Since
 	}
+	if in.StepStarted.After(progressingSince) {
+		progressingSince = in.StepStarted
+	}
+	onlyHeld := in.Held != nil && in.Waiting == nil && firstUnhealthy == nil
 	rolloutTooLong := false
-	if !r.Healthy && in.Invalid == nil && len(stalled) == 0 {
+	if !r.Healthy && in.Invalid == nil && len(stalled) == 0 && !onlyHeld {
 		if left := in.Grace - in.Now.Sub(progressingSince); left <= 0 {
 			rolloutTooLong = true
 		} else {
@@ -164,6 +176,8 @@ func Compute(in Input) Result {
 		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionFalse, r.Degraded.Reason, in.Subject+": not progressing until the problem is fixed")
 	case in.Waiting != nil:
 		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Waiting.Reason, in.Subject+": "+in.Waiting.Message)
+	case onlyHeld:
+		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Held.Reason, in.Subject+": "+in.Held.Message)
 	default:
 		reason := csv1.ReasonReconciling
 		if firstUnhealthy != nil && firstUnhealthy.Exists && firstUnhealthy.Current && firstUnhealthy.Ready == metav1.ConditionTrue {

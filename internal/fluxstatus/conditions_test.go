@@ -389,6 +389,40 @@ func TestCompute(t *testing.T) {
 				RequeueAfter: time.Minute,
 			},
 		},
+		{
+			name: "held for longer than the grace period with every object healthy: Progressing, never Degraded",
+			in: Input{Desired: v2, Delivered: v1, Previous: progressingSince(time.Hour), Objects: []ObjectState{healthyHR("c1-cni", "cni")},
+				Held: &Problem{Reason: "WaitingForControlPlaneUpgrade", Message: "waiting for the control plane to run v1.34.1"}},
+			want: want{
+				Available:   c{"True", "AsExpected", subject + ": " + v1 + " is available"},
+				Progressing: c{"True", "WaitingForControlPlaneUpgrade", subject + ": waiting for the control plane to run v1.34.1"},
+				Degraded:    c{"False", "AsExpected", subject + ": desired state is met or converging"},
+				Ready:       c{"False", "WaitingForControlPlaneUpgrade", subject + ": waiting for the control plane to run v1.34.1"},
+			},
+		},
+		{
+			name: "held while a before-upgrade object does not converge within the grace period: Degraded",
+			in: Input{Desired: v2, Delivered: v1, Previous: progressingSince(6 * time.Minute), Objects: []ObjectState{obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.Current = false })},
+				Held: &Problem{Reason: "WaitingForControlPlaneUpgrade", Message: "waiting for the control plane to run v1.34.1"}},
+			want: want{
+				Available:   notConverged("False", "component cni: HelmRelease/c1-cni has not observed its latest generation yet"),
+				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet"},
+				Degraded:    notConverged("True", "component cni: HelmRelease/c1-cni has not observed its latest generation yet"),
+				Ready:       notConverged("False", "component cni: HelmRelease/c1-cni has not observed its latest generation yet"),
+			},
+		},
+		{
+			name: "a step started after the hold: the rollout's grace counts from it, not from Progressing's start",
+			in: Input{Desired: v2, Delivered: v1, Previous: progressingSince(time.Hour), StepStarted: t0.Add(-time.Minute),
+				Objects: []ObjectState{obj(healthyHR("c1-csi", "csi"), func(s *ObjectState) { s.Current = false })}},
+			want: want{
+				Available:    c{"True", "AsExpected", subject + ": " + v1 + " is available"},
+				Progressing:  c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component csi: HelmRelease/c1-csi has not observed its latest generation yet"},
+				Degraded:     c{"False", "AsExpected", subject + ": desired state is met or converging"},
+				Ready:        c{"False", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component csi: HelmRelease/c1-csi has not observed its latest generation yet"},
+				RequeueAfter: 4 * time.Minute,
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

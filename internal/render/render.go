@@ -61,6 +61,14 @@ type Component struct {
 	// AllowMissing renders a printed value missing from the data as "" instead of failing
 	// (stack lint uses it to learn which keys a template produces for a made-up cluster).
 	AllowMissing bool
+	// Shared is the `values` template of a file shared by every component of the stack (a
+	// cluster-addon-values.yaml next to per-component directories); empty when there is none.
+	// Its output maps component names to values: the entry under Name is the base that the
+	// values of Template are deep-merged over (Template wins: maps merge key by key, anything
+	// else replaces, as Helm merges values files).
+	Shared string
+	// SharedFile is the stack file Shared came from, for error messages.
+	SharedFile string
 }
 
 // Error is a render failure of one component, naming the file it came from. A template that hit
@@ -128,8 +136,9 @@ func RenderWithLimits(in Input, components []Component, lim Limits) (map[string]
 	for k, v := range data {
 		total += len(k) + len(v)
 	}
+	shared := sharedCache{}
 	for _, c := range components {
-		values, err := RenderComponentWithLimits(in, c, lim)
+		values, err := renderComponent(in, c, lim, shared)
 		if err != nil {
 			return nil, err
 		}
@@ -190,11 +199,21 @@ func RenderComponent(in Input, c Component) (map[string]any, error) {
 // and MaxAlloc (a zero field takes its default). A limit hit is an *Error wrapping a
 // *LimitError, which matches ErrLimitExceeded.
 func RenderComponentWithLimits(in Input, c Component, lim Limits) (map[string]any, error) {
+	return renderComponent(in, c, lim, sharedCache{})
+}
+
+// renderComponent renders c's Template, and its entry of the Shared template (looked up in
+// shared, rendered once per Render), and merges the two.
+func renderComponent(in Input, c Component, lim Limits, shared sharedCache) (map[string]any, error) {
+	base, err := shared.entry(in, c, lim)
+	if err != nil {
+		return nil, &Error{Component: c.Name, File: c.SharedFile, Err: err}
+	}
 	values, err := renderValues(c, templateData(in), newBudget(lim, time.Now()))
 	if err != nil {
 		return nil, &Error{Component: c.Name, File: c.File, Err: err}
 	}
-	return values, nil
+	return mergeValues(base, values), nil
 }
 
 // templateData is the data a template sees. Every render gets its own copy: sprig's set, unset

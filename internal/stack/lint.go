@@ -44,6 +44,7 @@ func Lint(dir, version string) []Problem {
 	for _, c := range s.Components {
 		lt.lintAddon(c)
 	}
+	lt.lintAddonValues()
 	return lt.ps.list
 }
 
@@ -76,17 +77,22 @@ func (lt *linter) lintClusterClass() {
 		if lt.version != "" && c.Version != lt.version {
 			lt.ps.addf(chartRel, "version %q does not match release version %q", c.Version, lt.version)
 		}
-		lt.checkDependencies(c)
+		fetched := lt.checkDependencies(c)
 		if !lt.parseChartTemplates(c) {
 			return
 		}
 		files, err := renderHelm(lt.dir, c, helmRender{releaseName: lt.releaseNameOr("cluster-class"), namespace: "default"})
 		if err != nil {
-			lt.ps.add(problemFromRender(err, c))
+			if !fetched {
+				lt.ps.add(problemFromRender(err, c))
+			}
 			return
 		}
 		lt.addAll(objectProblems(files))
-		lt.addAll(checkClusterClass(files, c, want))
+		if !fetched {
+			// Without the subcharts Flux fetches, the ClusterClass or its templates may be missing.
+			lt.addAll(checkClusterClass(files, c, want))
+		}
 		lt.variables = classVariableDefaults(files)
 	case KindKustomize:
 		objs, err := buildKustomize(lt.dir, c.Path)
@@ -134,22 +140,23 @@ func (lt *linter) lintAddon(c Component) {
 		if c.Version == "" || c.ChartName == "" {
 			return
 		}
-		lt.checkDependencies(c)
+		fetched := lt.checkDependencies(c)
 		if !lt.parseChartTemplates(c) {
 			return
 		}
 		var values map[string]any
-		valuesOK := c.ValuesFile == ""
-		if c.ValuesTemplate != "" {
+		valuesOK := c.ValuesFile == "" && lt.s.AddonValuesFile == ""
+		if lt.s.hasValues(c) {
 			// Best effort: a template that needs data the sample cluster lacks renders the
 			// chart with its defaults only, and then a failing render proves nothing.
 			var err error
-			values, err = render.RenderComponent(lt.sampleData(), render.Component{Name: c.Name, Helm: true, Template: c.ValuesTemplate, File: c.ValuesFile})
+			values, err = render.RenderComponent(lt.sampleData(), lt.s.renderComponent(c))
 			valuesOK = err == nil
 		}
 		files, err := renderHelm(lt.dir, c, helmRender{releaseName: c.Name, namespace: c.Namespace, kubeVersion: lt.s.KubernetesVersion, values: values})
 		if err != nil {
-			if valuesOK {
+			// Nor does it when subcharts that Flux fetches are missing here.
+			if valuesOK && !fetched {
 				lt.ps.add(problemFromRender(err, c))
 			}
 			return
@@ -163,10 +170,13 @@ func (lt *linter) lintAddon(c Component) {
 		}
 		lt.addAll(objectProblems([]renderedFile{{File: c.Path + "/", Objects: objs}}))
 		known := render.BaseVariableNames()
-		if c.ValuesTemplate != "" {
-			values, err := render.RenderComponent(lt.sampleData(), render.Component{Name: c.Name, Template: c.ValuesTemplate, File: c.ValuesFile, AllowMissing: true})
+		if lt.s.hasValues(c) {
+			rc := lt.s.renderComponent(c)
+			rc.AllowMissing = true
+			values, err := render.RenderComponent(lt.sampleData(), rc)
 			var rerr *render.Error
-			if errors.As(err, &rerr) && strings.HasPrefix(rerr.Err.Error(), "rendered values are not a YAML map") {
+			// A shared cluster-addon-values.yaml that is no mapping is reported by lintAddonValues.
+			if errors.As(err, &rerr) && rerr.File == c.ValuesFile && strings.HasPrefix(rerr.Err.Error(), "rendered values are not a YAML map") {
 				lt.ps.addf(c.ValuesFile, "the values template does not produce a YAML mapping for a sample cluster: %v", rerr.Err)
 				return
 			}
@@ -175,7 +185,11 @@ func (lt *linter) lintAddon(c Component) {
 			}
 			known = append(known, sortedKeys(render.Flatten(values))...)
 		}
-		lt.checkVariables(c, objs, known, "an operator variable nor a flattened key of the overwrite.yaml values")
+		what := "an operator variable nor a flattened key of the overwrite.yaml values"
+		if lt.s.AddonValuesFile != "" {
+			what = "an operator variable nor a flattened key of the overwrite.yaml or " + ClusterAddonValuesFile + " values"
+		}
+		lt.checkVariables(c, objs, known, what)
 		lt.checkNumericSubstitutions(c, objs)
 	}
 }

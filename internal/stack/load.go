@@ -70,8 +70,9 @@ type Component struct {
 	// hex digits of Digest.
 	Version string `json:"version"`
 	// Digest is "sha256:<hex>" over the paths and contents of every file of the directory
-	// (and, for the umbrella chart, of cluster-addon-values.yaml): it changes whenever
-	// anything the operator delivers for the component changes.
+	// (and, for addons, of cluster-addon-values.yaml if the stack has one, which may hold
+	// values of every component): it changes whenever anything the operator delivers for the
+	// component changes.
 	Digest string `json:"digest"`
 	// ValuesTemplate is the `values` text of overwrite.yaml (or, for the umbrella chart, of
 	// cluster-addon-values.yaml): a Go template producing Helm values YAML. Empty if none.
@@ -100,6 +101,15 @@ type Stack struct {
 	MetadataFile string `json:"metadataFile"`
 	// Addons is stack.yaml's informative addons map (component -> upstream version).
 	Addons map[string]string `json:"addons,omitempty"`
+	// Stages are clusteraddon.yaml's addon stages (nil without the file); see stages.go.
+	Stages Stages `json:"stages,omitempty"`
+	// AddonValuesTemplate is the `values` text of a cluster-addon-values.yaml next to
+	// per-component directories: a template whose output maps component names to values (see
+	// RenderComponents). Empty without that file, and in an old-style stack, whose umbrella
+	// component takes the file as its ValuesTemplate.
+	AddonValuesTemplate string `json:"addonValuesTemplate,omitempty"`
+	// AddonValuesFile is where AddonValuesTemplate came from: ClusterAddonValuesFile, or "".
+	AddonValuesFile string `json:"addonValuesFile,omitempty"`
 }
 
 // HelmReleaseName is the Helm release name of the cluster-class chart: "aws-base-1-36".
@@ -157,7 +167,9 @@ func load(dir string) (*Stack, Problems) {
 	l.readMetadata(s)
 	s.ClusterClass = l.readClusterClass()
 	s.Components = l.readComponents()
-	s.Components = l.order(s.Components)
+	s.AddonValuesTemplate, s.AddonValuesFile = l.readAddonValues()
+	s.Stages = l.readStages(s.Components)
+	s.Components = orderComponents(s.Components, s.Stages)
 	l.applyNamespaces(s.Components)
 	return s, l.ps.list
 }
@@ -415,7 +427,7 @@ func (l *stackReader) readComponent(name, rel string, clusterClass bool) (Compon
 	}
 	c.Kind = kind
 	extra := []string{}
-	if name == UmbrellaComponent && !clusterClass && l.exists(ClusterAddonValuesFile) {
+	if !clusterClass && l.exists(ClusterAddonValuesFile) {
 		extra = append(extra, ClusterAddonValuesFile)
 	}
 	digest, err := l.digest(rel, extra)
@@ -456,11 +468,7 @@ func (l *stackReader) readComponents() []Component {
 		return nil
 	}
 	// Old style: cluster-addon/ is itself one (umbrella) chart or kustomize directory.
-	umbrella := l.exists(path.Join(ClusterAddonDir, ChartFile))
-	for _, k := range kustomizeFile {
-		umbrella = umbrella || l.exists(path.Join(ClusterAddonDir, k))
-	}
-	if umbrella {
+	if l.umbrella() {
 		c, ok := l.readComponent(UmbrellaComponent, ClusterAddonDir, false)
 		if !ok {
 			return nil
@@ -471,9 +479,6 @@ func (l *stackReader) readComponents() []Component {
 			c.ValuesTemplate, c.ValuesFile = l.readValuesFile(path.Join(ClusterAddonDir, OverwriteFile))
 		}
 		return []Component{c}
-	}
-	if l.exists(ClusterAddonValuesFile) {
-		l.ps.addf(ClusterAddonValuesFile, "only used with a single %s/ umbrella chart; this stack has one directory per component, whose values belong in %s/<component>/%s", ClusterAddonDir, ClusterAddonDir, OverwriteFile)
 	}
 	entries, err := os.ReadDir(l.abs(ClusterAddonDir))
 	if err != nil {
@@ -534,97 +539,6 @@ func (l *stackReader) readValuesFile(rel string) (string, string) {
 }
 
 // --- addon order and namespaces --------------------------------------------------------
-
-func (l *stackReader) order(comps []Component) []Component {
-	byName := map[string]Component{}
-	for _, c := range comps {
-		byName[c.Name] = c
-	}
-	var first []string
-	seen := map[string]bool{}
-	if l.exists(ClusterAddonFile) {
-		for _, name := range l.readClusterAddon(byName) {
-			if !seen[name] {
-				seen[name] = true
-				first = append(first, name)
-			}
-		}
-	}
-	out := make([]Component, 0, len(comps))
-	for _, name := range first {
-		out = append(out, byName[name])
-	}
-	var rest []Component
-	for _, c := range comps {
-		if !seen[c.Name] {
-			rest = append(rest, c)
-		}
-	}
-	sort.Slice(rest, func(i, j int) bool { return rest[i].Name < rest[j].Name })
-	return append(out, rest...)
-}
-
-type addonEntry struct {
-	Name   string `yaml:"name"`
-	Action string `yaml:"action"`
-}
-
-// readClusterAddon returns the component names of clusteraddon.yaml's stages in order of
-// appearance, AfterControlPlaneInitialized first, reporting unknown stages and components.
-func (l *stackReader) readClusterAddon(byName map[string]Component) []string {
-	data, err := os.ReadFile(l.abs(ClusterAddonFile))
-	if err != nil {
-		l.ps.addf(ClusterAddonFile, "%v", err)
-		return nil
-	}
-	var f struct {
-		AddonStages map[string][]addonEntry `yaml:"addonStages"`
-	}
-	if err := decodeYAML(data, &f, false); err != nil {
-		l.ps.addf(ClusterAddonFile, "not valid YAML: %s", yamlErr(err))
-		return nil
-	}
-	if len(f.AddonStages) == 0 {
-		l.ps.addf(ClusterAddonFile, "addonStages is missing or empty")
-		return nil
-	}
-	known := map[string]bool{}
-	for _, s := range AddonStages {
-		known[s] = true
-	}
-	for _, stage := range sortedKeys(f.AddonStages) {
-		if !known[stage] {
-			l.ps.addf(ClusterAddonFile, "addonStages.%s: unknown stage (want %s)", stage, strings.Join(AddonStages, ", "))
-		}
-	}
-	var names []string
-	missing := map[string]bool{}
-	for _, stage := range AddonStages {
-		for i, e := range f.AddonStages[stage] {
-			where := fmt.Sprintf("addonStages.%s[%d]", stage, i)
-			if e.Name == "" {
-				l.ps.addf(ClusterAddonFile, "%s: name is missing", where)
-				continue
-			}
-			if e.Action != "apply" && e.Action != "delete" {
-				l.ps.addf(ClusterAddonFile, "%s: action %q of %s must be apply or delete", where, e.Action, e.Name)
-			}
-			if _, ok := byName[e.Name]; !ok {
-				if !missing[e.Name] {
-					missing[e.Name] = true
-					if l.isDir(path.Join(ClusterAddonDir, e.Name)) {
-						l.ps.addf(ClusterAddonFile, "%s: component %q is not a valid component (see %s/%s/)", where, e.Name, ClusterAddonDir, e.Name)
-					} else {
-						l.ps.addf(ClusterAddonFile, "%s: component %q does not exist (no %s/%s/ directory)", where, e.Name, ClusterAddonDir, e.Name)
-					}
-				}
-				continue
-			}
-			names = append(names, e.Name)
-		}
-	}
-	return names
-}
 
 func (l *stackReader) applyNamespaces(comps []Component) {
 	for i := range comps {

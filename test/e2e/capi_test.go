@@ -12,9 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 )
 
 // Issue 15, point 4: with Cluster API's core manager in the plane, the operator's Cluster
@@ -120,6 +122,17 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 
 		cp := &controlplanev1.KubeadmControlPlane{}
+		// CAPI discovered the operator's Runtime Extension (its BeforeClusterUpgrade gates
+		// this upgrade until the target release's before-upgrade addons are Ready).
+		Eventually(ctx, func(g Gomega) {
+			ec := &runtimev1.ExtensionConfig{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: hooks.ExtensionConfigName}, ec)).To(Succeed())
+			var handlers []string
+			for _, h := range ec.Status.Handlers {
+				handlers = append(handlers, h.RequestHook.Hook)
+			}
+			g.Expect(handlers).To(ContainElements("BeforeClusterUpgrade", "AfterControlPlaneInitialized", "BeforeClusterDelete"))
+		}).Should(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(k8s.Get(ctx, key, c)).To(Succeed())
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Spec.ControlPlaneRef.Name}, cp)).To(Succeed())

@@ -1,0 +1,104 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AddonStage names a stage of a stack's clusteraddon.yaml: the Cluster API lifecycle moment its
+// components are delivered at.
+// +kubebuilder:validation:Enum=AfterControlPlaneInitialized;BeforeClusterUpgrade;AfterClusterUpgrade
+type AddonStage string
+
+const (
+	// StageAfterControlPlaneInitialized: a new Cluster's addons, installed once its control
+	// plane is initialized (every component of the release, in addon order).
+	StageAfterControlPlaneInitialized AddonStage = "AfterControlPlaneInitialized"
+	// StageBeforeClusterUpgrade: when a Cluster moves to a release of another Kubernetes
+	// version, the components the release lists with action apply in this stage move to it
+	// first, while the control plane still runs the old version. With Cluster API's Runtime SDK,
+	// the operator's BeforeClusterUpgrade hook holds the control plane upgrade until they are
+	// Ready.
+	StageBeforeClusterUpgrade AddonStage = "BeforeClusterUpgrade"
+	// StageAfterClusterUpgrade: the release's other components move once the control plane runs
+	// the release's Kubernetes version; until then they stay at the release they were at.
+	StageAfterClusterUpgrade AddonStage = "AfterClusterUpgrade"
+)
+
+// StageAction is what a stage step does with its component.
+// +kubebuilder:validation:Enum=apply;delete
+type StageAction string
+
+const (
+	// StageActionApply installs or upgrades the component.
+	StageActionApply StageAction = "apply"
+	// StageActionDelete is accepted for Sovereign Cloud Stack compatibility and reported; the
+	// operator removes a component when the release a Cluster moves to no longer has it.
+	StageActionDelete StageAction = "delete"
+)
+
+// SkipBeforeUpgradeGateAnnotation on a CAPI Cluster lets its Kubernetes upgrade proceed although
+// the BeforeClusterUpgrade components of the release it moves to are not Ready yet: the
+// operator's BeforeClusterUpgrade hook answers Success, and the ClusterAddon records the skip
+// (status.stages[].skipped) with an Event. The value is ignored. Remove it after the upgrade:
+// while it is set, no upgrade of the Cluster waits for its addons.
+const SkipBeforeUpgradeGateAnnotation = "clusterstack.io/skip-before-upgrade-gate"
+
+// Reasons of the addon stages.
+const (
+	// ReasonWaitingForControlPlaneUpgrade: components of the AfterClusterUpgrade stage wait for
+	// the control plane to run the Kubernetes version of the release the Cluster moves to.
+	ReasonWaitingForControlPlaneUpgrade = "WaitingForControlPlaneUpgrade"
+)
+
+// ReleaseStageStep is one step of an addon stage of a release.
+type ReleaseStageStep struct {
+	// component the step is about.
+	// +kubebuilder:validation:MaxLength=63
+	Component string `json:"component"`
+	// action is apply or delete.
+	Action StageAction `json:"action"`
+}
+
+// ReleaseStage is one addon stage of a release's clusteraddon.yaml.
+type ReleaseStage struct {
+	// name of the stage.
+	Name AddonStage `json:"name"`
+	// steps of the stage, in the order of clusteraddon.yaml.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Steps []ReleaseStageStep `json:"steps,omitempty"`
+}
+
+// AddonStageStatus is the state of one addon stage of a Cluster: which components it moves to
+// which release, and whether they are applied and Ready there. The ClusterAddon controller
+// computes it from the Cluster, its control plane and the Flux objects on every reconcile.
+type AddonStageStatus struct {
+	// name of the stage.
+	Name AddonStage `json:"name"`
+	// release the stage moves its components to (status.desiredRelease).
+	// +kubebuilder:validation:MaxLength=63
+	Release string `json:"release"`
+	// components the stage moves, in addon order; empty when the release lists none for it.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Components []string `json:"components,omitempty"`
+	// applied is true when the Flux object of every component of the stage is written for the
+	// release.
+	Applied bool `json:"applied"`
+	// ready is true when every component of the stage is applied and its Flux object is Ready at
+	// the release's version and revision.
+	Ready bool `json:"ready"`
+	// skipped is true when the Cluster carries the clusterstack.io/skip-before-upgrade-gate
+	// annotation while this BeforeClusterUpgrade stage is not Ready: the upgrade is let through.
+	// +optional
+	Skipped bool `json:"skipped,omitempty"`
+	// message says what the stage waits for, naming the Cluster, the components and versions.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	Message string `json:"message,omitempty"`
+	// lastTransitionTime is when applied or ready last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
+}

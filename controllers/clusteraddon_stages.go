@@ -1,0 +1,242 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stageplan"
+)
+
+// The addon stages of the ClusterAddon reconciler (stacks/README.md, "clusteraddon.yaml: addon order and
+// stages"): planStages decides which components move to the desired release now,
+// applyFluxObjects writes those and leaves the others, observeStages records the stages in
+// status.stages, which the BeforeClusterUpgrade hook (internal/hooks) answers from. Every
+// decision is a pure function of what is observed on this reconcile (internal/stageplan):
+// nothing is remembered in memory or in a spec, so a restart resumes where the facts are.
+
+// planStages decides, from the control plane's Kubernetes version and the release each of the
+// Cluster's Flux objects is at, which components move to the desired release now.
+func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) (bool, error) {
+	objs, err := r.ownedFluxObjects(ctx, s.addon)
+	if err != nil {
+		return false, err
+	}
+	s.existing = existingByComponent(s.cluster.Name, objs)
+	in := stageplan.Input{
+		Cluster:             s.cluster.Name,
+		Target:              s.release,
+		ControlPlaneVersion: controlPlaneVersion(s.controlPlane),
+		LastApplied:         s.addon.Status.LastAppliedRelease,
+		Existing:            map[string]string{},
+	}
+	for name, o := range s.existing {
+		in.Existing[name] = o.GetLabels()[csv1.ReleaseLabel]
+	}
+	_, in.Skip = s.cluster.Annotations[csv1.SkipBeforeUpgradeGateAnnotation]
+	if la := in.LastApplied; la != "" && la != s.release.Name {
+		rel := &csv1.ClusterStackRelease{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: la}, rel); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("read release %s last applied to Cluster %s: %w", la, s.cluster.Name, err)
+		}
+		in.LastAppliedKubernetesVersion = rel.Status.KubernetesVersion
+	}
+	p := stageplan.Compute(in)
+	s.plan = &p
+	return true, nil
+}
+
+// existingByComponent maps components to the Cluster's Flux objects by their component label;
+// of two objects of one component (a naming scheme changed), the one with today's name wins.
+func existingByComponent(cluster string, objs []client.Object) map[string]client.Object {
+	out := map[string]client.Object{}
+	for _, o := range objs {
+		comp := o.GetLabels()[csv1.ComponentLabel]
+		if comp == "" {
+			continue
+		}
+		if _, seen := out[comp]; !seen || o.GetName() == fluxgen.AddonObjectName(cluster, comp) {
+			out[comp] = o
+		}
+	}
+	return out
+}
+
+// controlPlaneVersion is the Kubernetes version the control plane object reports it runs
+// (status.version, per CAPI's control plane contract), else the one it is asked to run
+// (spec.version); "" when it says neither.
+func controlPlaneVersion(cp map[string]any) string {
+	if cp == nil {
+		return ""
+	}
+	if v, _, _ := unstructured.NestedString(cp, "status", "version"); v != "" {
+		return v
+	}
+	v, _, _ := unstructured.NestedString(cp, "spec", "version")
+	return v
+}
+
+// componentStatuses completes the components written now (written) with those the plan holds
+// at another release or lets wait, in addon order, the components the desired release no longer
+// has last. Held objects are added to want, so that they are not pruned.
+func (s *addonScope) componentStatuses(written map[string]csv1.AddonComponentStatus, want map[string]bool) []csv1.AddonComponentStatus {
+	out := make([]csv1.AddonComponentStatus, 0, len(s.release.Status.Components))
+	var hold map[string]string
+	version := s.release.Status.KubernetesVersion
+	if s.plan != nil {
+		hold, version = s.plan.Hold, s.plan.KubernetesVersion
+	}
+	inRelease := map[string]bool{}
+	for _, c := range s.release.Status.Components {
+		inRelease[c.Name] = true
+		if st, ok := written[c.Name]; ok {
+			out = append(out, st)
+			continue
+		}
+		if rel, ok := hold[c.Name]; ok {
+			out = append(out, s.heldStatus(c.Name, rel, want))
+			continue
+		}
+		kind := helmv2.HelmReleaseKind
+		if c.Kind == csv1.ComponentKindKustomize {
+			kind = kustomizev1.KustomizationKind
+		}
+		out = append(out, csv1.AddonComponentStatus{
+			Name: c.Name, Kind: c.Kind, Release: s.release.Name, Version: c.Version,
+			FluxObject: kind + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
+			Message: fmt.Sprintf("waiting for the control plane of Cluster %s to run %s: the component is installed then (stage %s)",
+				s.cluster.Name, version, csv1.StageAfterClusterUpgrade),
+		})
+	}
+	names := make([]string, 0, len(hold))
+	for name := range hold {
+		if !inRelease[name] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		out = append(out, s.heldStatus(name, hold[name], want))
+	}
+	return out
+}
+
+// heldStatus is the status of a component whose Flux object is left at release rel: what was
+// recorded for it there, or its object.
+func (s *addonScope) heldStatus(name, rel string, want map[string]bool) csv1.AddonComponentStatus {
+	o := s.existing[name]
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	ref := kind + "/" + o.GetName()
+	want[ref] = true
+	for _, old := range s.addon.Status.Components {
+		if old.Name == name && old.Release == rel && old.FluxObject == ref {
+			old.Ready, old.Message = false, "" // recordFacts keeps the status aggregation's
+			return old
+		}
+	}
+	ck := csv1.ComponentKindHelm
+	if kind == kustomizev1.KustomizationKind {
+		ck = csv1.ComponentKindKustomize
+	}
+	return csv1.AddonComponentStatus{Name: name, Kind: ck, Release: rel, FluxObject: ref}
+}
+
+// observeStages records the stages of the plan: for each component of a stage whether its Flux
+// object was written for the desired release on this reconcile and is Ready there.
+func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScope) (bool, error) {
+	s.stagesKnown = true
+	if s.plan == nil || len(s.plan.Stages) == 0 {
+		s.stages = nil
+		return true, nil
+	}
+	comps := map[string]csv1.ReleaseComponent{}
+	for _, c := range s.release.Status.Components {
+		comps[c.Name] = c
+	}
+	states := map[string]stageplan.ComponentState{}
+	for _, st := range s.plan.Stages {
+		for _, name := range st.Components {
+			obj, ok := s.applied[name]
+			if !ok {
+				continue
+			}
+			ready, err := r.readyAtRelease(ctx, obj, comps[name], s.release)
+			if err != nil {
+				return false, err
+			}
+			states[name] = stageplan.ComponentState{Applied: true, Ready: ready}
+		}
+	}
+	s.stages = stageplan.Status(*s.plan, states, s.addon.Status.Stages, metav1.Now())
+	return true, nil
+}
+
+// readyAtRelease is true when the cached Flux object is the one just written (it carries the
+// hash of desired) and Flux reports it Ready, at its current generation, at the release's chart
+// version (Helm) or revision (Kustomize): the status aggregation's notion of healthy.
+func (r *ClusterAddonReconciler) readyAtRelease(ctx context.Context, desired client.Object, c csv1.ReleaseComponent, rel *csv1.ClusterStackRelease) (bool, error) {
+	hash, err := hashOf(desired)
+	if err != nil {
+		return false, err
+	}
+	key := client.ObjectKeyFromObject(desired)
+	var state fluxstatus.ObjectState
+	var cur client.Object
+	switch desired.(type) {
+	case *helmv2.HelmRelease:
+		o := &helmv2.HelmRelease{}
+		cur = o
+		if err := r.Get(ctx, key, o); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		state = fluxstatus.FromHelmRelease(o, c.Version)
+	case *kustomizev1.Kustomization:
+		o := &kustomizev1.Kustomization{}
+		cur = o
+		if err := r.Get(ctx, key, o); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		state = fluxstatus.FromKustomization(o, rel.Status.Revision)
+	default:
+		return false, nil
+	}
+	return cur.GetAnnotations()[appliedHashAnnotation] == hash && state.Healthy(), nil
+}
+
+// stageSkipped returns the BeforeClusterUpgrade stage of now when it is skipped by annotation
+// and was not (for its release) in before: the moment to record an Event.
+func stageSkipped(before, now []csv1.AddonStageStatus) *csv1.AddonStageStatus {
+	for i := range now {
+		n := &now[i]
+		if n.Name != csv1.StageBeforeClusterUpgrade || !n.Skipped {
+			continue
+		}
+		for _, b := range before {
+			if b.Name == n.Name && b.Release == n.Release && b.Skipped {
+				return nil
+			}
+		}
+		return n
+	}
+	return nil
+}
+
+// recordSkip records, after the status write, the Event of a BeforeClusterUpgrade gate skipped
+// by annotation.
+func (r *ClusterAddonReconciler) recordSkip(cluster *clusterv1.Cluster, addon *csv1.ClusterAddon, st *csv1.AddonStageStatus) {
+	r.Recorder.Eventf(addon, corev1.EventTypeWarning, "UpgradeGateSkipped",
+		"Cluster %s carries annotation %s: its upgrade to release %s is let through before the BeforeClusterUpgrade components (%s) are Ready",
+		cluster.Name, csv1.SkipBeforeUpgradeGateAnnotation, st.Release, strings.Join(st.Components, ", "))
+}

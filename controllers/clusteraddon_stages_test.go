@@ -1,0 +1,284 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stageplan"
+)
+
+func TestControlPlaneVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		cp   map[string]any
+		want string
+	}{
+		{"no control plane", nil, ""},
+		{"status.version: what it runs", map[string]any{"spec": map[string]any{"version": "v1.37.2"}, "status": map[string]any{"version": "v1.36.3"}}, "v1.36.3"},
+		{"only spec.version", map[string]any{"spec": map[string]any{"version": "v1.37.2"}}, "v1.37.2"},
+		{"neither", map[string]any{"spec": map[string]any{"replicas": int64(1)}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := controlPlaneVersion(tt.cp); got != tt.want {
+				t.Errorf("controlPlaneVersion = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func fluxObject(kind, name, component, release string) client.Object {
+	labels := map[string]string{csv1.ComponentLabel: component, csv1.ReleaseLabel: release}
+	var o client.Object
+	if kind == helmv2.HelmReleaseKind {
+		o = &helmv2.HelmRelease{}
+		o.GetObjectKind().SetGroupVersionKind(helmv2.GroupVersion.WithKind(kind))
+	} else {
+		o = &kustomizev1.Kustomization{}
+		o.GetObjectKind().SetGroupVersionKind(kustomizev1.GroupVersion.WithKind(kind))
+	}
+	o.SetName(name)
+	o.SetLabels(labels)
+	return o
+}
+
+func TestExistingByComponent(t *testing.T) {
+	objs := []client.Object{
+		fluxObject(helmv2.HelmReleaseKind, "old-name-cni", "cni", "r1"),
+		fluxObject(helmv2.HelmReleaseKind, "c1-cni", "cni", "r1"),
+		fluxObject(helmv2.HelmReleaseKind, "c1-ccm", "ccm", "r1"),
+		fluxObject(helmv2.HelmReleaseKind, "c1-ccm-old", "ccm", "r0"),
+		fluxObject(kustomizev1.KustomizationKind, "unlabelled", "", "r1"),
+	}
+	got := map[string]string{}
+	for comp, o := range existingByComponent("c1", objs) {
+		got[comp] = o.GetName()
+	}
+	want := map[string]string{"cni": "c1-cni", "ccm": "c1-ccm"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("existing (-want +got):\n%s", diff)
+	}
+}
+
+// TestComponentStatuses: components written now, held at their release (what was recorded for
+// them there, without the aggregation's fields, which recordFacts merges), and waiting for the
+// control plane; held objects are not pruned.
+func TestComponentStatuses(t *testing.T) {
+	rel := &csv1.ClusterStackRelease{}
+	rel.Name = "r2"
+	rel.Status.Components = []csv1.ReleaseComponent{
+		{Name: "cni", Kind: csv1.ComponentKindHelm, Version: "2.0.0"},
+		{Name: "ccm", Kind: csv1.ComponentKindHelm, Version: "2.0.0"},
+		{Name: "info", Kind: csv1.ComponentKindKustomize, Version: "sha256-abc"},
+	}
+	addon := &csv1.ClusterAddon{}
+	addon.Status.Components = []csv1.AddonComponentStatus{
+		{Name: "ccm", Kind: csv1.ComponentKindHelm, Release: "r1", Version: "1.0.0", FluxObject: "HelmRelease/c1-ccm", Ready: true, Message: "Helm upgrade succeeded"},
+	}
+	cluster := &clusterv1.Cluster{}
+	cluster.Name = "c1"
+	s := &addonScope{
+		cluster: cluster, addon: addon, release: rel,
+		existing: map[string]client.Object{
+			"ccm": fluxObject(helmv2.HelmReleaseKind, "c1-ccm", "ccm", "r1"),
+			"old": fluxObject(kustomizev1.KustomizationKind, "c1-old", "old", "r1"),
+		},
+		plan: &stageplan.Plan{Target: "r2", KubernetesVersion: "v1.37.2", Gated: true, Hold: map[string]string{"ccm": "r1", "old": "r1"}, Wait: []string{"info"}},
+	}
+	written := map[string]csv1.AddonComponentStatus{"cni": {Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-cni"}}
+	want := map[string]bool{"HelmRelease/c1-cni": true}
+	got := s.componentStatuses(written, want)
+	wantStatus := []csv1.AddonComponentStatus{
+		{Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-cni"},
+		{Name: "ccm", Kind: csv1.ComponentKindHelm, Release: "r1", Version: "1.0.0", FluxObject: "HelmRelease/c1-ccm"},
+		{Name: "info", Kind: csv1.ComponentKindKustomize, Release: "r2", Version: "sha256-abc", FluxObject: "Kustomization/c1-info",
+			Message: "waiting for the control plane of Cluster c1 to run v1.37.2: the component is installed then (stage AfterClusterUpgrade)"},
+		{Name: "old", Kind: csv1.ComponentKindKustomize, Release: "r1", FluxObject: "Kustomization/c1-old"},
+	}
+	if diff := cmp.Diff(wantStatus, got); diff != "" {
+		t.Errorf("components (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]bool{"HelmRelease/c1-cni": true, "HelmRelease/c1-ccm": true, "Kustomization/c1-old": true}, want); diff != "" {
+		t.Errorf("kept objects (-want +got):\n%s", diff)
+	}
+}
+
+func TestStageSkipped(t *testing.T) {
+	skipped := csv1.AddonStageStatus{Name: csv1.StageBeforeClusterUpgrade, Release: "r2", Skipped: true}
+	notSkipped := csv1.AddonStageStatus{Name: csv1.StageBeforeClusterUpgrade, Release: "r2"}
+	otherRelease := csv1.AddonStageStatus{Name: csv1.StageBeforeClusterUpgrade, Release: "r1", Skipped: true}
+	tests := []struct {
+		name        string
+		before, now []csv1.AddonStageStatus
+		want        bool
+	}{
+		{"newly skipped: an Event", []csv1.AddonStageStatus{notSkipped}, []csv1.AddonStageStatus{skipped}, true},
+		{"skipped on the first record: an Event", nil, []csv1.AddonStageStatus{skipped}, true},
+		{"still skipped: no second Event", []csv1.AddonStageStatus{skipped}, []csv1.AddonStageStatus{skipped}, false},
+		{"skipped for another release before: an Event for this one", []csv1.AddonStageStatus{otherRelease}, []csv1.AddonStageStatus{skipped}, true},
+		{"not skipped", []csv1.AddonStageStatus{skipped}, []csv1.AddonStageStatus{notSkipped}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stageSkipped(tt.before, tt.now) != nil; got != tt.want {
+				t.Errorf("event = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeldAndStepStarted(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	after := func(applied bool, release string, comps ...string) *csv1.ClusterAddon {
+		a := &csv1.ClusterAddon{}
+		a.Status.DesiredRelease = "r2"
+		a.Status.Stages = []csv1.AddonStageStatus{
+			{Name: csv1.StageBeforeClusterUpgrade, Release: release, Applied: true, LastTransitionTime: metav1.NewTime(then.Add(-time.Hour))},
+			{Name: csv1.StageAfterClusterUpgrade, Release: release, Components: comps, Applied: applied, Message: "waiting for the control plane", LastTransitionTime: then},
+		}
+		return a
+	}
+	tests := []struct {
+		name        string
+		addon       *csv1.ClusterAddon
+		held        *fluxstatus.Problem
+		stepStarted time.Time
+	}{
+		{"no stages", &csv1.ClusterAddon{}, nil, time.Time{}},
+		{"waiting for the control plane: held", after(false, "r2", "csi"),
+			&fluxstatus.Problem{Reason: csv1.ReasonWaitingForControlPlaneUpgrade, Message: "waiting for the control plane", Since: then.Time}, time.Time{}},
+		{"applied: the step started then", after(true, "r2", "csi"), nil, then.Time},
+		{"nothing after the upgrade: not held", after(false, "r2"), nil, time.Time{}},
+		{"stages of another release: ignored", after(false, "r1", "csi"), nil, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in fluxstatus.Input
+			heldAndStepStarted(&in, tt.addon)
+			if diff := cmp.Diff(tt.held, in.Held); diff != "" {
+				t.Errorf("held (-want +got):\n%s", diff)
+			}
+			if !in.StepStarted.Equal(tt.stepStarted) {
+				t.Errorf("step started = %v, want %v", in.StepStarted, tt.stepStarted)
+			}
+		})
+	}
+}
+
+func TestAllAtRelease(t *testing.T) {
+	comps := []csv1.AddonComponentStatus{{Name: "a", Release: "r2"}, {Name: "b", Release: "r1"}}
+	if allAtRelease(comps, "r2") {
+		t.Error("a component held at r1 counted as at r2")
+	}
+	if !allAtRelease(comps[:1], "r2") || !allAtRelease(nil, "r2") {
+		t.Error("components at r2 not counted as at r2")
+	}
+}
+
+func TestReleaseStages(t *testing.T) {
+	if got := releaseStages(&stack.Stack{}); got != nil {
+		t.Errorf("no stages = %v, want nil", got)
+	}
+	st := &stack.Stack{Stages: stack.Stages{
+		{Name: stack.StageAfterControlPlaneInitialized, Steps: []stack.StageStep{{Component: "cni", Action: stack.ActionApply}}},
+		{Name: stack.StageBeforeClusterUpgrade, Steps: []stack.StageStep{}},
+		{Name: stack.StageAfterClusterUpgrade, Steps: []stack.StageStep{{Component: "csi", Action: stack.ActionDelete}}},
+	}}
+	want := []csv1.ReleaseStage{
+		{Name: csv1.StageAfterControlPlaneInitialized, Steps: []csv1.ReleaseStageStep{{Component: "cni", Action: csv1.StageActionApply}}},
+		{Name: csv1.StageBeforeClusterUpgrade},
+		{Name: csv1.StageAfterClusterUpgrade, Steps: []csv1.ReleaseStageStep{{Component: "csi", Action: csv1.StageActionDelete}}},
+	}
+	if diff := cmp.Diff(want, releaseStages(st)); diff != "" {
+		t.Errorf("stages (-want +got):\n%s", diff)
+	}
+}
+
+func TestFluxProgressed(t *testing.T) {
+	hr := func(ready metav1.ConditionStatus, observed int64) *helmv2.HelmRelease {
+		o := &helmv2.HelmRelease{}
+		o.Status.ObservedGeneration = observed
+		o.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready}}
+		return o
+	}
+	tests := []struct {
+		name     string
+		old, new *helmv2.HelmRelease
+		want     bool
+	}{
+		{"Ready changed", hr(metav1.ConditionUnknown, 2), hr(metav1.ConditionTrue, 2), true},
+		{"a new generation observed, Ready unchanged", hr(metav1.ConditionTrue, 1), hr(metav1.ConditionTrue, 2), true},
+		{"nothing of either changed", hr(metav1.ConditionTrue, 2), hr(metav1.ConditionTrue, 2), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fluxProgressed().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
+				t.Errorf("passes = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAddonStatusInputDuringUpgrade: the status aggregation judges each component at the release
+// it is delivered at (a held one at the old release's chart version and revision) and holds the
+// rollout while the AfterClusterUpgrade stage waits for the control plane.
+func TestAddonStatusInputDuringUpgrade(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{csv1.AddToScheme, helmv2.AddToScheme, kustomizev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rel := func(name, rev, version string) *csv1.ClusterStackRelease {
+		r := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		r.Status.Revision = rev
+		r.Status.Components = []csv1.ReleaseComponent{{Name: "cni", Kind: csv1.ComponentKindHelm, Version: version}, {Name: "info", Kind: csv1.ComponentKindKustomize}}
+		return r
+	}
+	addon := &csv1.ClusterAddon{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}, Spec: csv1.ClusterAddonSpec{ClusterName: "c1"}}
+	addon.Status.DesiredRelease, addon.Status.LastAppliedRelease = "r2", "r1"
+	addon.Status.Conditions = []metav1.Condition{
+		{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected},
+		{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected},
+	}
+	addon.Status.Components = []csv1.AddonComponentStatus{
+		{Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r2", FluxObject: "HelmRelease/c1-cni"},
+		{Name: "info", Kind: csv1.ComponentKindKustomize, Release: "r1", FluxObject: "Kustomization/c1-info"},
+	}
+	addon.Status.Stages = []csv1.AddonStageStatus{
+		{Name: csv1.StageBeforeClusterUpgrade, Release: "r2", Components: []string{"cni"}, Applied: true, Ready: true},
+		{Name: csv1.StageAfterClusterUpgrade, Release: "r2", Components: []string{"info"}, Message: "waiting for the control plane of Cluster c1 to run v1.37.2 (it runs v1.36.3): info stays at r1"},
+	}
+	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni"}}
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-info"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rel("r1", "r1@sha1:aaa", "1.0.0"), rel("r2", "r2@sha1:bbb", "2.0.0"), addon, hr, ks).Build()
+	r := &ClusterAddonStatusReconciler{Client: c}
+	in, err := r.input(context.Background(), addon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, o := range in.Objects {
+		got[o.Ref()] = o.ExpectedRevision
+	}
+	if diff := cmp.Diff(map[string]string{"HelmRelease/c1-cni": "2.0.0", "Kustomization/c1-info": "r1@sha1:aaa"}, got); diff != "" {
+		t.Errorf("expected revisions (-want +got):\n%s", diff)
+	}
+	if in.Held == nil || in.Held.Reason != csv1.ReasonWaitingForControlPlaneUpgrade || in.Held.Message != addon.Status.Stages[1].Message {
+		t.Errorf("held = %+v", in.Held)
+	}
+}
