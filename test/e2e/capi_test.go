@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -47,6 +48,16 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			b, err := os.ReadFile(meta)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(os.WriteFile(meta, []byte(strings.ReplaceAll(string(b), "kubernetesVersion: 1.36.3", "kubernetesVersion: 1.35.4")), 0o644)).To(Succeed())
+			// 1.36's cni (a BeforeClusterUpgrade component) is Ready only once the test opens
+			// the gate: a Deployment that runs only on Nodes labelled gateLabel=open.
+			Expect(os.WriteFile(filepath.Join(from, "cluster-addon/cni/templates/upgrade-gate.yaml"), []byte(upgradeGate), 0o644)).To(Succeed())
+			// A changed chart needs a new chart version: helm-controller does not upgrade a
+			// release whose chart version and values are unchanged.
+			chart := filepath.Join(from, "cluster-addon/cni/Chart.yaml")
+			b, err = os.ReadFile(chart)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(b)).To(ContainSubstring("version: 1.0.0"))
+			Expect(os.WriteFile(chart, []byte(strings.Replace(string(b), "version: 1.0.0", "version: 1.0.1", 1)), 0o644)).To(Succeed())
 		}
 		publishTo(ctx, repo, oldTag, withMinor135)
 		publishTo(ctx, repo, newTag, withMinor135)
@@ -121,9 +132,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			return k8s.Patch(ctx, c, patch)
 		}).WithTimeout(time.Minute).Should(Succeed())
 
-		cp := &controlplanev1.KubeadmControlPlane{}
-		// CAPI discovered the operator's Runtime Extension (its BeforeClusterUpgrade gates
-		// this upgrade until the target release's before-upgrade addons are Ready).
+		// CAPI discovered the operator's Runtime Extension.
 		Eventually(ctx, func(g Gomega) {
 			ec := &runtimev1.ExtensionConfig{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: hooks.ExtensionConfigName}, ec)).To(Succeed())
@@ -133,13 +142,90 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			}
 			g.Expect(handlers).To(ContainElements("BeforeClusterUpgrade", "AfterControlPlaneInitialized", "BeforeClusterDelete"))
 		}).Should(Succeed())
-		Eventually(ctx, func(g Gomega) {
+
+		cp := &controlplanev1.KubeadmControlPlane{}
+		cpVersion := func(g Gomega) string {
 			g.Expect(k8s.Get(ctx, key, c)).To(Succeed())
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Spec.ControlPlaneRef.Name}, cp)).To(Succeed())
-			g.Expect(cp.Spec.Version).To(Equal(newKube), "CAPI moved the control plane's version")
+			return cp.Spec.Version
+		}
+		By("the hook holds the upgrade while 1.36's before-upgrade addons are not Ready")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, "upgrade")
+			st := stageOf(a, csv1.StageBeforeClusterUpgrade)
+			g.Expect(st).NotTo(BeNil(), "stages: %+v", a.Status.Stages)
+			g.Expect(st.Release).To(Equal(newTag))
+			g.Expect(st.Applied).To(BeTrue())
+			g.Expect(st.Ready).To(BeFalse())
+		}).Should(Succeed())
+		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 8*time.Second, time.Second).Should(Equal(oldKube),
+			"CAPI does not upgrade the control plane while BeforeClusterUpgrade answers retry")
+
+		By("restarting the operator while the hook holds: nothing in memory, the answer is the same")
+		Expect(pl.RestartOperator(ctx)).To(Succeed())
+		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 4*time.Second, time.Second).Should(Equal(oldKube))
+
+		By("opening the gate: the addons become Ready, the hook lets CAPI upgrade, the rest follows")
+		wcfg, err := pl.WorkloadConfig(ctx, ns, "upgrade")
+		Expect(err).NotTo(HaveOccurred())
+		wc, err := client.New(wcfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		nodes := &corev1.NodeList{}
+		Expect(wc.List(ctx, nodes)).To(Succeed())
+		Expect(nodes.Items).NotTo(BeEmpty())
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			patch := client.MergeFrom(n.DeepCopy())
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[gateLabel] = "open"
+			Expect(wc.Patch(ctx, n, patch)).To(Succeed())
+		}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(cpVersion(g)).To(Equal(newKube), "CAPI moved the control plane's version")
 			g.Expect(cp.Status.Version).To(Equal(newKube))
 			a := getAddon(ctx, g, ns, "upgrade")
 			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, newTag))
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(newTag))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	})
 })
+
+// gateLabel opens the upgrade gate of the 1.36 stack in "Cluster API alongside the operator".
+const gateLabel = "e2e.clusterstack.io/upgrade-gate"
+
+// upgradeGate is a cni chart template that is Ready only on a Node labelled gateLabel=open.
+const upgradeGate = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: upgrade-gate
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: upgrade-gate
+  template:
+    metadata:
+      labels:
+        app: upgrade-gate
+    spec:
+      nodeSelector:
+        ` + gateLabel + `: open
+      tolerations:
+        - operator: Exists
+      containers:
+        - name: gate
+          image: {{ .Values.image }}
+`
+
+// stageOf returns the ClusterAddon's status of stage name, or nil.
+func stageOf(a *csv1.ClusterAddon, name csv1.AddonStage) *csv1.AddonStageStatus {
+	for i := range a.Status.Stages {
+		if a.Status.Stages[i].Name == name {
+			return &a.Status.Stages[i]
+		}
+	}
+	return nil
+}
