@@ -368,11 +368,7 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		return false, err
 	}
 	s.controlPlane = in.ControlPlane
-	comps := make([]render.Component, 0, len(st.Components))
-	for _, c := range st.Components {
-		comps = append(comps, render.Component{Name: c.Name, Helm: c.Kind == stack.KindHelm, Template: c.ValuesTemplate, File: c.ValuesFile})
-	}
-	data, err := render.Render(in, comps)
+	data, err := render.Render(in, st.RenderComponents())
 	if err != nil {
 		var rerr *render.Error
 		if errors.As(err, &rerr) {

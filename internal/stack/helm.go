@@ -70,81 +70,233 @@ func (lt *linter) parseChartTemplates(c Component) bool {
 	return ok
 }
 
-// checkDependencies reports Chart.yaml dependencies that are not vendored under charts/
-// (Flux and the operator do not fetch chart repositories). file:// dependencies only need
-// to exist.
-func (lt *linter) checkDependencies(c Component) {
+// checkDependencies reports Chart.yaml (or requirements.yaml) dependencies that neither the
+// repository holds nor Flux can fetch, and returns whether the chart has dependencies that Flux
+// fetches: source-controller builds a chart from a GitRepository with the dependencies under
+// charts/, file:// charts of the repository, and the missing ones downloaded from the http(s)://
+// or oci:// repository Chart.yaml (or Chart.lock, which takes precedence) names. Lint fetches
+// nothing, so such a chart cannot be rendered completely here.
+func (lt *linter) checkDependencies(c Component) (fetched bool) {
+	deps, depsFile := lt.readDependencies(c)
+	if len(deps) == 0 {
+		return false
+	}
+	vendored := lt.vendoredCharts(c.Path)
+	lock := lt.readLock(depsFile)
+	var remote []string
+	for i, d := range deps {
+		if lt.checkDependency(c, depsFile, i, d, vendored) {
+			remote = append(remote, d.Name)
+			lt.checkLocked(depsFile, d, lock)
+		}
+	}
+	if len(remote) > 0 {
+		lt.checkFluxSeesMissing(c, depsFile, len(deps), lock, vendored, remote)
+	}
+	return len(remote) > 0
+}
+
+// readDependencies returns the dependencies of the chart and the file they are in.
+func (lt *linter) readDependencies(c Component) ([]chartDependency, string) {
 	chartRel := path.Join(c.Path, ChartFile)
 	data, err := os.ReadFile(lt.abs(chartRel))
 	if err != nil {
-		return
+		return nil, chartRel
 	}
 	var cf chartFile
 	if decodeYAML(data, &cf, false) != nil {
-		return
+		return nil, chartRel
 	}
-	deps := cf.Dependencies
-	depsFile := chartRel
-	if reqRel := path.Join(c.Path, "requirements.yaml"); len(deps) == 0 && lt.exists(reqRel) {
-		if data, err := os.ReadFile(lt.abs(reqRel)); err == nil {
-			var req struct {
-				Dependencies []chartDependency `yaml:"dependencies"`
-			}
-			if err := decodeYAML(data, &req, false); err != nil {
-				lt.ps.addf(reqRel, "not valid YAML: %s", yamlErr(err))
-				return
-			}
-			deps, depsFile = req.Dependencies, reqRel
+	reqRel := path.Join(c.Path, "requirements.yaml")
+	if len(cf.Dependencies) > 0 || !lt.exists(reqRel) {
+		return cf.Dependencies, chartRel
+	}
+	var req dependenciesFile
+	if !lt.readYAML(reqRel, &req) {
+		return nil, reqRel
+	}
+	return req.Dependencies, reqRel
+}
+
+// dependenciesFile is requirements.yaml, Chart.lock or requirements.lock.
+type dependenciesFile struct {
+	Dependencies []chartDependency `yaml:"dependencies"`
+}
+
+func (lt *linter) readYAML(rel string, out any) bool {
+	data, err := os.ReadFile(lt.abs(rel))
+	if err != nil {
+		lt.ps.addf(rel, "%v", err)
+		return false
+	}
+	if err := decodeYAML(data, out, false); err != nil {
+		lt.ps.addf(rel, "not valid YAML: %s", yamlErr(err))
+		return false
+	}
+	return true
+}
+
+// lockFile is the lock file that goes with depsFile: Chart.lock or requirements.lock.
+func lockFile(depsFile string) string {
+	if path.Base(depsFile) == "requirements.yaml" {
+		return path.Join(path.Dir(depsFile), "requirements.lock")
+	}
+	return path.Join(path.Dir(depsFile), "Chart.lock")
+}
+
+// readLock returns the lock file of the chart, or nil if there is none.
+func (lt *linter) readLock(depsFile string) *lockedDependencies {
+	rel := lockFile(depsFile)
+	if !lt.exists(rel) {
+		return nil
+	}
+	var f dependenciesFile
+	if !lt.readYAML(rel, &f) {
+		return nil
+	}
+	return &lockedDependencies{file: rel, deps: f.Dependencies}
+}
+
+type lockedDependencies struct {
+	file string
+	deps []chartDependency
+}
+
+// Repository kinds of a chart dependency.
+const (
+	repoNone   = "none"
+	repoLocal  = "file"
+	repoRemote = "remote"
+	repoAlias  = "alias"
+	repoOther  = "other"
+)
+
+// repositoryKind classifies a dependency's repository as source-controller does
+// (internal/helm/repository.ValidateDepURL, chart.isLocalDep).
+func repositoryKind(repo string) string {
+	switch {
+	case repo == "":
+		return repoNone
+	case strings.HasPrefix(repo, "file://"):
+		return repoLocal
+	case strings.HasPrefix(repo, "https://"), strings.HasPrefix(repo, "http://"), strings.HasPrefix(repo, "oci://"):
+		return repoRemote
+	case strings.HasPrefix(repo, "@"), strings.HasPrefix(repo, "alias:"):
+		return repoAlias
+	default:
+		return repoOther
+	}
+}
+
+// checkDependency checks one dependency and reports whether Flux fetches it: it is not
+// vendored and names a chart repository.
+func (lt *linter) checkDependency(c Component, depsFile string, i int, d chartDependency, vendored []vendoredChart) bool {
+	if d.Name == "" {
+		lt.ps.addf(depsFile, "dependencies[%d]: name is missing", i)
+		return false
+	}
+	kind := repositoryKind(d.Repository)
+	if kind == repoLocal {
+		local := path.Join(c.Path, strings.TrimPrefix(d.Repository, "file://"))
+		if !lt.exists(path.Join(local, ChartFile)) {
+			lt.ps.addf(depsFile, "dependency %q: %s is no chart (no %s at %s)", d.Name, d.Repository, ChartFile, local)
+		}
+		return false
+	}
+	var constraint *semver.Constraints
+	if d.Version != "" {
+		var err error
+		if constraint, err = semver.NewConstraint(d.Version); err != nil {
+			lt.ps.addf(depsFile, "dependency %q: version %q is no SemVer constraint: %v", d.Name, d.Version, err)
+			return false
 		}
 	}
-	if len(deps) == 0 {
-		return
+	found, sameName := matchVendored(d.Name, constraint, vendored)
+	from := ""
+	if d.Repository != "" {
+		from = " from " + d.Repository
 	}
-	vendored := lt.vendoredCharts(c.Path)
-	for i, d := range deps {
-		if d.Name == "" {
-			lt.ps.addf(depsFile, "dependencies[%d]: name is missing", i)
+	charts := c.Path + "/charts/"
+	switch {
+	case found:
+		return false
+	case len(sameName) > 0:
+		lt.ps.addf(depsFile, "dependency %q %s%s: the vendored chart does not match: %s", d.Name, d.Version, from, strings.Join(sameName, ", "))
+		return false
+	}
+	switch kind {
+	case repoRemote:
+		return true
+	case repoNone:
+		lt.ps.addf(depsFile, "dependency %q %s has no repository and is not vendored under %s: vendor it (`helm dependency build %s`, commit the archive) or give the URL of its chart repository (https://, oci://) for Flux to fetch it from", d.Name, d.Version, charts, c.Path)
+	case repoAlias:
+		lt.ps.addf(depsFile, "dependency %q: repository %q names a repository of a local helm configuration (`helm repo add`), which Flux does not have: give the repository URL (https://..., oci://...) or vendor the chart under %s", d.Name, d.Repository, charts)
+	default:
+		lt.ps.addf(depsFile, "dependency %q: repository %q is no chart repository Flux fetches from (https://, http://, oci://, or file:// in the repository): give such a URL or vendor the chart under %s", d.Name, d.Repository, charts)
+	}
+	return false
+}
+
+// matchVendored tells whether a vendored chart satisfies the dependency, and lists the vendored
+// charts of the dependency's name.
+func matchVendored(name string, constraint *semver.Constraints, vendored []vendoredChart) (bool, []string) {
+	var sameName []string
+	found := false
+	for _, v := range vendored {
+		if v.name != name {
 			continue
 		}
-		if strings.HasPrefix(d.Repository, "file://") {
-			local := path.Join(c.Path, strings.TrimPrefix(d.Repository, "file://"))
-			if !lt.exists(path.Join(local, ChartFile)) {
-				lt.ps.addf(depsFile, "dependency %q: %s is no chart (no %s at %s)", d.Name, d.Repository, ChartFile, local)
-			}
+		sameName = append(sameName, fmt.Sprintf("%s (version %s)", v.file, v.version))
+		sv, err := semver.NewVersion(v.version)
+		if constraint == nil || (err == nil && constraint.Check(sv)) {
+			found = true
+		}
+	}
+	return found, sameName
+}
+
+// checkLocked reports a dependency Flux fetches that the lock file, which Flux builds the
+// missing dependencies from when there is one, does not pin as Chart.yaml asks.
+func (lt *linter) checkLocked(depsFile string, d chartDependency, lock *lockedDependencies) {
+	if lock == nil {
+		return
+	}
+	update := fmt.Sprintf("run `helm dependency update %s` and commit %s", path.Dir(depsFile), path.Base(lock.file))
+	for _, l := range lock.deps {
+		if l.Name != d.Name {
 			continue
 		}
-		var constraint *semver.Constraints
+		ok := strings.TrimSuffix(l.Repository, "/") == strings.TrimSuffix(d.Repository, "/")
 		if d.Version != "" {
-			constraint, err = semver.NewConstraint(d.Version)
-			if err != nil {
-				lt.ps.addf(depsFile, "dependency %q: version %q is no SemVer constraint: %v", d.Name, d.Version, err)
-				continue
-			}
+			c, _ := semver.NewConstraint(d.Version) // checked by checkDependency
+			v, err := semver.NewVersion(l.Version)
+			ok = ok && err == nil && c.Check(v)
 		}
-		var sameName []string
-		found := false
-		for _, v := range vendored {
-			if v.name != d.Name {
-				continue
-			}
-			sameName = append(sameName, fmt.Sprintf("%s (version %s)", v.file, v.version))
-			sv, err := semver.NewVersion(v.version)
-			if constraint == nil || (err == nil && constraint.Check(sv)) {
-				found = true
-			}
+		if !ok {
+			lt.ps.addf(lock.file, "dependency %q is locked to %s from %s, but %s asks for %s from %s; Flux fetches the locked one: %s",
+				d.Name, l.Version, l.Repository, path.Base(depsFile), d.Version, d.Repository, update)
 		}
-		from := ""
-		if d.Repository != "" {
-			from = " from " + d.Repository
-		}
-		switch {
-		case found:
-		case len(sameName) > 0:
-			lt.ps.addf(depsFile, "dependency %q %s%s: the vendored chart does not match: %s", d.Name, d.Version, from, strings.Join(sameName, ", "))
-		default:
-			lt.ps.addf(depsFile, "dependency %q %s%s is not vendored under %s/charts/ (the operator does not fetch chart repositories): run `helm dependency build %s` and commit the archive", d.Name, d.Version, from, c.Path, c.Path)
-		}
+		return
 	}
+	lt.ps.addf(lock.file, "dependency %q is missing: Flux fetches the dependencies the lock file lists, so it would not fetch this one: %s", d.Name, update)
+}
+
+// checkFluxSeesMissing reports charts under charts/ that make source-controller believe no
+// dependency is missing: it fetches nothing when the chart has exactly as many subcharts as its
+// lock file (or Chart.yaml) lists dependencies (chart.collectMissing).
+func (lt *linter) checkFluxSeesMissing(c Component, depsFile string, nDeps int, lock *lockedDependencies, vendored []vendoredChart, remote []string) {
+	if lock != nil {
+		nDeps = len(lock.deps)
+	}
+	if len(vendored) != nDeps {
+		return
+	}
+	var files []string
+	for _, v := range vendored {
+		files = append(files, v.file)
+	}
+	lt.ps.addf(depsFile, "%s/charts/ holds %d charts (%s) for %d dependencies, so Flux assumes none is missing and does not fetch %s: remove the charts no dependency names",
+		c.Path, len(vendored), strings.Join(files, ", "), nDeps, strings.Join(remote, ", "))
 }
 
 type vendoredChart struct{ file, name, version string }

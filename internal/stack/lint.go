@@ -14,12 +14,17 @@ import (
 // ("v2"); when given, cluster-class/Chart.yaml must carry it. Beyond what Load checks:
 //
 //   - the cluster-class chart version is a stack version (and the release version, if given);
-//   - Chart.yaml dependencies are vendored under charts/ (or are file:// charts that exist);
+//   - Chart.yaml dependencies are vendored under charts/, file:// charts that exist, or name an
+//     http(s):// or oci:// chart repository that Flux fetches them from (pinned as Chart.yaml
+//     asks by Chart.lock, if any); a chart missing such dependencies is rendered without them,
+//     and its render failures are not reported;
 //   - every Helm template parses (text/template with Helm's function names);
 //   - Helm charts render (helm.sh/helm/v3 engine, as helm-controller would install them:
 //     cluster-class with release name <provider>-<stack>-<major>-<minor>; addons in their
 //     namespace with Kubernetes set to the stack's version and the values of overwrite.yaml
-//     rendered for a sample cluster when that works), to Kubernetes objects;
+//     and a shared cluster-addon-values.yaml rendered for a sample cluster when that works), to
+//     Kubernetes objects;
+//   - the top-level keys of a shared cluster-addon-values.yaml are components;
 //   - the cluster-class renders exactly one ClusterClass named like the release, whose
 //     template references are all rendered by the cluster-class itself;
 //   - kustomize directories build as Flux kustomize-controller v1.7 builds them (kustomize

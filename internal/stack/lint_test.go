@@ -220,15 +220,20 @@ func TestLintProblems(t *testing.T) {
 		mutate: func(t *testing.T, dir string) { appendFile(t, dir, "cluster-addon-values.yaml", "  {{ end }}\n") },
 		want:   []wantProblem{{"cluster-addon-values.yaml", "values template does not parse"}},
 	}, {
-		name:   "cluster-addon-values.yaml next to per-component directories",
-		base:   scs,
-		mutate: func(t *testing.T, dir string) { writeFile(t, dir, "cluster-addon-values.yaml", "values: |\n  a: b\n") },
-		want:   []wantProblem{{"cluster-addon-values.yaml", "only used with a single cluster-addon/ umbrella chart"}},
+		name: "cluster-addon-values.yaml next to per-component directories with a key that is no component",
+		base: scs,
+		mutate: func(t *testing.T, dir string) {
+			writeFile(t, dir, "cluster-addon-values.yaml", "values: |\n  cni: {}\n  cilium:\n    a: b\n")
+		},
+		want: []wantProblem{{"cluster-addon-values.yaml", `key "cilium" is no component of this stack (components: cni, ccm, metrics-server, csi)`}},
 	}, {
-		name:   "dependency not vendored",
-		base:   scs,
-		mutate: func(t *testing.T, dir string) { removeFile(t, dir, "cluster-addon/cni/charts") },
-		want:   []wantProblem{{"cluster-addon/cni/Chart.yaml", `dependency "cilium" 1.19.1 from https://helm.cilium.io/ is not vendored under cluster-addon/cni/charts/`}},
+		name: "dependency with a repository alias, not vendored",
+		base: scs,
+		mutate: func(t *testing.T, dir string) {
+			removeFile(t, dir, "cluster-addon/cni/charts")
+			replaceInFile(t, dir, "cluster-addon/cni/Chart.yaml", "repository: https://helm.cilium.io/", `repository: "@cilium"`)
+		},
+		want: []wantProblem{{"cluster-addon/cni/Chart.yaml", `dependency "cilium": repository "@cilium" names a repository of a local helm configuration`}},
 	}, {
 		name: "vendored dependency of another version",
 		base: scs,
@@ -237,10 +242,13 @@ func TestLintProblems(t *testing.T) {
 		},
 		want: []wantProblem{{"cluster-addon/cni/Chart.yaml", `dependency "cilium" 1.20.0 from https://helm.cilium.io/: the vendored chart does not match: cluster-addon/cni/charts/cilium-1.19.1.tgz (version 1.19.1)`}},
 	}, {
-		name:   "dependency of the umbrella chart not vendored",
-		base:   old,
-		mutate: func(t *testing.T, dir string) { removeFile(t, dir, "cluster-addon/charts/metrics-server-3.12.0.tgz") },
-		want:   []wantProblem{{"cluster-addon/Chart.yaml", `dependency "metrics-server" 3.12.0`}},
+		name: "dependency of the umbrella chart without repository, not vendored",
+		base: old,
+		mutate: func(t *testing.T, dir string) {
+			removeFile(t, dir, "cluster-addon/charts/metrics-server-3.12.0.tgz")
+			replaceInFile(t, dir, "cluster-addon/Chart.yaml", "    repository: https://kubernetes-sigs.github.io/metrics-server/\n", "")
+		},
+		want: []wantProblem{{"cluster-addon/Chart.yaml", `dependency "metrics-server" 3.12.0 has no repository and is not vendored under cluster-addon/charts/`}},
 	}, {
 		name: "Helm templates that do not parse",
 		base: aws,
@@ -319,6 +327,7 @@ func TestLintProblems(t *testing.T) {
 			replaceInFile(t, dir, "stack.yaml", "1.35.3", "1.35")
 			writeFile(t, dir, "cluster-class/Chart.yaml", "apiVersion: v2\nname: cc\n")
 			removeFile(t, dir, "cluster-addon/cni/charts")
+			replaceInFile(t, dir, "cluster-addon/cni/Chart.yaml", "repository: https://helm.cilium.io/", "repository: s3://charts/cilium")
 			writeFile(t, dir, "cluster-addon/metrics-server/overwrite.yaml", "values: |\n  a: {{ .Cluster\n")
 			removeFile(t, dir, "cluster-addon/csi")
 			appendFile(t, dir, "clusteraddon.yaml", "    - name: csi\n      action: apply\n")
@@ -326,7 +335,7 @@ func TestLintProblems(t *testing.T) {
 		want: []wantProblem{
 			{"stack.yaml", `kubernetesVersion "1.35" is not a patch version`},
 			{"cluster-class/Chart.yaml", "version is missing"},
-			{"cluster-addon/cni/Chart.yaml", `dependency "cilium" 1.19.1`},
+			{"cluster-addon/cni/Chart.yaml", `dependency "cilium": repository "s3://charts/cilium" is no chart repository Flux fetches from`},
 			{"cluster-addon/metrics-server/overwrite.yaml", "values template does not parse"},
 			{"clusteraddon.yaml", `addonStages.AfterClusterUpgrade[1]: component "csi" does not exist`},
 		},
