@@ -3,7 +3,6 @@ package stack
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -346,24 +345,7 @@ func TestLintProblems(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(t, dir)
 			}
-			got := Lint(dir, tt.version)
-			matched := make([]bool, len(got))
-			for _, w := range tt.want {
-				found := false
-				for i, p := range got {
-					if p.File == w.file && strings.Contains(p.Message, w.msg) {
-						found, matched[i] = true, true
-					}
-				}
-				if !found {
-					t.Errorf("missing problem %s: %s", w.file, w.msg)
-				}
-			}
-			for i, p := range got {
-				if !matched[i] {
-					t.Errorf("unexpected problem %s", p)
-				}
-			}
+			checkProblems(t, Lint(dir, tt.version), tt.want)
 		})
 	}
 }
