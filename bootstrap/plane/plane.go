@@ -816,6 +816,18 @@ func (p *Plane) RestartOperator(ctx context.Context) error {
 	return p.startOperator(ctx)
 }
 
+// KillOperator kills the operator process with SIGKILL (no graceful shutdown, as a crash) and
+// starts it again, waiting until it is ready.
+func (p *Plane) KillOperator(ctx context.Context) error {
+	if p.operator == nil {
+		return errors.New("plane: the operator is not running (Options.WithOperator)")
+	}
+	if err := p.operator.Kill(); err != nil {
+		return fmt.Errorf("plane: kill operator: %w", err)
+	}
+	return p.startOperator(ctx)
+}
+
 // waitTLS polls addr until a TLS handshake verified against the CA caPEM succeeds, the
 // process p exits, or ctx is done.
 func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) error {

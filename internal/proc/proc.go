@@ -226,6 +226,20 @@ func (p *Process) Stop(timeout time.Duration) error {
 	return p.stopErr
 }
 
+// Kill sends SIGKILL to the process group at once (no chance to clean up, as a crash or an
+// OOM kill) and waits for the process to exit. Like Stop, it acts once.
+func (p *Process) Kill() error {
+	p.stopOnce.Do(func() {
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			p.stopErr = fmt.Errorf("kill %s (pid %d): still running after SIGKILL", p.name, p.Pid())
+		}
+	})
+	return p.stopErr
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -153,3 +153,25 @@ func TestDeathSignalWrapperRunsTarget(t *testing.T) {
 		t.Fatalf("wrapper output %q, want %q", out, "a b-c")
 	}
 }
+
+// Kill ends a process that ignores SIGTERM (SIGKILL, no graceful stop).
+func TestKillDoesNotWaitForGracefulStop(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	p, err := Start(Spec{Name: "sh", Path: sh, Args: []string{"-c", "trap '' TERM; " + sleepPath(t) + " 300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SIGTERM would leave it running: Kill reports an error if it is not gone.
+	if err := p.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if p.Exited() == nil {
+		t.Fatal("process still running after Kill")
+	}
+	if err := p.Stop(time.Second); err != nil {
+		t.Errorf("Stop after Kill: %v", err)
+	}
+}
