@@ -90,7 +90,7 @@ type Reconciler struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*WorkloadCluster
 	shutdown bool
-	// fieldCache remembers specHasField answers ("<gvk>/<field>").
+	// fieldCache remembers schemaHas answers ("<gvk>/<path>").
 	fieldCache map[string]bool
 	inflight   sync.WaitGroup
 }
@@ -424,7 +424,8 @@ func (r *Reconciler) reconcileTopology(ctx context.Context, c *clusterv1.Cluster
 			return nil, err
 		}
 		kind, _ := strings.CutSuffix(ref.Kind, "Template")
-		has, err := r.specHasField(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, kind), "controlPlaneEndpoint")
+		// Server-side apply rejects fields that the schema does not declare.
+		has, err := r.schemaHas(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, kind), "spec", "controlPlaneEndpoint")
 		if err != nil {
 			return nil, err
 		}
@@ -461,12 +462,6 @@ func (r *Reconciler) getTemplate(ctx context.Context, namespace string, ref clus
 		return nil, fmt.Errorf("get %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
 	}
 	return u, nil
-}
-
-// specHasField reports whether the CRD schema of gvk declares spec.<field>. Server-side apply
-// rejects fields that the schema does not declare.
-func (r *Reconciler) specHasField(ctx context.Context, gvk schema.GroupVersionKind, field string) (bool, error) {
-	return r.schemaHas(ctx, gvk, "spec", field)
 }
 
 // schemaHas reports whether the CRD schema of gvk declares the field at path, in which "[]"
@@ -615,25 +610,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *clusterv1.Cluster) 
 }
 
 // getOwned returns the object ref names when it exists and is controlled by the Cluster c;
-// nil otherwise.
+// nil otherwise (also when no CRD serves the kind any more).
 func (r *Reconciler) getOwned(ctx context.Context, c *clusterv1.Cluster, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	mapping, err := r.client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("resolve %s.%s: %w", ref.Kind, ref.APIGroup, err)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get %s %s/%s: %w", ref.Kind, c.Namespace, ref.Name, err)
-	}
-	if !isOwnedBy(u.GetOwnerReferences(), c) {
+	u, err := r.getRef(ctx, c.Namespace, ref)
+	if meta.IsNoMatchError(err) {
 		return nil, nil
+	}
+	if err != nil || u == nil || !isOwnedBy(u.GetOwnerReferences(), c) {
+		return nil, err
 	}
 	return u, nil
 }

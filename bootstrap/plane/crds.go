@@ -65,9 +65,7 @@ func (s *crdSet) addStandIns(kinds []schema.GroupVersionKind) {
 			served = served || (crd.Spec.Group == gvk.Group && crd.Spec.Names.Kind == gvk.Kind)
 		}
 		if !served {
-			crd := StandInCRD(gvk)
-			s.built = append(s.built, crd)
-			s.byDir["stand-in"] = append(s.byDir["stand-in"], crd.Name)
+			s.built = append(s.built, StandInCRD(gvk))
 		}
 	}
 }

@@ -123,13 +123,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 
 		Eventually(ctx, func() error {
-			if err := k8s.Get(ctx, key, c); err != nil {
-				return err
-			}
-			patch := client.MergeFrom(c.DeepCopy())
-			c.Spec.Topology.ClassRef.Name = newTag
-			c.Spec.Topology.Version = newKube
-			return k8s.Patch(ctx, c, patch)
+			return patchTopology(ctx, ns, "upgrade", newTag, newKube)
 		}).WithTimeout(time.Minute).Should(Succeed())
 
 		// CAPI discovered the operator's Runtime Extension.

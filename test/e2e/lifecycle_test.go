@@ -352,11 +352,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 	})
 
 	It("the webhook refuses a move to a release-shaped ClusterClass whose tag is not published, naming what is", func(ctx SpecContext) {
-		c := &clusterv1.Cluster{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "early"}, c)).To(Succeed())
-		patch := client.MergeFrom(c.DeepCopy())
-		c.Spec.Topology.ClassRef.Name = tagPrefix + "v404"
-		err := k8s.Patch(ctx, c, patch)
+		err := patchTopology(ctx, ns, "early", tagPrefix+"v404", "")
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(And(ContainSubstring(tagPrefix+"v404"), ContainSubstring("not published"), ContainSubstring("publish the tag"), ContainSubstring(tagPrefix+"v14")))
 	})
@@ -367,11 +363,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 		if withCAPI {
 			// Cluster API's webhook refuses a move to a ClusterClass that does not exist yet:
 			// with CAPI, the release must be wanted by the ClusterStack before Clusters move.
-			c := &clusterv1.Cluster{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "early"}, c)).To(Succeed())
-			patch := client.MergeFrom(c.DeepCopy())
-			c.Spec.Topology.ClassRef.Name = tagPrefix + "v2"
-			err := k8s.Patch(ctx, c, patch)
+			err := patchTopology(ctx, ns, "early", tagPrefix+"v2", "")
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(And(ContainSubstring("validation.cluster.cluster.x-k8s.io"), ContainSubstring(tagPrefix+"v2"), ContainSubstring("not found")))
 			pinVersions(ctx, ns, "v1", "v2")

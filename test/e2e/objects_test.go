@@ -66,11 +66,22 @@ func moveCluster(ctx context.Context, ns, name, v string) {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, &clusterv1.ClusterClass{})
 		}).WithTimeout(3*time.Minute).Should(Succeed(), "ClusterClass %s/%s%s, before moving Cluster %s to it", ns, tagPrefix, v, name)
 	}
+	Expect(patchTopology(ctx, ns, name, tagPrefix+v, "")).To(Succeed(), fmt.Sprintf("move %s/%s to %s", ns, name, v))
+}
+
+// patchTopology points Cluster ns/name at ClusterClass class and, unless version is empty,
+// sets its topology version; it returns what the API server (and its webhooks) answered.
+func patchTopology(ctx context.Context, ns, name, class, version string) error {
 	c := &clusterv1.Cluster{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+		return err
+	}
 	patch := client.MergeFrom(c.DeepCopy())
-	c.Spec.Topology.ClassRef.Name = tagPrefix + v
-	Expect(k8s.Patch(ctx, c, patch)).To(Succeed(), fmt.Sprintf("move %s/%s to %s", ns, name, v))
+	c.Spec.Topology.ClassRef.Name = class
+	if version != "" {
+		c.Spec.Topology.Version = version
+	}
+	return k8s.Patch(ctx, c, patch)
 }
 
 func getAddon(ctx context.Context, g Gomega, ns, name string) *csv1.ClusterAddon {
