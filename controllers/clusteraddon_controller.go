@@ -56,6 +56,9 @@ type ClusterAddonReconciler struct {
 	Recorder  record.EventRecorder
 	// AddonTimeout is the Flux timeout of the generated objects (0: fluxgen's default).
 	AddonTimeout time.Duration
+	// MachinePools is true when the API server serves CAPI's MachinePools: the addon stages
+	// then wait for them as for MachineDeployments (see clusteraddon_workers.go).
+	MachinePools bool
 
 	ctrl    controller.Controller
 	cache   cache.Cache
@@ -67,6 +70,7 @@ type ClusterAddonReconciler struct {
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments;machinepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io;controlplane.cluster.x-k8s.io,resources=*,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
@@ -601,11 +605,19 @@ func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Objec
 	return false, nil
 }
 
-// pruneStale deletes the cluster's Flux objects that no component of the release wants.
+// pruneStale deletes the cluster's Flux objects that no component of the release wants, and
+// those of the components a delete step of the release's BeforeClusterUpgrade stage removes
+// during an upgrade (the plan's Remove).
 func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, want map[string]bool) error {
 	objs, err := r.ownedFluxObjects(ctx, s.addon)
 	if err != nil {
 		return err
+	}
+	removing := map[string]bool{}
+	if s.plan != nil {
+		for _, c := range s.plan.Remove {
+			removing[c] = true
+		}
 	}
 	// A component the release still has, of the same kind, under another object name (the
 	// naming scheme changed): the new object takes over the installed resources, so the old one
@@ -621,6 +633,12 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 	for _, o := range objs {
 		kind := o.GetObjectKind().GroupVersionKind().Kind
 		if want[kind+"/"+o.GetName()] {
+			continue
+		}
+		if removing[o.GetLabels()[csv1.ComponentLabel]] {
+			if err := r.removeForStage(ctx, s, o); err != nil {
+				return err
+			}
 			continue
 		}
 		if renamed[kind+"/"+o.GetLabels()[csv1.ComponentLabel]] {
@@ -785,7 +803,7 @@ func (r *ClusterAddonReconciler) suspend(ctx context.Context, o client.Object) e
 // SetupWithManager wires the watches.
 func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.cache = mgr.GetCache()
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged())).
 		// A change of the applied release ends the addon stages of an upgrade (status.stages).
 		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), appliedReleaseChanged()))).
@@ -797,8 +815,12 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
 		Watches(&csv1.ClusterStack{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfStack), builder.WithPredicates(missingReleasesChanged())).
-		Named("clusteraddon").
-		Build(r)
+		// The AfterClusterUpgrade stage waits for the workers' rollout (addon stages).
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(clusterOfObject), builder.WithPredicates(workerFactsChanged()))
+	if r.MachinePools {
+		b = b.Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(clusterOfObject), builder.WithPredicates(workerFactsChanged()))
+	}
+	c, err := b.Named("clusteraddon").Build(r)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,14 +22,16 @@ import (
 )
 
 // The addon stages of the ClusterAddon reconciler (stacks/README.md, "clusteraddon.yaml: addon order and
-// stages"): planStages decides which components move to the desired release now,
-// applyFluxObjects writes those and leaves the others, observeStages records the stages in
-// status.stages, which the BeforeClusterUpgrade hook (internal/hooks) answers from. Every
-// decision is a pure function of what is observed on this reconcile (internal/stageplan):
-// nothing is remembered in memory or in a spec, so a restart resumes where the facts are.
+// stages"): planStages decides which components move to the desired release now and which are
+// removed, applyFluxObjects writes those, leaves the others and deletes the removed ones
+// (pruneStale), observeStages records the stages in status.stages, which the
+// BeforeClusterUpgrade hook (internal/hooks) answers from. Every decision is a pure function of
+// what is observed on this reconcile (internal/stageplan): nothing is remembered in memory or
+// in a spec, so a restart resumes where the facts are.
 
-// planStages decides, from the control plane's Kubernetes version and the release each of the
-// Cluster's Flux objects is at, which components move to the desired release now.
+// planStages decides, from the control plane's Kubernetes version, the rollout of the Cluster's
+// MachineDeployments and MachinePools and the release each of the Cluster's Flux objects is
+// at, which components move to the desired release now and which are removed.
 func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) (bool, error) {
 	objs, err := r.ownedFluxObjects(ctx, s.addon)
 	if err != nil {
@@ -52,6 +55,12 @@ func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) 
 			return false, fmt.Errorf("read release %s last applied to Cluster %s: %w", la, s.cluster.Name, err)
 		}
 		in.LastAppliedKubernetesVersion = rel.Status.KubernetesVersion
+	}
+	// The workers matter only while the Cluster may be upgrading to a release with stages.
+	if len(s.release.Status.Stages) > 0 && in.LastApplied != s.release.Name {
+		if in.Workers, err = r.workersOf(ctx, s.cluster); err != nil {
+			return false, err
+		}
 	}
 	p := stageplan.Compute(in)
 	s.plan = &p
@@ -89,14 +98,13 @@ func controlPlaneVersion(cp map[string]any) string {
 }
 
 // componentStatuses completes the components written now (written) with those the plan holds
-// at another release or lets wait, in addon order, the components the desired release no longer
-// has last. Held objects are added to want, so that they are not pruned.
+// at another release, lets wait or removes, in addon order, the components the desired release
+// no longer has last. Held objects are added to want, so that they are not pruned.
 func (s *addonScope) componentStatuses(written map[string]csv1.AddonComponentStatus, want map[string]bool) []csv1.AddonComponentStatus {
 	out := make([]csv1.AddonComponentStatus, 0, len(s.release.Status.Components))
 	var hold map[string]string
-	version := s.release.Status.KubernetesVersion
 	if s.plan != nil {
-		hold, version = s.plan.Hold, s.plan.KubernetesVersion
+		hold = s.plan.Hold
 	}
 	inRelease := map[string]bool{}
 	for _, c := range s.release.Status.Components {
@@ -109,16 +117,7 @@ func (s *addonScope) componentStatuses(written map[string]csv1.AddonComponentSta
 			out = append(out, s.heldStatus(c.Name, rel, want))
 			continue
 		}
-		kind := helmv2.HelmReleaseKind
-		if c.Kind == csv1.ComponentKindKustomize {
-			kind = kustomizev1.KustomizationKind
-		}
-		out = append(out, csv1.AddonComponentStatus{
-			Name: c.Name, Kind: c.Kind, Release: s.release.Name, Version: c.Version,
-			FluxObject: kind + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
-			Message: fmt.Sprintf("waiting for the control plane of Cluster %s to run %s: the component is installed then (stage %s)",
-				s.cluster.Name, version, csv1.StageAfterClusterUpgrade),
-		})
+		out = append(out, s.waitingStatus(c))
 	}
 	names := make([]string, 0, len(hold))
 	for name := range hold {
@@ -131,6 +130,61 @@ func (s *addonScope) componentStatuses(written map[string]csv1.AddonComponentSta
 		out = append(out, s.heldStatus(name, hold[name], want))
 	}
 	return out
+}
+
+// waitingStatus is the status of a component of the desired release the plan neither writes nor
+// holds: it waits for the upgrade, or its old Flux object is being removed by a delete step.
+func (s *addonScope) waitingStatus(c csv1.ReleaseComponent) csv1.AddonComponentStatus {
+	kind := helmv2.HelmReleaseKind
+	if c.Kind == csv1.ComponentKindKustomize {
+		kind = kustomizev1.KustomizationKind
+	}
+	st := csv1.AddonComponentStatus{
+		Name: c.Name, Kind: c.Kind, Release: s.release.Name, Version: c.Version,
+		FluxObject: kind + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
+	}
+	p := s.plan
+	if p == nil {
+		return st
+	}
+	awaiting := p.Awaiting
+	if awaiting == "" {
+		awaiting = fmt.Sprintf("Cluster %s to run %s", s.cluster.Name, p.KubernetesVersion)
+	}
+	removed := fmt.Sprintf("removed for the upgrade to %s (a delete step of the %s stage of release %s)", p.KubernetesVersion, csv1.StageBeforeClusterUpgrade, s.release.Name)
+	switch {
+	case slices.Contains(p.Remove, c.Name) && !p.Gated:
+		st.Message = removed + "; installed again once its old Flux object is gone"
+	case slices.Contains(p.Remove, c.Name):
+		st.Message = fmt.Sprintf("%s; installed again after the upgrade: waiting for %s (stage %s)", removed, awaiting, csv1.StageAfterClusterUpgrade)
+	default:
+		st.Message = fmt.Sprintf("waiting for %s: the component is installed then (stage %s)", awaiting, csv1.StageAfterClusterUpgrade)
+	}
+	return st
+}
+
+// removeForStage deletes the Flux object of a component a delete step of the desired release's
+// BeforeClusterUpgrade stage names, without suspending it: Flux uninstalls the Helm release or
+// prunes the Kustomization's objects from the workload cluster. An object being deleted
+// already is left to Flux (no second delete, no second Event).
+func (r *ClusterAddonReconciler) removeForStage(ctx context.Context, s *addonScope, o client.Object) error {
+	if !o.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	kind, comp := o.GetObjectKind().GroupVersionKind().Kind, o.GetLabels()[csv1.ComponentLabel]
+	if err := r.Delete(ctx, o); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("delete %s/%s of component %s (a delete step of release %s): %w", kind, o.GetName(), comp, s.release.Name, err))
+	}
+	again := ""
+	for _, c := range s.release.Status.Components {
+		if c.Name == comp {
+			again = "; it is installed again after the upgrade"
+		}
+	}
+	r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentRemovedForUpgrade",
+		"%s/%s deleted: the %s stage of release %s removes %s from Cluster %s before its upgrade to %s%s",
+		kind, o.GetName(), csv1.StageBeforeClusterUpgrade, s.release.Name, comp, s.cluster.Name, s.plan.KubernetesVersion, again)
+	return nil
 }
 
 // heldStatus is the status of a component whose Flux object is left at release rel: what was

@@ -97,7 +97,8 @@ func TestComponentStatuses(t *testing.T) {
 			"ccm": fluxObject(helmv2.HelmReleaseKind, "c1-ccm", "ccm", "r1"),
 			"old": fluxObject(kustomizev1.KustomizationKind, "c1-old", "old", "r1"),
 		},
-		plan: &stageplan.Plan{Target: "r2", KubernetesVersion: "v1.37.2", Gated: true, Hold: map[string]string{"ccm": "r1", "old": "r1"}, Wait: []string{"info"}},
+		plan: &stageplan.Plan{Target: "r2", KubernetesVersion: "v1.37.2", Gated: true, ControlPlaneBehind: true, Hold: map[string]string{"ccm": "r1", "old": "r1"}, Wait: []string{"info"},
+			Awaiting: "the control plane of Cluster c1 to run v1.37.2"},
 	}
 	written := map[string]csv1.AddonComponentStatus{"cni": {Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-cni"}}
 	want := map[string]bool{"HelmRelease/c1-cni": true}
@@ -114,6 +115,46 @@ func TestComponentStatuses(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]bool{"HelmRelease/c1-cni": true, "HelmRelease/c1-ccm": true, "Kustomization/c1-old": true}, want); diff != "" {
 		t.Errorf("kept objects (-want +got):\n%s", diff)
+	}
+}
+
+// TestComponentStatusesOfRemovedComponents: a component of the release whose old Flux object a
+// delete step removes says so, and when it is installed again.
+func TestComponentStatusesOfRemovedComponents(t *testing.T) {
+	rel := &csv1.ClusterStackRelease{}
+	rel.Name = "r2"
+	rel.Status.Components = []csv1.ReleaseComponent{{Name: "cni", Kind: csv1.ComponentKindHelm, Version: "2.0.0"}, {Name: "ccm", Kind: csv1.ComponentKindHelm, Version: "2.0.0"}}
+	cluster := &clusterv1.Cluster{}
+	cluster.Name = "c1"
+	written := map[string]csv1.AddonComponentStatus{"cni": {Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-cni"}}
+	tests := []struct {
+		name string
+		plan stageplan.Plan
+		want string
+	}{{
+		name: "removed before the control plane upgrade",
+		plan: stageplan.Plan{Target: "r2", KubernetesVersion: "v1.37.2", Gated: true, ControlPlaneBehind: true, Remove: []string{"ccm"}, Wait: []string{"ccm"},
+			Awaiting: "the control plane of Cluster c1 to run v1.37.2"},
+		want: "removed for the upgrade to v1.37.2 (a delete step of the BeforeClusterUpgrade stage of release r2); installed again after the upgrade: waiting for the control plane of Cluster c1 to run v1.37.2 (stage AfterClusterUpgrade)",
+	}, {
+		name: "removed, waiting for the workers",
+		plan: stageplan.Plan{Target: "r2", KubernetesVersion: "v1.37.2", Gated: true, Wait: []string{"ccm"}, Awaiting: "the workers of Cluster c1 to run v1.37.2"},
+		want: "waiting for the workers of Cluster c1 to run v1.37.2: the component is installed then (stage AfterClusterUpgrade)",
+	}, {
+		name: "removed late, the Cluster runs the version",
+		plan: stageplan.Plan{Target: "r2", KubernetesVersion: "v1.37.2", Remove: []string{"ccm"}},
+		want: "removed for the upgrade to v1.37.2 (a delete step of the BeforeClusterUpgrade stage of release r2); installed again once its old Flux object is gone",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &addonScope{cluster: cluster, addon: &csv1.ClusterAddon{}, release: rel, plan: &tt.plan}
+			got := s.componentStatuses(written, map[string]bool{})
+			want := []csv1.AddonComponentStatus{written["cni"],
+				{Name: "ccm", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-ccm", Message: tt.want}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("components (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -150,8 +191,13 @@ func TestHeldAndStepStarted(t *testing.T) {
 			{Name: csv1.StageBeforeClusterUpgrade, Release: release, Applied: true, LastTransitionTime: metav1.NewTime(then.Add(-time.Hour))},
 			{Name: csv1.StageAfterClusterUpgrade, Release: release, Components: comps, Applied: applied, Message: "waiting for the control plane", LastTransitionTime: then},
 		}
+		if !applied {
+			a.Status.Stages[1].WaitingFor = csv1.StageWaitControlPlane
+		}
 		return a
 	}
+	workers := after(false, "r2", "csi")
+	workers.Status.Stages[1].WaitingFor, workers.Status.Stages[1].Message = csv1.StageWaitWorkers, "waiting for the workers"
 	tests := []struct {
 		name        string
 		addon       *csv1.ClusterAddon
@@ -161,6 +207,8 @@ func TestHeldAndStepStarted(t *testing.T) {
 		{"no stages", &csv1.ClusterAddon{}, nil, time.Time{}},
 		{"waiting for the control plane: held", after(false, "r2", "csi"),
 			&fluxstatus.Problem{Reason: csv1.ReasonWaitingForControlPlaneUpgrade, Message: "waiting for the control plane", Since: then.Time}, time.Time{}},
+		{"waiting for the workers: held, saying so", workers,
+			&fluxstatus.Problem{Reason: csv1.ReasonWaitingForWorkersUpgrade, Message: "waiting for the workers", Since: then.Time}, time.Time{}},
 		{"applied: the step started then", after(true, "r2", "csi"), nil, then.Time},
 		{"nothing after the upgrade: not held", after(false, "r2"), nil, time.Time{}},
 		{"stages of another release: ignored", after(false, "r1", "csi"), nil, time.Time{}},
@@ -195,13 +243,13 @@ func TestReleaseStages(t *testing.T) {
 	}
 	st := &stack.Stack{Stages: stack.Stages{
 		{Name: stack.StageAfterControlPlaneInitialized, Steps: []stack.StageStep{{Component: "cni", Action: stack.ActionApply}}},
-		{Name: stack.StageBeforeClusterUpgrade, Steps: []stack.StageStep{}},
-		{Name: stack.StageAfterClusterUpgrade, Steps: []stack.StageStep{{Component: "csi", Action: stack.ActionDelete}}},
+		{Name: stack.StageBeforeClusterUpgrade, Steps: []stack.StageStep{{Component: "old", Action: stack.ActionDelete}}},
+		{Name: stack.StageAfterClusterUpgrade, Steps: []stack.StageStep{}},
 	}}
 	want := []csv1.ReleaseStage{
 		{Name: csv1.StageAfterControlPlaneInitialized, Steps: []csv1.ReleaseStageStep{{Component: "cni", Action: csv1.StageActionApply}}},
-		{Name: csv1.StageBeforeClusterUpgrade},
-		{Name: csv1.StageAfterClusterUpgrade, Steps: []csv1.ReleaseStageStep{{Component: "csi", Action: csv1.StageActionDelete}}},
+		{Name: csv1.StageBeforeClusterUpgrade, Steps: []csv1.ReleaseStageStep{{Component: "old", Action: csv1.StageActionDelete}}},
+		{Name: csv1.StageAfterClusterUpgrade},
 	}
 	if diff := cmp.Diff(want, releaseStages(st)); diff != "" {
 		t.Errorf("stages (-want +got):\n%s", diff)

@@ -36,6 +36,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
+	pools, err := machinePoolsServed(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	if err := setupWorkerIndexes(ctx, mgr, pools); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	uncachedReader = mgr.GetAPIReader()
 	applier := &Applier{Client: c, Scheme: mgr.GetScheme()}
@@ -49,7 +56,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
-		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, Recorder: rec("clusteraddon-controller")},
+		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller")},
 		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status")},

@@ -212,8 +212,9 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 }
 
 // heldAndStepStarted reads the addon stages: while the AfterClusterUpgrade stage of the desired
-// release waits for the control plane upgrade, the rollout is held (Progressing, never Degraded
-// for the wait alone); once it is applied, the rollout's grace period counts from then.
+// release waits for the Cluster's upgrade (its control plane, then its workers), the rollout is
+// held (Progressing, never Degraded for the wait alone); once it is applied, the rollout's grace
+// period counts from then.
 func heldAndStepStarted(in *fluxstatus.Input, addon *csv1.ClusterAddon) {
 	for _, st := range addon.Status.Stages {
 		if st.Name != csv1.StageAfterClusterUpgrade || st.Release != addon.Status.DesiredRelease {
@@ -222,7 +223,11 @@ func heldAndStepStarted(in *fluxstatus.Input, addon *csv1.ClusterAddon) {
 		if st.Applied {
 			in.StepStarted = st.LastTransitionTime.Time
 		} else if len(st.Components) > 0 {
-			in.Held = &fluxstatus.Problem{Reason: csv1.ReasonWaitingForControlPlaneUpgrade, Message: st.Message, Since: st.LastTransitionTime.Time}
+			reason := csv1.ReasonWaitingForControlPlaneUpgrade
+			if st.WaitingFor == csv1.StageWaitWorkers {
+				reason = csv1.ReasonWaitingForWorkersUpgrade
+			}
+			in.Held = &fluxstatus.Problem{Reason: reason, Message: st.Message, Since: st.LastTransitionTime.Time}
 		}
 	}
 }

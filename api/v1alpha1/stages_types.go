@@ -15,12 +15,15 @@ const (
 	StageAfterControlPlaneInitialized AddonStage = "AfterControlPlaneInitialized"
 	// StageBeforeClusterUpgrade: when a Cluster moves to a release of another Kubernetes
 	// version, the components the release lists with action apply in this stage move to it
-	// first, while the control plane still runs the old version. With Cluster API's Runtime SDK,
-	// the operator's BeforeClusterUpgrade hook holds the control plane upgrade until they are
-	// Ready.
+	// first, while the control plane still runs the old version, and the Flux objects of the
+	// components it lists with action delete are deleted (Flux uninstalls them from the
+	// workload cluster). With Cluster API's Runtime SDK, the operator's BeforeClusterUpgrade
+	// hook holds the control plane upgrade until the former are Ready and the latter gone.
 	StageBeforeClusterUpgrade AddonStage = "BeforeClusterUpgrade"
-	// StageAfterClusterUpgrade: the release's other components move once the control plane runs
-	// the release's Kubernetes version; until then they stay at the release they were at.
+	// StageAfterClusterUpgrade: the release's other components (among them those a delete step
+	// removed before the upgrade, installed again) move once the whole Cluster runs the
+	// release's Kubernetes version: the control plane and every MachineDeployment and
+	// MachinePool, rolled out. Until then they stay at the release they were at.
 	StageAfterClusterUpgrade AddonStage = "AfterClusterUpgrade"
 )
 
@@ -31,8 +34,10 @@ type StageAction string
 const (
 	// StageActionApply installs or upgrades the component.
 	StageActionApply StageAction = "apply"
-	// StageActionDelete is accepted for Sovereign Cloud Stack compatibility and reported; the
-	// operator removes a component when the release a Cluster moves to no longer has it.
+	// StageActionDelete, in the BeforeClusterUpgrade stage only, removes the component from a
+	// Cluster upgrading to the release before its control plane moves: its Flux object is
+	// deleted and Flux uninstalls it. The component may be one the release does not have (an
+	// old release's); one the release has is installed again after the upgrade.
 	StageActionDelete StageAction = "delete"
 )
 
@@ -48,6 +53,22 @@ const (
 	// ReasonWaitingForControlPlaneUpgrade: components of the AfterClusterUpgrade stage wait for
 	// the control plane to run the Kubernetes version of the release the Cluster moves to.
 	ReasonWaitingForControlPlaneUpgrade = "WaitingForControlPlaneUpgrade"
+	// ReasonWaitingForWorkersUpgrade: the control plane runs the Kubernetes version of the
+	// release the Cluster moves to; components of the AfterClusterUpgrade stage wait for the
+	// Cluster's MachineDeployments and MachinePools to be rolled out at it.
+	ReasonWaitingForWorkersUpgrade = "WaitingForWorkersUpgrade"
+)
+
+// StageWait is what the components of an addon stage wait for before they move.
+// +kubebuilder:validation:Enum=ControlPlane;Workers
+type StageWait string
+
+const (
+	// StageWaitControlPlane: the control plane does not run the release's Kubernetes version yet.
+	StageWaitControlPlane StageWait = "ControlPlane"
+	// StageWaitWorkers: the control plane runs the release's Kubernetes version, but some
+	// MachineDeployment or MachinePool of the Cluster is not rolled out at it yet.
+	StageWaitWorkers StageWait = "Workers"
 )
 
 // ReleaseStageStep is one step of an addon stage of a release.
@@ -85,8 +106,17 @@ type AddonStageStatus struct {
 	// +listType=atomic
 	// +optional
 	Components []string `json:"components,omitempty"`
+	// removes are the components this stage removes from the Cluster (the release's delete
+	// steps of BeforeClusterUpgrade, in file order): their Flux objects are deleted, and Flux
+	// uninstalls them, before the control plane upgrade. One the release has is installed
+	// again after the upgrade. Empty when the stage removes nothing.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Removes []string `json:"removes,omitempty"`
 	// applied is true when the Flux object of every component of the stage is written for the
-	// release.
+	// release and no Flux object of a component it removes is left.
 	Applied bool `json:"applied"`
 	// ready is true when every component of the stage is applied and its Flux object is Ready at
 	// the release's version and revision.
@@ -95,6 +125,12 @@ type AddonStageStatus struct {
 	// annotation while this BeforeClusterUpgrade stage is not Ready: the upgrade is let through.
 	// +optional
 	Skipped bool `json:"skipped,omitempty"`
+	// waitingFor is set while the components of this AfterClusterUpgrade stage wait for the
+	// Cluster's upgrade: ControlPlane while the control plane does not run the release's
+	// Kubernetes version, Workers while it does but a MachineDeployment or MachinePool of the
+	// Cluster is not rolled out at it yet. Empty otherwise.
+	// +optional
+	WaitingFor StageWait `json:"waitingFor,omitempty"`
 	// message says what the stage waits for, naming the Cluster, the components and versions.
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional

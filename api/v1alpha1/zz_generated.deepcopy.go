@@ -39,6 +39,11 @@ func (in *AddonStageStatus) DeepCopyInto(out *AddonStageStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Removes != nil {
+		in, out := &in.Removes, &out.Removes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.LastTransitionTime.DeepCopyInto(&out.LastTransitionTime)
 }
 

@@ -11,8 +11,9 @@
 // the ClusterAddon controller.
 //
 //   - BeforeClusterUpgrade (blocking): Success when the release the Cluster moves to lists no
-//     BeforeClusterUpgrade components, when they are applied at it and Ready (the ClusterAddon's
-//     BeforeClusterUpgrade stage for that release is Ready), or when the Cluster carries
+//     BeforeClusterUpgrade steps, when its components are applied at it and Ready and the
+//     components its delete steps name are removed (the ClusterAddon's BeforeClusterUpgrade
+//     stage for that release is Ready), or when the Cluster carries
 //     csv1.SkipBeforeUpgradeGateAnnotation; otherwise Success with RetryAfterSeconds, which
 //     makes CAPI hold the control plane upgrade and ask again, and a message naming what is
 //     awaited.
@@ -97,21 +98,23 @@ func BeforeClusterUpgrade(f UpgradeFacts) Answer {
 		return retry("Cluster %s moves to release %s, which has not been validated yet: its BeforeClusterUpgrade components are not known", key, rel.Name)
 	}
 	before := stageplan.BeforeUpgradeComponents(rel)
-	if len(before) == 0 {
+	removes := stageplan.BeforeUpgradeRemovals(rel)
+	if len(before) == 0 && len(removes) == 0 {
 		return success("release %s lists no BeforeClusterUpgrade components: the upgrade of Cluster %s does not wait for addons", rel.Name, key)
 	}
+	work := describeStage(before, removes)
 	if _, ok := c.Annotations[csv1.SkipBeforeUpgradeGateAnnotation]; ok {
 		return success("Cluster %s carries annotation %s: the upgrade to release %s does not wait for its BeforeClusterUpgrade components (%s)",
-			key, csv1.SkipBeforeUpgradeGateAnnotation, rel.Name, strings.Join(before, ", "))
+			key, csv1.SkipBeforeUpgradeGateAnnotation, rel.Name, work)
 	}
 	a := f.Addon
 	if a == nil {
 		return retry("waiting for the ClusterAddon of Cluster %s to be created: the BeforeClusterUpgrade components of release %s (%s) are applied first",
-			key, rel.Name, strings.Join(before, ", "))
+			key, rel.Name, work)
 	}
 	if a.Status.DesiredRelease != rel.Name {
 		return retry("waiting for ClusterAddon %s to move to release %s (it is at %q): the BeforeClusterUpgrade components (%s) are applied first",
-			key, rel.Name, a.Status.DesiredRelease, strings.Join(before, ", "))
+			key, rel.Name, a.Status.DesiredRelease, work)
 	}
 	var stage *csv1.AddonStageStatus
 	for i := range a.Status.Stages {
@@ -122,12 +125,29 @@ func BeforeClusterUpgrade(f UpgradeFacts) Answer {
 	switch {
 	case stage == nil:
 		return retry("waiting for ClusterAddon %s to apply the BeforeClusterUpgrade components of release %s (%s); if the control plane of the Cluster does not report its Kubernetes version, set annotation %s on the Cluster to let the upgrade through",
-			key, rel.Name, strings.Join(before, ", "), csv1.SkipBeforeUpgradeGateAnnotation)
+			key, rel.Name, work, csv1.SkipBeforeUpgradeGateAnnotation)
 	case stage.Ready:
-		return success("the BeforeClusterUpgrade components of release %s are Ready in Cluster %s: %s", rel.Name, key, strings.Join(stage.Components, ", "))
+		done := strings.Join(stage.Components, ", ")
+		if len(stage.Removes) > 0 {
+			done = strings.TrimPrefix(done+"; "+strings.Join(stage.Removes, ", ")+" removed", "; ")
+		}
+		return success("the BeforeClusterUpgrade components of release %s are Ready in Cluster %s: %s", rel.Name, key, done)
 	default:
 		return retry("Cluster %s: %s", key, stage.Message)
 	}
+}
+
+// describeStage names what a BeforeClusterUpgrade stage does: "cni, ccm", "cni; removes
+// old-ccm", "removes old-ccm".
+func describeStage(apply, removes []string) string {
+	var parts []string
+	if len(apply) > 0 {
+		parts = append(parts, strings.Join(apply, ", "))
+	}
+	if len(removes) > 0 {
+		parts = append(parts, "removes "+strings.Join(removes, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // AfterControlPlaneInitialized answers the AfterControlPlaneInitialized hook: non-blocking,

@@ -36,6 +36,14 @@ func validRelease(before ...string) *csv1.ClusterStackRelease {
 	return r
 }
 
+// withDelete adds delete steps of comps to the BeforeClusterUpgrade stage of r.
+func withDelete(r *csv1.ClusterStackRelease, comps ...string) *csv1.ClusterStackRelease {
+	for _, c := range comps {
+		r.Status.Stages[0].Steps = append(r.Status.Stages[0].Steps, csv1.ReleaseStageStep{Component: c, Action: csv1.StageActionDelete})
+	}
+	return r
+}
+
 func addon(desired string, stages ...csv1.AddonStageStatus) *csv1.ClusterAddon {
 	a := &csv1.ClusterAddon{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}}
 	a.Status.DesiredRelease = desired
@@ -96,6 +104,25 @@ func TestBeforeClusterUpgrade(t *testing.T) {
 		name: "the stage is Ready: Success",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("cni", "ccm"), Addon: addon(target, beforeStage(target, true, "Ready"))},
 		want: Answer{Status: "Success", Message: "the BeforeClusterUpgrade components of release " + target + " are Ready in Cluster ns/c1: cni, ccm"},
+	}, {
+		name: "a release whose BeforeClusterUpgrade stage only deletes: no ClusterAddon yet, wait",
+		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: withDelete(validRelease(), "old-ccm")},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for the ClusterAddon of Cluster ns/c1 to be created: the BeforeClusterUpgrade components of release " + target + " (removes old-ccm) are applied first"},
+	}, {
+		name: "a removal not done: wait with the stage's message",
+		f: UpgradeFacts{Cluster: cluster(target, nil), Release: withDelete(validRelease("cni"), "old-ccm"), Addon: addon(target, csv1.AddonStageStatus{
+			Name: csv1.StageBeforeClusterUpgrade, Release: target, Components: []string{"cni"}, Removes: []string{"old-ccm"},
+			Message: "waiting for the BeforeClusterUpgrade components at release " + target + ": old-ccm not removed yet"})},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1: waiting for the BeforeClusterUpgrade components at release " + target + ": old-ccm not removed yet"},
+	}, {
+		name: "applied, Ready and removed: Success",
+		f: UpgradeFacts{Cluster: cluster(target, nil), Release: withDelete(validRelease("cni"), "old-ccm"), Addon: addon(target, csv1.AddonStageStatus{
+			Name: csv1.StageBeforeClusterUpgrade, Release: target, Components: []string{"cni"}, Removes: []string{"old-ccm"}, Applied: true, Ready: true})},
+		want: Answer{Status: "Success", Message: "the BeforeClusterUpgrade components of release " + target + " are Ready in Cluster ns/c1: cni; old-ccm removed"},
+	}, {
+		name: "the skip annotation lets a waiting removal through",
+		f:    UpgradeFacts{Cluster: cluster(target, skip), Release: withDelete(validRelease("cni"), "old-ccm")},
+		want: Answer{Status: "Success", Message: "Cluster ns/c1 carries annotation clusterstack.io/skip-before-upgrade-gate: the upgrade to release " + target + " does not wait for its BeforeClusterUpgrade components (cni; removes old-ccm)"},
 	}, {
 		name: "the skip annotation lets a waiting upgrade through",
 		f:    UpgradeFacts{Cluster: cluster(target, skip), Release: validRelease("cni", "ccm"), Addon: addon(target, beforeStage(target, false, waiting))},

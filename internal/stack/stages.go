@@ -25,7 +25,9 @@ const (
 const (
 	// ActionApply installs or upgrades the component.
 	ActionApply = "apply"
-	// ActionDelete removes the component (accepted for SCS compatibility; see stacks/README.md).
+	// ActionDelete, in BeforeClusterUpgrade only, removes the component from a cluster before
+	// its control plane upgrade; the component may be one the stack does not have (see
+	// stacks/README.md).
 	ActionDelete = "delete"
 )
 
@@ -120,8 +122,11 @@ type addonEntry struct {
 	Action string `yaml:"action"`
 }
 
-// readStages reads clusteraddon.yaml, if there is one, reporting unknown stages, bad actions
-// and names that are no component. The stages keep only steps naming a component of comps.
+// readStages reads clusteraddon.yaml, if there is one, reporting unknown stages, bad actions,
+// apply steps naming no component, delete steps outside BeforeClusterUpgrade or naming no valid
+// component name, and a component both applied and deleted in BeforeClusterUpgrade. The stages
+// keep apply steps naming a component of comps and the valid delete steps, which may name
+// components comps does not have (an older release's).
 func (l *stackReader) readStages(comps []Component) Stages {
 	if !l.exists(ClusterAddonFile) {
 		return nil
@@ -169,23 +174,56 @@ func (l *stackReader) readStages(comps []Component) Stages {
 				l.ps.addf(ClusterAddonFile, "%s: name is missing", where)
 				continue
 			}
-			if e.Action != ActionApply && e.Action != ActionDelete {
-				l.ps.addf(ClusterAddonFile, "%s: action %q of %s must be apply or delete", where, e.Action, e.Name)
-			}
-			if !byName[e.Name] {
-				if !missing[e.Name] {
-					missing[e.Name] = true
-					if l.isDir(path.Join(ClusterAddonDir, e.Name)) {
-						l.ps.addf(ClusterAddonFile, "%s: component %q is not a valid component (see %s/%s/)", where, e.Name, ClusterAddonDir, e.Name)
-					} else {
-						l.ps.addf(ClusterAddonFile, "%s: component %q does not exist (no %s/%s/ directory)", where, e.Name, ClusterAddonDir, e.Name)
+			switch e.Action {
+			case ActionApply:
+				if !byName[e.Name] {
+					if !missing[e.Name] {
+						missing[e.Name] = true
+						if l.isDir(path.Join(ClusterAddonDir, e.Name)) {
+							l.ps.addf(ClusterAddonFile, "%s: component %q is not a valid component (see %s/%s/)", where, e.Name, ClusterAddonDir, e.Name)
+						} else {
+							l.ps.addf(ClusterAddonFile, "%s: component %q does not exist (no %s/%s/ directory)", where, e.Name, ClusterAddonDir, e.Name)
+						}
 					}
+					continue
 				}
+			case ActionDelete:
+				if msg := deleteStepProblem(stage, e.Name); msg != "" {
+					l.ps.addf(ClusterAddonFile, "%s: %s", where, msg)
+					continue
+				}
+			default:
+				l.ps.addf(ClusterAddonFile, "%s: action %q of %s must be apply or delete", where, e.Action, e.Name)
 				continue
 			}
 			st.Steps = append(st.Steps, StageStep{Component: e.Name, Action: e.Action})
 		}
 		stages = append(stages, st)
 	}
+	deleted := map[string]bool{}
+	for _, c := range stages.Components(StageBeforeClusterUpgrade, ActionDelete) {
+		deleted[c] = true
+	}
+	for _, c := range stages.Components(StageBeforeClusterUpgrade, ActionApply) {
+		if deleted[c] {
+			l.ps.addf(ClusterAddonFile, "addonStages.%s: component %q is both applied and deleted: keep the apply step to upgrade it before the control plane, or the delete step to remove it before the upgrade and install it again after",
+				StageBeforeClusterUpgrade, c)
+		}
+	}
 	return stages
+}
+
+// deleteStepProblem says what is wrong with a delete step of component name in stage, or "".
+func deleteStepProblem(stage, name string) string {
+	switch stage {
+	case StageAfterControlPlaneInitialized:
+		return fmt.Sprintf("delete steps act only in %s: a new cluster has no %s to remove (drop this step)", StageBeforeClusterUpgrade, name)
+	case StageAfterClusterUpgrade:
+		return fmt.Sprintf("delete steps act only in %s: a component the release does not have is removed after the upgrade anyway (drop this step, or move it to %s to remove %s before the upgrade)",
+			StageBeforeClusterUpgrade, StageBeforeClusterUpgrade, name)
+	}
+	if !dnsLabelRE.MatchString(name) || len(name) > 63 {
+		return fmt.Sprintf("delete step names %q, which is no component name (a DNS-1123 label: lower-case letters, digits and '-')", name)
+	}
+	return ""
 }

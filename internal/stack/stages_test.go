@@ -36,6 +36,13 @@ func TestLoadStages(t *testing.T) {
 		},
 		wantOrder: []string{"cni", "extra", "cluster-info"},
 	}, {
+		name: "a delete step may name a component the stack does not have: kept, not in the addon order",
+		file: "addonStages:\n  BeforeClusterUpgrade:\n    - {name: old-ccm, action: delete}\n    - {name: cni, action: apply}\n",
+		wantStages: Stages{
+			{Name: StageBeforeClusterUpgrade, Steps: []StageStep{{"old-ccm", ActionDelete}, {"cni", ActionApply}}},
+		},
+		wantOrder: []string{"cni", "cluster-info", "extra"},
+	}, {
 		name: "only BeforeClusterUpgrade: listed first, the rest alphabetically",
 		file: "addonStages:\n  BeforeClusterUpgrade:\n    - {name: extra, action: apply}\n",
 		wantStages: Stages{
@@ -112,6 +119,47 @@ func TestStagesQueries(t *testing.T) {
 			if !reflect.DeepEqual(tt.got, tt.want) {
 				t.Errorf("got %v, want %v", tt.got, tt.want)
 			}
+		})
+	}
+}
+
+// TestLintStageSteps: which steps clusteraddon.yaml may have. Delete steps act only in
+// BeforeClusterUpgrade, where they may name a component the stack does not have; apply steps
+// must name one it has.
+func TestLintStageSteps(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want []wantProblem
+	}{{
+		name: "delete steps in BeforeClusterUpgrade, of a component of the stack and of another",
+		file: "addonStages:\n  BeforeClusterUpgrade:\n    - {name: cni, action: delete}\n    - {name: old-ccm, action: delete}\n",
+	}, {
+		name: "an apply step must name a component of the stack",
+		file: "addonStages:\n  BeforeClusterUpgrade:\n    - {name: old-ccm, action: apply}\n",
+		want: []wantProblem{{ClusterAddonFile, `addonStages.BeforeClusterUpgrade[0]: component "old-ccm" does not exist (no cluster-addon/old-ccm/ directory)`}},
+	}, {
+		name: "a delete step naming no valid component name",
+		file: "addonStages:\n  BeforeClusterUpgrade:\n    - {name: Old_CCM, action: delete}\n",
+		want: []wantProblem{{ClusterAddonFile, `addonStages.BeforeClusterUpgrade[0]: delete step names "Old_CCM", which is no component name`}},
+	}, {
+		name: "delete steps outside BeforeClusterUpgrade",
+		file: "addonStages:\n  AfterControlPlaneInitialized:\n    - {name: cni, action: delete}\n  AfterClusterUpgrade:\n    - {name: old-ccm, action: delete}\n",
+		want: []wantProblem{
+			{ClusterAddonFile, "addonStages.AfterControlPlaneInitialized[0]: delete steps act only in BeforeClusterUpgrade: a new cluster has no cni to remove (drop this step)"},
+			{ClusterAddonFile, "addonStages.AfterClusterUpgrade[0]: delete steps act only in BeforeClusterUpgrade: a component the release does not have is removed after the upgrade anyway (drop this step, or move it to BeforeClusterUpgrade to remove old-ccm before the upgrade)"},
+		},
+	}, {
+		name: "a component both applied and deleted in BeforeClusterUpgrade",
+		file: "addonStages:\n  BeforeClusterUpgrade:\n    - {name: cni, action: delete}\n    - {name: cni, action: apply}\n",
+		want: []wantProblem{{ClusterAddonFile, `addonStages.BeforeClusterUpgrade: component "cni" is both applied and deleted: keep the apply step`}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyStack(t, "../../stacks/aws/base/1-36")
+			writeFile(t, dir, ClusterAddonFile, tt.file)
+			_, ps := load(dir)
+			checkProblems(t, ps, tt.want)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -58,6 +60,13 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(b)).To(ContainSubstring("version: 1.0.0"))
 			Expect(os.WriteFile(chart, []byte(strings.Replace(string(b), "version: 1.0.0", "version: 1.0.1", 1)), 0o644)).To(Succeed())
+			// 1.35 has a component 1.36 drops with a delete step before the upgrade; 1.36 moves
+			// cluster-info only after the upgrade (control plane and workers).
+			legacy := filepath.Join(to, "cluster-addon/legacy")
+			Expect(os.MkdirAll(legacy, 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(legacy, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - configmap.yaml\n"), 0o644)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(legacy, "configmap.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy\n  namespace: kube-system\ndata:\n  from: "+oldTag+"\n"), 0o644)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(from, "clusteraddon.yaml"), []byte(stagesOf136), 0o644)).To(Succeed())
 		}
 		publishTo(ctx, repo, oldTag, withMinor135)
 		publishTo(ctx, repo, newTag, withMinor135)
@@ -112,6 +121,12 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 
 	It("moves a Cluster to the next minor's release: CAPI upgrades the control plane, the operator the addons", func(ctx SpecContext) {
 		c := cluster("upgrade", oldTag, oldKube)
+		// A worker pool whose upgrade CAPI defers until the test lets it go: the
+		// AfterClusterUpgrade components wait for the workers too.
+		c.Spec.Topology.Workers.MachineDeployments = []clusterv1.MachineDeploymentTopology{{
+			Class: "default-worker", Name: "md-0", Replicas: ptr.To[int32](1),
+			Metadata: clusterv1.ObjectMeta{Annotations: map[string]string{clusterv1.ClusterTopologyDeferUpgradeAnnotation: ""}},
+		}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		key := client.ObjectKeyFromObject(c)
 		Eventually(ctx, func(g Gomega) {
@@ -120,7 +135,15 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			g.Expect(ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false)).To(BeTrue())
 			a := getAddon(ctx, g, ns, "upgrade")
 			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
+			g.Expect(componentOf(a, "legacy")).NotTo(BeNil())
+			md := workerPool(ctx, g, ns, "upgrade")
+			g.Expect(ptr.Deref(md.Status.AvailableReplicas, 0)).To(Equal(int32(1)))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		wcfg, err := pl.WorkloadConfig(ctx, ns, "upgrade")
+		Expect(err).NotTo(HaveOccurred())
+		wc, err := client.New(wcfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wc.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "legacy"}, &corev1.ConfigMap{})).To(Succeed())
 
 		Eventually(ctx, func() error {
 			return patchTopology(ctx, ns, "upgrade", newTag, newKube)
@@ -149,9 +172,15 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			st := stageOf(a, csv1.StageBeforeClusterUpgrade)
 			g.Expect(st).NotTo(BeNil(), "stages: %+v", a.Status.Stages)
 			g.Expect(st.Release).To(Equal(newTag))
-			g.Expect(st.Applied).To(BeTrue())
+			g.Expect(st.Removes).To(Equal([]string{"legacy"}))
+			g.Expect(st.Applied).To(BeTrue(), "cni written at %s and legacy's Kustomization gone: %s", newTag, st.Message)
 			g.Expect(st.Ready).To(BeFalse())
 		}).Should(Succeed())
+		// The delete step removed legacy from the workload cluster before the control plane moved.
+		Eventually(ctx, func() bool {
+			return apierrors.IsNotFound(wc.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "legacy"}, &corev1.ConfigMap{}))
+		}).Should(BeTrue(), "the legacy ConfigMap is pruned with its Kustomization")
+		Expect(cpVersion(Default)).To(Equal(oldKube))
 		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 8*time.Second, time.Second).Should(Equal(oldKube),
 			"CAPI does not upgrade the control plane while BeforeClusterUpgrade answers retry")
 
@@ -159,11 +188,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 		Expect(pl.KillOperator(ctx)).To(Succeed())
 		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 4*time.Second, time.Second).Should(Equal(oldKube))
 
-		By("opening the gate: the addons become Ready, the hook lets CAPI upgrade, the rest follows")
-		wcfg, err := pl.WorkloadConfig(ctx, ns, "upgrade")
-		Expect(err).NotTo(HaveOccurred())
-		wc, err := client.New(wcfg, client.Options{})
-		Expect(err).NotTo(HaveOccurred())
+		By("opening the gate: the addons become Ready, the hook lets CAPI upgrade the control plane")
 		nodes := &corev1.NodeList{}
 		Expect(wc.List(ctx, nodes)).To(Succeed())
 		Expect(nodes.Items).NotTo(BeEmpty())
@@ -179,9 +204,44 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(cpVersion(g)).To(Equal(newKube), "CAPI moved the control plane's version")
 			g.Expect(cp.Status.Version).To(Equal(newKube))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+
+		By("the workers' upgrade is deferred: cluster-info (AfterClusterUpgrade) stays at the old release")
+		afterStage := func(g Gomega) *csv1.AddonStageStatus {
+			a := getAddon(ctx, g, ns, "upgrade")
+			g.Expect(componentOf(a, "cluster-info")).NotTo(BeNil())
+			g.Expect(componentOf(a, "cluster-info").Release).To(Equal(oldTag))
+			st := stageOf(a, csv1.StageAfterClusterUpgrade)
+			g.Expect(st).NotTo(BeNil(), "stages: %+v", a.Status.Stages)
+			return st
+		}
+		Eventually(ctx, func(g Gomega) {
+			st := afterStage(g)
+			g.Expect(st.WaitingFor).To(Equal(csv1.StageWaitWorkers))
+			g.Expect(st.Message).To(ContainSubstring("MachineDeployment " + workerPool(ctx, g, ns, "upgrade").Name + " runs " + oldKube))
+		}).Should(Succeed())
+		Consistently(ctx, func(g Gomega) {
+			g.Expect(afterStage(g).WaitingFor).To(Equal(csv1.StageWaitWorkers))
+		}, 8*time.Second, time.Second).Should(Succeed())
+
+		By("letting the workers go: CAPI rolls them, then cluster-info moves")
+		Eventually(ctx, func() error {
+			cur := &clusterv1.Cluster{}
+			if err := k8s.Get(ctx, key, cur); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Spec.Topology.Workers.MachineDeployments[0].Metadata.Annotations = nil
+			return k8s.Patch(ctx, cur, patch)
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			md := workerPool(ctx, g, ns, "upgrade")
+			g.Expect(md.Spec.Template.Spec.Version).To(Equal(newKube))
 			a := getAddon(ctx, g, ns, "upgrade")
 			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, newTag))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(newTag))
+			g.Expect(componentOf(a, "cluster-info").Release).To(Equal(newTag))
+			g.Expect(componentOf(a, "legacy")).To(BeNil())
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	})
 })
@@ -213,6 +273,45 @@ spec:
         - name: gate
           image: {{ .Values.image }}
 `
+
+// stagesOf136 are the addon stages of the 1.36 release in "Cluster API alongside the
+// operator": cni moves before the upgrade, legacy (1.35 only) is removed before it, and
+// cluster-info moves after it.
+const stagesOf136 = `apiVersion: clusteraddonconfig.x-k8s.io/v1alpha1
+clusterAddonVersion: clusteraddons.clusterstack.x-k8s.io/v1alpha1
+addonStages:
+  AfterControlPlaneInitialized:
+    - name: cni
+      action: apply
+    - name: cluster-info
+      action: apply
+  BeforeClusterUpgrade:
+    - name: cni
+      action: apply
+    - name: legacy
+      action: delete
+  AfterClusterUpgrade:
+    - name: cluster-info
+      action: apply
+`
+
+// componentOf returns the ClusterAddon's status of component name, or nil.
+func componentOf(a *csv1.ClusterAddon, name string) *csv1.AddonComponentStatus {
+	for i := range a.Status.Components {
+		if a.Status.Components[i].Name == name {
+			return &a.Status.Components[i]
+		}
+	}
+	return nil
+}
+
+// workerPool returns the one MachineDeployment of Cluster ns/cluster.
+func workerPool(ctx context.Context, g Gomega, ns, cluster string) *clusterv1.MachineDeployment {
+	mds := &clusterv1.MachineDeploymentList{}
+	g.Expect(k8s.List(ctx, mds, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster})).To(Succeed())
+	g.Expect(mds.Items).To(HaveLen(1))
+	return &mds.Items[0]
+}
 
 // stageOf returns the ClusterAddon's status of stage name, or nil.
 func stageOf(a *csv1.ClusterAddon, name csv1.AddonStage) *csv1.AddonStageStatus {
