@@ -8,11 +8,13 @@ import (
 	"context"
 	"flag"
 	"os"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +36,7 @@ func main() {
 	var (
 		metricsAddr, probeAddr, artifactHost    string
 		webhookHost, webhookCertDir, defaultSA  string
+		managementNamespace                     string
 		webhookPort                             int
 		leaderElect, enableWebhooks, runtimeExt bool
 		grace, addonTimeout                     time.Duration
@@ -55,6 +58,8 @@ func main() {
 		"The directory with the webhook server's tls.crt and tls.key; <temp dir>/k8s-webhook-server/serving-certs when empty.")
 	flag.StringVar(&defaultSA, "default-service-account", "",
 		"The ServiceAccount (in each ClusterStack's namespace) that generated Flux objects run as when the ClusterStack sets no spec.serviceAccountName; set it to the same name as Flux's --default-service-account. Empty leaves it to Flux.")
+	flag.StringVar(&managementNamespace, "management-namespace", defaultManagementNamespace(os.Getenv, os.ReadFile),
+		"The namespace ManagementOperators' Flux objects (GitRepository, Kustomization or HelmChart and HelmRelease) are generated in, and where their Secrets are read. Defaults to the namespace the operator runs in ($POD_NAMESPACE, else its ServiceAccount's namespace), else "+controllers.DefaultManagementNamespace+".")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -68,7 +73,7 @@ func main() {
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "clusterstack-operator.clusterstack.io",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}),
-		Cache:                  controllers.CacheOptions(),
+		Cache:                  controllers.CacheOptions(managementNamespace),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
@@ -81,6 +86,7 @@ func main() {
 		Tags:                  tags,
 		AddonTimeout:          addonTimeout,
 		DefaultServiceAccount: defaultSA,
+		ManagementNamespace:   managementNamespace,
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
@@ -121,10 +127,29 @@ func main() {
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(csv1.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
 	utilruntime.Must(helmv2.AddToScheme(s))
 	return s
+}
+
+// serviceAccountNamespaceFile holds the namespace of the Pod's ServiceAccount.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// defaultManagementNamespace is the namespace the operator runs in: $POD_NAMESPACE (the
+// Deployment sets it from the downward API), else its ServiceAccount's namespace, else
+// controllers.DefaultManagementNamespace (out of cluster, as with make run).
+func defaultManagementNamespace(getenv func(string) string, readFile func(string) ([]byte, error)) string {
+	if ns := strings.TrimSpace(getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	if b, err := readFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return controllers.DefaultManagementNamespace
 }

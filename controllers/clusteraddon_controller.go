@@ -318,6 +318,12 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 			Message: fmt.Sprintf("waiting for release %s: %s", rel.Name, why)}
 		return false, nil
 	}
+	// A release whose requirements on the management plane (operator versions, Cluster API
+	// contract) are not delivered is treated as not ready: nothing moves to it.
+	if gate := requirementsGate(rel, s.addon.Status.LastAppliedRelease); gate != nil {
+		s.releaseReady = gate
+		return false, nil
+	}
 	s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fmt.Sprintf("release %s of ClusterStack %s is validated at %s", rel.Name, rel.Spec.ClusterStack, rel.Status.Revision)}
 	if !controlPlaneInitialized(s.cluster) {
@@ -782,6 +788,12 @@ func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv
 // suspend sets spec.suspend on a HelmRelease or Kustomization: Flux then deletes it without
 // uninstalling from, or pruning in, the workload cluster.
 func (r *ClusterAddonReconciler) suspend(ctx context.Context, o client.Object) error {
+	return suspendFlux(ctx, r.Client, o)
+}
+
+// suspendFlux sets spec.suspend on a HelmRelease or Kustomization (other kinds are left alone):
+// Flux then deletes it without uninstalling or pruning what it applied.
+func suspendFlux(ctx context.Context, c client.Client, o client.Object) error {
 	patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
 	switch t := o.(type) {
 	case *helmv2.HelmRelease:
@@ -797,7 +809,7 @@ func (r *ClusterAddonReconciler) suspend(ctx context.Context, o client.Object) e
 	default:
 		return nil
 	}
-	return r.Patch(ctx, o, patch)
+	return c.Patch(ctx, o, patch)
 }
 
 // SetupWithManager wires the watches.
@@ -810,7 +822,7 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A ClusterAddon nobody owns (made by hand) is looked at too: without a Cluster of its
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
-		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(releaseFactsChanged())).
+		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(predicate.Or(releaseFactsChanged(), requirementsMetChanged()))).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).

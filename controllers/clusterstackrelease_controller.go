@@ -228,6 +228,7 @@ func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *
 		rel.Status.ClusterClass = &cc
 		rel.Status.Components = releaseComponents(rel, st)
 		rel.Status.Stages = releaseStages(st)
+		rel.Status.Requirements = releaseRequirements(st)
 		rel.Status.ObservedGeneration = rel.Generation
 	})
 	if err != nil {
@@ -255,6 +256,15 @@ func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack) []csv1.Re
 			source = fluxgen.AddonChartName(rel.Name, c.Name)
 		}
 		out = append(out, releaseComponent(rel, c, source))
+	}
+	return out
+}
+
+// releaseRequirements are the stack's `requires:` entries as the release reports them.
+func releaseRequirements(st *stack.Stack) []csv1.StackRequirement {
+	var out []csv1.StackRequirement
+	for _, r := range st.Requirements {
+		out = append(out, csv1.StackRequirement(r))
 	}
 	return out
 }

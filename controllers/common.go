@@ -125,7 +125,7 @@ var uncachedReader client.Reader
 // statusObject is an API object of ours with a status.
 type statusObject interface {
 	client.Object
-	*csv1.ClusterStack | *csv1.ClusterStackRelease | *csv1.ClusterAddon
+	*csv1.ClusterStack | *csv1.ClusterStackRelease | *csv1.ClusterAddon | *csv1.ManagementOperator
 }
 
 // updateStatus re-reads obj, lets mutate change the fields of status its caller owns, and writes

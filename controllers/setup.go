@@ -2,9 +2,13 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,7 +33,13 @@ type Config struct {
 	// DefaultServiceAccount is the ServiceAccount (in each stack's namespace) that generated Flux
 	// objects run as when a ClusterStack names none; empty leaves it to Flux.
 	DefaultServiceAccount string
+	// ManagementNamespace is where ManagementOperators' Flux objects are generated and their
+	// Secrets read; it must be the namespace CacheOptions was given. Empty: DefaultManagementNamespace.
+	ManagementNamespace string
 }
+
+// DefaultManagementNamespace is the management namespace when none is configured.
+const DefaultManagementNamespace = "clusterstack-system"
 
 // Setup registers the field indexes and every controller of the operator with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
@@ -53,6 +63,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		tags = &TagLister{Reader: mgr.GetAPIReader()}
 	}
 	rec := mgr.GetEventRecorderFor
+	mgmtNS := cfg.ManagementNamespace
+	if mgmtNS == "" {
+		mgmtNS = DefaultManagementNamespace
+	}
+	helmDeployments, err := cache.New(mgr.GetConfig(), HelmDeploymentCacheOptions(mgr, mgmtNS))
+	if err != nil {
+		return fmt.Errorf("create the cache of Deployments installed by HelmReleases of %s: %w", mgmtNS, err)
+	}
+	if err := mgr.Add(helmDeployments); err != nil {
+		return err
+	}
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
@@ -60,6 +81,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status")},
+		&ManagementOperatorReconciler{Client: c, Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
+			Namespace: mgmtNS, HelmDeployments: helmDeployments},
 	} {
 		if err := s.SetupWithManager(mgr); err != nil {
 			return err
@@ -68,12 +91,34 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	return nil
 }
 
-// CacheOptions limits what the manager's cache holds of kinds the operator only writes: of
-// ConfigMaps, only the values ConfigMaps it generated (labelled as managed by it), so that the
-// cache does not grow with every ConfigMap of the management cluster.
-func CacheOptions() cache.Options {
+// CacheOptions limits what the manager's cache holds of kinds that are not all the operator's:
+//   - ConfigMaps: only the values ConfigMaps it generated (labelled as managed by it), so that the
+//     cache does not grow with every ConfigMap of the management cluster;
+//   - Deployments: only those kustomize-controller applied for a Kustomization of the management
+//     namespace (its kustomize.toolkit.fluxcd.io/namespace label), the ManagementOperators'
+//     Deployments among them. A label selector cannot also select helm-controller's
+//     helm.toolkit.fluxcd.io/namespace label (selectors AND their terms), so the Deployments of
+//     operators delivered as charts are held by a second cache (HelmDeploymentCacheOptions);
+//   - CustomResourceDefinitions: only Cluster API's Cluster CRD, whose served versions are the
+//     contracts the core provider serves.
+func CacheOptions(managementNamespace string) cache.Options {
+	if managementNamespace == "" {
+		managementNamespace = DefaultManagementNamespace
+	}
 	managed := labels.SelectorFromSet(labels.Set{csv1.ManagedByLabel: csv1.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Label: managed},
+		&corev1.ConfigMap{}:                         {Label: managed},
+		&appsv1.Deployment{}:                        {Label: labels.SelectorFromSet(labels.Set{kustomizeNamespaceLabel: managementNamespace})},
+		&apiextensionsv1.CustomResourceDefinition{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterCRDName)},
 	}}
+}
+
+// HelmDeploymentCacheOptions configure the second cache of Deployments: those helm-controller
+// installed for a HelmRelease of the management namespace (its helm.toolkit.fluxcd.io/namespace
+// label), read and watched for ManagementOperators delivered as charts. Nothing else is cached in it.
+func HelmDeploymentCacheOptions(mgr ctrl.Manager, managementNamespace string) cache.Options {
+	return cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{helmNamespaceLabel: managementNamespace}),
+	}
 }

@@ -12,6 +12,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -293,13 +294,29 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	delivered, err := deliveredPlane(ctx, r.Client, requiresContract(rel.Status.Requirements))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	res := fluxstatus.Compute(in)
+	var unmet *metav1.Condition // RequirementsMet newly False (an Event once written)
 	err = updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
 		rel.Status.Clusters = counts
 		rel.Status.Unhealthy = res.Unhealthy
 		emitTransitions(r.Recorder, rel, rel.Status.Conditions, res)
 		fluxstatus.Apply(&rel.Status.Conditions, rel.Generation, res)
+		// RequirementsMet is computed from the release's own requirements as re-read here.
+		met := requirementsMetCondition(rel, delivered)
+		met.ObservedGeneration = rel.Generation
+		unmet = nil
+		if old := apimeta.FindStatusCondition(rel.Status.Conditions, met.Type); met.Status == metav1.ConditionFalse && (old == nil || old.Status != met.Status) {
+			unmet = &met
+		}
+		fluxstatus.SetCondition(&rel.Status.Conditions, met)
 	})
+	if err == nil && unmet != nil && r.Recorder != nil {
+		r.Recorder.Event(rel, corev1.EventTypeWarning, unmet.Reason, unmet.Message)
+	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
@@ -460,6 +477,10 @@ func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager)
 			}
 			return reqs
 		})).
+		// RequirementsMet: once an operator's new version is delivered, the releases requiring
+		// it become usable by themselves; so do those requiring a contract the Cluster CRD serves.
+		Watches(&csv1.ManagementOperator{}, releasesOfOperator(r.Client), builder.WithPredicates(deliveredVersionChanged())).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, releasesOfClusterCRD(r.Client), rv).
 		Named("clusterstackrelease-status").
 		Complete(r)
 }
@@ -511,6 +532,9 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		emitTransitions(r.Recorder, cs, cs.Status.Conditions, res.Result)
 		fluxstatus.Apply(&cs.Status.Conditions, cs.Generation, res.Result)
+		up := stackUpgradeable(cs.Name, rels.Items)
+		up.ObservedGeneration = cs.Generation
+		fluxstatus.SetCondition(&cs.Status.Conditions, up)
 	})
 	if err == nil {
 		// The same recount as status.clusters, so the metrics agree with the status.

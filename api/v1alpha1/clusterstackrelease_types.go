@@ -98,6 +98,26 @@ type ReleaseComponent struct {
 	Source string `json:"source,omitempty"`
 }
 
+// StackRequirement is one entry of the `requires:` list of a stack's stack.yaml: an operator of
+// the management plane at a version range, or a Cluster API contract. Exactly one of operator and
+// capiContract is set.
+type StackRequirement struct {
+	// operator is the name of a ManagementOperator's component (spec.component.name), e.g.
+	// "cluster-api" or "capo".
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Operator string `json:"operator,omitempty"`
+	// versions is the semantic version range the delivered version of the operator must be in,
+	// e.g. ">=1.10.0 <1.12.0". Empty: any delivered version.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Versions string `json:"versions,omitempty"`
+	// capiContract is a Cluster API contract the delivered core provider must serve, e.g. "v1beta2".
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	CAPIContract string `json:"capiContract,omitempty"`
+}
+
 // ClusterStackReleaseStatus is the observed state of a release.
 type ClusterStackReleaseStatus struct {
 	// observedGeneration is the generation last reconciled successfully.
@@ -105,7 +125,7 @@ type ClusterStackReleaseStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling (status
-	// aggregation), StackValid and TagVerified (release controller).
+	// aggregation), StackValid and TagVerified (release controller), RequirementsMet.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -150,6 +170,15 @@ type ClusterStackReleaseStatus struct {
 	// +kubebuilder:validation:MaxItems=3
 	// +optional
 	Stages []ReleaseStage `json:"stages,omitempty"`
+
+	// requirements are the operators of the management plane (with version ranges) and the
+	// Cluster API contract the stack requires (`requires:` in its stack.yaml). While the
+	// delivered ManagementOperators do not meet them, the release is RequirementsMet=False and no
+	// Cluster's addons are moved to it.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Requirements []StackRequirement `json:"requirements,omitempty"`
 
 	// clusters counts the Clusters using the release.
 	// +optional

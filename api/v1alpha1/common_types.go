@@ -63,6 +63,21 @@ const (
 	// points at the commit the release was validated at (and the ClusterStack does not follow
 	// moved tags), or when the tag's commit could not be checked.
 	TagVerifiedCondition = "TagVerified"
+	// UpgradeableCondition follows ClusterOperator's Upgradeable. On a ManagementOperator it is
+	// False when spec.version is outside a version range that a stack release in use by Clusters
+	// requires of the operator: the version is not applied unless spec.overrideStackRequirements
+	// is set. On a ClusterStack it is False when one of its releases does not have its
+	// requirements met (RequirementsMet=False); the message names the release and the operator.
+	UpgradeableCondition = "Upgradeable"
+	// DisabledCondition on a ManagementOperator is True when no stack in the cluster requires the
+	// operator (as cluster-baremetal-operator reports on platforms it does not support): it is
+	// then Available too, rather than reported missing or broken.
+	DisabledCondition = "Disabled"
+	// RequirementsMetCondition on a ClusterStackRelease is False when the operator versions or the
+	// Cluster API contract its stack requires (`requires:` in stack.yaml) are not delivered: no
+	// Cluster's addons are moved to it until they are. The message names the release, the
+	// operator, the range and the delivered version.
+	RequirementsMetCondition = "RequirementsMet"
 )
 
 // Condition reasons.
@@ -121,6 +136,26 @@ const (
 	ReasonNotPaused = "NotPaused"
 	// ReasonUnknown: the controller cannot tell yet.
 	ReasonUnknown = "Unknown"
+	// ReasonDowngradeNotSupported: a ManagementOperator's spec.version has a lower minor than the
+	// delivered version; it is refused and nothing is applied.
+	ReasonDowngradeNotSupported = "DowngradeNotSupported"
+	// ReasonRequirementsNotMet: a version is outside a range a stack release requires (on a
+	// ManagementOperator), or the delivered operators do not meet a release's requirements (on a
+	// ClusterStackRelease and its ClusterStack).
+	ReasonRequirementsNotMet = "RequirementsNotMet"
+	// ReasonRequirementsOverridden: a ManagementOperator's spec.version is outside a range an
+	// in-use release requires, and is applied anyway because spec.overrideStackRequirements is set.
+	ReasonRequirementsOverridden = "RequirementsOverridden"
+	// ReasonInvalidChannel: a ManagementOperator's spec.channel is not a semantic version range.
+	ReasonInvalidChannel = "InvalidChannel"
+	// ReasonInvalidVersion: a ManagementOperator's spec.version is not a semantic version.
+	ReasonInvalidVersion = "InvalidVersion"
+	// ReasonNotRequired: no stack in the cluster requires the ManagementOperator (Disabled=True).
+	ReasonNotRequired = "NotRequired"
+	// ReasonRequired: a stack in the cluster requires the ManagementOperator (Disabled=False).
+	ReasonRequired = "Required"
+	// ReasonDeploymentUnavailable: a Deployment of a ManagementOperator has no available replicas.
+	ReasonDeploymentUnavailable = "DeploymentUnavailable"
 )
 
 // Labels carried by every object the operator generates, so a stack's, a release's, a
@@ -140,6 +175,8 @@ const (
 	ManagedByValue = "clusterstack-operator"
 	// ClusterClassComponent is the ComponentLabel value of a release's cluster-class objects.
 	ClusterClassComponent = "cluster-class"
+	// ManagementOperatorLabel names the ManagementOperator an object was generated for.
+	ManagementOperatorLabel = "clusterstack.io/management-operator"
 )
 
 // UnhealthyObject is the status aggregation's record of a Flux object that is not healthy.

@@ -4,9 +4,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -183,5 +185,156 @@ var _ = Describe("ClusterAddon validation", func() {
 		err := k8s.Update(ctx, a)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("spec.clusterName cannot be changed"))
+	})
+})
+
+func validOperator(name string) *csv1.ManagementOperator {
+	return &csv1.ManagementOperator{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: csv1.ManagementOperatorSpec{
+			Component: csv1.OperatorComponent{Type: csv1.CoreProvider, Name: name},
+			Version:   "v1.10.3",
+			Source: csv1.OperatorSource{Git: &csv1.OperatorGitSource{
+				URL: "https://git.example.com/operators.git", Path: "cluster-api",
+			}},
+		},
+	}
+}
+
+var _ = Describe("ManagementOperator validation", func() {
+	It("accepts a valid ManagementOperator and defaults its interval and timeout", func(ctx SpecContext) {
+		op := validOperator("cluster-api")
+		Expect(k8s.Create(ctx, op)).To(Succeed())
+		Expect(op.Namespace).To(BeEmpty(), "cluster-scoped")
+		Expect(op.Spec.Interval.Duration).To(Equal(10 * time.Minute))
+		Expect(op.Spec.Timeout.Duration).To(Equal(10 * time.Minute))
+	})
+
+	DescribeTable("rejects bad input with a message a person can act on",
+		func(ctx SpecContext, mutate func(*csv1.ManagementOperator), message string) {
+			op := validOperator("bad")
+			mutate(op)
+			err := k8s.Create(ctx, op, client.DryRunAll)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("a version without the leading v", func(op *csv1.ManagementOperator) { op.Spec.Version = "1.10.3" },
+			"spec.version must be an exact semantic version with a leading v, such as v1.10.3"),
+		Entry("a version that is a range", func(op *csv1.ManagementOperator) { op.Spec.Version = ">=v1.10.0" },
+			"a range belongs in spec.channel"),
+		Entry("a version without a patch", func(op *csv1.ManagementOperator) { op.Spec.Version = "v1.10" },
+			"spec.version must be an exact semantic version"),
+		Entry("a version with a leading zero", func(op *csv1.ManagementOperator) { op.Spec.Version = "v1.01.0" },
+			"spec.version must be an exact semantic version"),
+		Entry("a channel that is not a range", func(op *csv1.ManagementOperator) { op.Spec.Channel = "stable" },
+			"spec.channel must be a semantic version range such as \">=1.10.0 <1.12.0\""),
+		Entry("a channel with shell characters", func(op *csv1.ManagementOperator) { op.Spec.Channel = ">=1.10; rm -rf" },
+			"spec.channel must be a semantic version range"),
+		Entry("a component name that is not a DNS label", func(op *csv1.ManagementOperator) { op.Spec.Component.Name = "Cluster_API" },
+			"spec.component.name must be a DNS label"),
+		Entry("a component type outside the enum", func(op *csv1.ManagementOperator) { op.Spec.Component.Type = "Provider" },
+			"spec.component.type"),
+		Entry("a name other than the component's", func(op *csv1.ManagementOperator) { op.Spec.Component.Name = "capo" },
+			"metadata.name must equal spec.component.name: name the ManagementOperator after its component"),
+		Entry("no source", func(op *csv1.ManagementOperator) { op.Spec.Source.Git = nil },
+			"spec.source.git must be set: the Git repository holding the operator's manifests"),
+		Entry("a URL that is not Git over HTTP(S) or SSH", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.URL = "file:///etc" },
+			"spec.source.git.url must be an http://, https:// or ssh:// Git URL"),
+		Entry("a path leaving the repository", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.Path = "a/../../b" },
+			"spec.source.git.path must be relative to the repository root and must not contain '..'"),
+		Entry("an absolute path", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.Path = "/etc" },
+			"spec.source.git.path must be relative"),
+		Entry("a secretRef that is not a Secret name", func(op *csv1.ManagementOperator) {
+			op.Spec.Source.Git.SecretRef = &meta.LocalObjectReference{Name: "Git_Creds"}
+		}, "spec.source.git.secretRef.name must be the name of a Secret in the management namespace"),
+		Entry("a tag prefix with a space", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.TagPrefix = "cluster api/" },
+			"spec.source.git.tagPrefix must start with a letter or digit"),
+		Entry("a tag prefix with '..'", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.TagPrefix = "a..b-" },
+			"spec.source.git.tagPrefix must start with a letter or digit"),
+		Entry("both kustomize and chart", func(op *csv1.ManagementOperator) {
+			op.Spec.Kustomize = &csv1.OperatorKustomize{}
+			op.Spec.Chart = &csv1.OperatorChart{}
+		}, "set either spec.kustomize (apply the directory with kustomize, with patches and variables) or spec.chart (install it as a Helm chart with values), not both"),
+		Entry("health checks with a chart", func(op *csv1.ManagementOperator) {
+			op.Spec.Chart = &csv1.OperatorChart{}
+			op.Spec.HealthChecks = []meta.NamespacedObjectKindReference{{Kind: "Deployment", Name: "x", Namespace: "y"}}
+		}, "spec.healthChecks are checked by the Kustomization of spec.kustomize"),
+		Entry("a variables Secret that is not a Secret name", func(op *csv1.ManagementOperator) {
+			op.Spec.Kustomize = &csv1.OperatorKustomize{VariablesSecretRef: &meta.LocalObjectReference{Name: "-vars"}}
+		}, "spec.kustomize.variablesSecretRef.name must be the name of a Secret in the management namespace"),
+		Entry("a target namespace that is not a namespace name", func(op *csv1.ManagementOperator) {
+			op.Spec.Kustomize = &csv1.OperatorKustomize{TargetNamespace: "capi.system"}
+		}, "spec.kustomize.targetNamespace must be a namespace name"),
+		Entry("a chart path leaving the source path", func(op *csv1.ManagementOperator) {
+			op.Spec.Chart = &csv1.OperatorChart{Path: "../chart"}
+		}, "spec.chart.path must be relative to spec.source.git.path"),
+		Entry("an interval of 9s", func(op *csv1.ManagementOperator) { op.Spec.Interval = &metav1.Duration{Duration: 9 * time.Second} },
+			"spec.interval must be a duration of at least 10s"),
+		Entry("a timeout of 10s", func(op *csv1.ManagementOperator) { op.Spec.Timeout = &metav1.Duration{Duration: 10 * time.Second} },
+			"spec.timeout must be a duration between 30s and 2h"),
+		Entry("a service account that is not a name", func(op *csv1.ManagementOperator) { op.Spec.ServiceAccountName = "Flux Admin" },
+			"spec.serviceAccountName must be the name of a ServiceAccount in the management namespace"),
+	)
+
+	DescribeTable("accepts the boundary values",
+		func(ctx SpecContext, mutate func(*csv1.ManagementOperator)) {
+			op := validOperator("boundary")
+			mutate(op)
+			Expect(k8s.Create(ctx, op, client.DryRunAll)).To(Succeed())
+		},
+		Entry("a pre-release with build metadata", func(op *csv1.ManagementOperator) { op.Spec.Version = "v1.11.0-rc.1+build.5" }),
+		Entry("channels in the forms Masterminds/semver parses", func(op *csv1.ManagementOperator) {
+			op.Spec.Channel = ">=1.10.0 <1.12.0 || ~2.0, 1.x - 2.3 || ^0.4 || !=1.10.2 || *"
+		}),
+		Entry("a tag prefix with a slash", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.TagPrefix = "cluster-api/" }),
+		Entry("the repository root", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.Path = "" }),
+		Entry("kustomize with patches, variables and a target namespace", func(op *csv1.ManagementOperator) {
+			op.Spec.Kustomize = &csv1.OperatorKustomize{
+				Patches:            []kustomize.Patch{{Patch: "- op: add\n  path: /spec/replicas\n  value: 2\n", Target: &kustomize.Selector{Kind: "Deployment"}}},
+				VariablesSecretRef: &meta.LocalObjectReference{Name: "capi-variables"},
+				TargetNamespace:    "capi-system",
+			}
+			op.Spec.HealthChecks = []meta.NamespacedObjectKindReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "capi-controller-manager", Namespace: "capi-system"}}
+		}),
+		Entry("a chart with values", func(op *csv1.ManagementOperator) {
+			op.Spec.Chart = &csv1.OperatorChart{Path: "chart", Values: &apiextensionsv1.JSON{Raw: []byte(`{"replicas":2,"nested":{"a":[1,2]}}`)}, TargetNamespace: "cert-manager"}
+		}),
+		Entry("an interval of 10s and a timeout of 2h", func(op *csv1.ManagementOperator) {
+			op.Spec.Interval = &metav1.Duration{Duration: 10 * time.Second}
+			op.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Hour}
+		}),
+		Entry("the override of stack requirements", func(op *csv1.ManagementOperator) { op.Spec.OverrideStackRequirements = true }),
+	)
+
+	It("does not let the component change", func(ctx SpecContext) {
+		op := validOperator("capd")
+		op.Spec.Component.Type = csv1.InfrastructureProvider
+		Expect(k8s.Create(ctx, op)).To(Succeed())
+		op.Spec.Component.Type = csv1.OtherComponent
+		err := k8s.Update(ctx, op)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.component cannot be changed; create a new ManagementOperator for another component"))
+	})
+
+	It("keeps the status a ClusterOperator reader expects", func(ctx SpecContext) {
+		op := validOperator("cert-manager")
+		op.Spec.Component.Type = csv1.OtherComponent
+		Expect(k8s.Create(ctx, op)).To(Succeed())
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		op.Status = csv1.ManagementOperatorStatus{
+			Versions:       []csv1.OperandVersion{{Name: csv1.OperatorVersionName, Version: "v1.10.3"}},
+			DesiredVersion: "v1.10.3",
+			History:        []csv1.OperatorHistoryEntry{{Version: "v1.10.3", State: csv1.UpdateCompleted, StartedTime: now, CompletionTime: &now}},
+			RelatedObjects: []csv1.ResourceReference{{Group: "apps", Resource: "deployments", Namespace: "cert-manager", Name: "cert-manager"}},
+		}
+		Expect(k8s.Status().Update(ctx, op)).To(Succeed())
+		tooLong := make([]csv1.OperatorHistoryEntry, csv1.MaxOperatorHistory+1)
+		for i := range tooLong {
+			tooLong[i] = csv1.OperatorHistoryEntry{Version: "v1.10.3", State: csv1.UpdatePartial, StartedTime: now}
+		}
+		op.Status.History = tooLong
+		err := k8s.Status().Update(ctx, op)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("status.history"))
 	})
 })

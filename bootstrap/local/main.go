@@ -63,7 +63,7 @@ type config struct {
 	stateDir, binDir, repoRoot, stacksDir, examplesDir string
 	tags                                               string
 	noExamples, noOperator, verbose, withCAPI          bool
-	nodes                                              int
+	nodes, managementNodes                             int
 	startTimeout                                       time.Duration
 }
 
@@ -80,6 +80,7 @@ func run(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
 	fs.BoolVar(&cfg.withCAPI, "with-capi", true, "Run Cluster API's core manager (topology controller, webhooks, conversion) and the kubeadm/CAPD providers' webhooks; localinfra then plays the providers by contract (false: localinfra builds a minimal topology itself).")
 	fs.IntVar(&cfg.nodes, "nodes", 1, "kwok Nodes per workload cluster (a Cluster's annotation localinfra.clusterstack.io/nodes overrides it).")
+	fs.IntVar(&cfg.managementNodes, "management-nodes", 1, "kwok Nodes of the management API server, where operators delivered into the management cluster run.")
 	fs.DurationVar(&cfg.startTimeout, "start-timeout", plane.DefaultStartTimeout, "Bound on starting the plane.")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "Also print the plane's own log (always in <state-dir>/plane.log) on standard error.")
 	fs.Usage = func() { usage(os.Stderr, fs) }
@@ -132,14 +133,15 @@ func run(args []string, out io.Writer) error {
 
 	fmt.Fprintln(out, "Starting the local management plane (logs in", filepath.Join(cfg.stateDir, "logs"), "and", filepath.Join(cfg.stateDir, "plane.log")+") ...")
 	p, err := plane.Start(ctx, plane.Options{
-		StateDir:      cfg.stateDir,
-		RepoRoot:      cfg.repoRoot,
-		BinDir:        cfg.binDir,
-		WithOperator:  !cfg.noOperator,
-		WithCAPI:      cfg.withCAPI,
-		WorkloadNodes: cfg.nodes,
-		StartTimeout:  cfg.startTimeout,
-		Logger:        log,
+		StateDir:        cfg.stateDir,
+		RepoRoot:        cfg.repoRoot,
+		BinDir:          cfg.binDir,
+		WithOperator:    !cfg.noOperator,
+		WithCAPI:        cfg.withCAPI,
+		WorkloadNodes:   cfg.nodes,
+		ManagementNodes: cfg.managementNodes,
+		StartTimeout:    cfg.startTimeout,
+		Logger:          log,
 	})
 	if err != nil {
 		return err
@@ -261,6 +263,16 @@ The local management plane is up.
 		fmt.Fprintf(out, "Git server: %s (repository %s/%s, tags %s)\n", p.Git().URL(), p.Git().URL(), stacksRepo, cfg.tags)
 	} else {
 		fmt.Fprintf(out, "Git server: %s (create repositories with the gitserver package, or push to %s/<name>.git after CreateRepo)\n", p.Git().URL(), p.Git().URL())
+	}
+	if ops := p.FixtureOperators(); len(ops) > 0 {
+		fmt.Fprintf(out, "\nFixture operators (manifests at %s/ of each tag), for ManagementOperators:\n", plane.FixtureOperatorPath)
+		for _, op := range ops {
+			var versions []string
+			for _, v := range op.Versions {
+				versions = append(versions, v.Version)
+			}
+			fmt.Fprintf(out, "  %s %s (tags %s)\n", op.Name, op.URL, strings.Join(versions, ", "))
+		}
 	}
 	if len(clusters) > 0 {
 		fmt.Fprintln(out, "\nWorkload clusters (started by localinfra, a stand-in for a CAPI provider), e.g.:")

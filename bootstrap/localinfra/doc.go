@@ -10,9 +10,10 @@
 //   - adds the finalizer [Finalizer];
 //   - starts a workload cluster ([StartWorkloadCluster]): an envtest kube-apiserver and etcd,
 //     kube-controller-manager (all controllers but the service-account token controller),
-//     kube-scheduler and kwok as processes on loopback, and N Node objects (default 1, or the
-//     Cluster's annotation [NodesAnnotation]) that kwok turns Ready and keeps Ready; Pods
-//     scheduled to them are run by kwok (they become Running and Ready without containers);
+//     kube-scheduler and kwok as processes on loopback (package kubesim), and N Node objects
+//     (default 1, or the Cluster's annotation [NodesAnnotation]) that kwok turns Ready and
+//     keeps Ready; Pods scheduled to them are run by kwok (they become Running and Ready
+//     without containers);
 //   - writes the Secret "<cluster>-kubeconfig" (type cluster.x-k8s.io/secret, label
 //     cluster.x-k8s.io/cluster-name, key "value") with a system:masters kubeconfig for the
 //     workload API server, usable by any process on this host;

@@ -2,8 +2,6 @@ package localinfra
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -364,31 +362,5 @@ func TestSetProvisionedStatusIsStable(t *testing.T) {
 	setProvisionedStatus(c, ep)
 	if !reflect.DeepEqual(before.Status, c.Status) {
 		t.Fatalf("status changed on a second call:\n%+v\n%+v", before.Status, c.Status)
-	}
-}
-
-func TestKwokStageFiles(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"b.yaml", "a.yml", "kustomization.yaml", "README.md"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	got, err := kwokStageFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{filepath.Join(dir, "a.yml"), filepath.Join(dir, "b.yaml")}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("kwokStageFiles = %v, want %v", got, want)
-	}
-	if _, err := kwokStageFiles(t.TempDir()); err == nil {
-		t.Fatal("kwokStageFiles of an empty directory succeeded")
-	}
-	if _, err := kwokStageFiles(""); err == nil {
-		t.Fatal("kwokStageFiles without a directory succeeded")
 	}
 }

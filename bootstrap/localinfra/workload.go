@@ -8,26 +8,21 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
-
-	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 const (
@@ -80,7 +75,7 @@ type WorkloadCluster struct {
 	cfg      *rest.Config
 	host     string
 	port     int32
-	procs    []*proc.Process
+	sim      *kubesim.Components
 	logFiles []*os.File
 
 	stopOnce sync.Once
@@ -102,13 +97,13 @@ func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *Workloa
 	if opts.OnProcessStarted == nil {
 		opts.OnProcessStarted = func() {}
 	}
-	for _, bin := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"} {
+	for _, bin := range append([]string{"kube-apiserver", "etcd"}, kubesim.Binaries...) {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
 			return nil, fmt.Errorf("workload cluster %s: %s not found in %s (run `make tools`): %w", opts.Name, bin, opts.BinDir, err)
 		}
 	}
-	stages, err := kwokStageFiles(opts.KwokStagesDir)
-	if err != nil {
+	// Checked here too, to fail before the API server starts.
+	if _, err := kubesim.StageFiles(opts.KwokStagesDir); err != nil {
 		return nil, fmt.Errorf("workload cluster %s: %w", opts.Name, err)
 	}
 	for _, d := range []string{opts.Dir, opts.LogDir} {
@@ -142,73 +137,21 @@ func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *Workloa
 		return nil, fmt.Errorf("workload cluster %s: write kubeconfig: %w", opts.Name, err)
 	}
 
-	ports, err := proc.FreePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
-	authFlags := []string{
-		"--kubeconfig=" + kubeconfigPath,
-		"--authentication-kubeconfig=" + kubeconfigPath,
-		"--authorization-kubeconfig=" + kubeconfigPath,
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1",
-	}
-	kcm, err := w.start(proc.Spec{
-		Name: "kube-controller-manager",
-		Path: filepath.Join(opts.BinDir, "kube-controller-manager"),
-		Args: append(append([]string{}, authFlags...),
-			// The service-account token controller needs a signing key file; nothing on a
-			// local workload cluster needs legacy token Secrets.
-			"--controllers=*,-serviceaccount-token",
-			"--secure-port="+strconv.Itoa(kcmPort),
-			"--cert-dir="+filepath.Join(opts.Dir, "kube-controller-manager"),
-		),
-		LogFile: filepath.Join(opts.LogDir, "kube-controller-manager.log"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	sched, err := w.start(proc.Spec{
-		Name: "kube-scheduler",
-		Path: filepath.Join(opts.BinDir, "kube-scheduler"),
-		Args: append(append([]string{}, authFlags...),
-			"--secure-port="+strconv.Itoa(schedPort),
-			"--cert-dir="+filepath.Join(opts.Dir, "kube-scheduler"),
-		),
-		LogFile: filepath.Join(opts.LogDir, "kube-scheduler.log"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	kwokArgs := []string{
-		"--kubeconfig=" + kubeconfigPath,
-		"--manage-all-nodes=true",
-		"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
-	}
-	for _, s := range stages {
-		kwokArgs = append(kwokArgs, "--config="+s)
-	}
-	if _, err := w.start(proc.Spec{
-		Name:    "kwok",
-		Path:    filepath.Join(opts.BinDir, "kwok"),
-		Args:    kwokArgs,
-		LogFile: filepath.Join(opts.LogDir, "kwok.log"),
+	// kube-controller-manager (all controllers but the token controller), kube-scheduler, kwok
+	// and the Nodes.
+	if w.sim, err = kubesim.Start(ctx, kubesim.Options{
+		Name:             opts.Name,
+		BinDir:           opts.BinDir,
+		KwokStagesDir:    opts.KwokStagesDir,
+		Kubeconfig:       kubeconfigPath,
+		Dir:              opts.Dir,
+		LogDir:           opts.LogDir,
+		Nodes:            opts.Nodes,
+		OnProcessStarted: opts.OnProcessStarted,
 	}); err != nil {
-		return nil, err
-	}
-	opts.OnProcessStarted()
-
-	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), kcm); err != nil {
-		return nil, fmt.Errorf("workload cluster %s: kube-controller-manager not healthy: %w", opts.Name, err)
-	}
-	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), sched); err != nil {
-		return nil, fmt.Errorf("workload cluster %s: kube-scheduler not healthy: %w", opts.Name, err)
+		return nil, fmt.Errorf("workload cluster %s: %w", opts.Name, err)
 	}
 	if err := w.bindAdmins(ctx); err != nil {
-		return nil, err
-	}
-	if err := w.createNodes(ctx); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -299,76 +242,6 @@ func (w *WorkloadCluster) openLog(name string) (*os.File, error) {
 	return f, nil
 }
 
-func (w *WorkloadCluster) start(spec proc.Spec) (*proc.Process, error) {
-	p, err := proc.Start(spec)
-	if err != nil {
-		return nil, fmt.Errorf("workload cluster %s: %w", w.opts.Name, err)
-	}
-	w.procs = append(w.procs, p)
-	return p, nil
-}
-
-// createNodes creates the Nodes and waits until kwok reports them Ready.
-func (w *WorkloadCluster) createNodes(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(w.cfg)
-	if err != nil {
-		return fmt.Errorf("workload cluster %s: client: %w", w.opts.Name, err)
-	}
-	names := make([]string, 0, w.opts.Nodes)
-	for i := range w.opts.Nodes {
-		// The node name is also its hostname label, which must fit a label value (63 characters).
-		name := fluxgen.SafeName(fluxgen.MaxLabelValue, w.opts.Name, "node", fmt.Sprint(i))
-		names = append(names, name)
-		node := kwokNode(name, "", "")
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("workload cluster %s: create node %s: %w", w.opts.Name, name, err)
-		}
-	}
-	var notReady []string
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, p := range w.procs {
-			if err := p.Exited(); err != nil {
-				return false, err
-			}
-		}
-		notReady = notReady[:0]
-		for _, name := range names {
-			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) {
-				notReady = append(notReady, name)
-			}
-		}
-		return len(notReady) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("workload cluster %s: nodes %v not Ready (kwok log: %s): %w",
-			w.opts.Name, notReady, filepath.Join(w.opts.LogDir, "kwok.log"), err)
-	}
-	return nil
-}
-
-// kwokNode is a Node that kwok manages (Ready, runs its Pods), with providerID and the kubelet
-// version it reports (kwok keeps it) when not empty.
-func kwokNode(name, providerID, kubeletVersion string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				"kubernetes.io/hostname": name,
-				"kubernetes.io/os":       "linux",
-				"kubernetes.io/arch":     "amd64",
-				"type":                   "kwok",
-			},
-			Annotations: map[string]string{
-				"kwok.x-k8s.io/node":           "fake",
-				"node.alpha.kubernetes.io/ttl": "0",
-			},
-		},
-		Spec:   corev1.NodeSpec{ProviderID: providerID},
-		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion}},
-	}
-}
-
 // EnsureNode creates the kwok Node name with providerID (a Machine's node, found by CAPI
 // through its providerID) reporting kubeletVersion (the Machine's version, which CAPI compares
 // during upgrades), unless it exists. kwok makes it Ready.
@@ -377,46 +250,10 @@ func (w *WorkloadCluster) EnsureNode(ctx context.Context, name, providerID, kube
 	if err != nil {
 		return fmt.Errorf("workload cluster %s: client: %w", w.opts.Name, err)
 	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, kwokNode(name, providerID, kubeletVersion), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, kubesim.Node(name, providerID, kubeletVersion), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("workload cluster %s: create node %s: %w", w.opts.Name, name, err)
 	}
 	return nil
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// kwokStageFiles lists the Stage manifests in dir (*.yaml and *.yml, except kustomization
-// files), sorted.
-func kwokStageFiles(dir string) ([]string, error) {
-	if dir == "" {
-		return nil, errors.New("no kwok stages directory configured")
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("kwok stages directory (run `make tools`): %w", err)
-	}
-	var files []string
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || strings.HasPrefix(n, "kustomization.") {
-			continue
-		}
-		if strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") {
-			files = append(files, filepath.Join(dir, n))
-		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no kwok stage files (*.yaml) in %s", dir)
-	}
-	sort.Strings(files)
-	return files, nil
 }
 
 // Config is a system:masters client configuration for the workload API server.
@@ -453,32 +290,21 @@ func (w *WorkloadCluster) Kubeconfig() ([]byte, error) {
 // Exited reports an error when one of the cluster's processes (other than envtest's) has
 // exited, nil while all run.
 func (w *WorkloadCluster) Exited() error {
-	for _, p := range w.procs {
-		if err := p.Exited(); err != nil {
-			return err
-		}
+	if w.sim == nil {
+		return nil
 	}
-	return nil
+	return w.sim.Exited()
 }
 
 // Stop stops all processes of the cluster and removes its state directory. It is idempotent.
 func (w *WorkloadCluster) Stop() error {
 	w.stopOnce.Do(func() {
 		var errs []error
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		for _, p := range w.procs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := p.Stop(stopTimeout); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
+		if w.sim != nil {
+			if err := w.sim.Stop(); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		wg.Wait()
 		if w.env != nil {
 			if err := w.env.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stop API server and etcd: %w", err))

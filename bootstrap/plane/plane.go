@@ -8,7 +8,13 @@
 //     kustomize- and helm-controller in Flux's multi-tenancy lockdown
 //     (--no-cross-namespace-refs=true, --default-service-account=Options.FluxServiceAccount),
 //     and config/tenant's ClusterRole for team namespaces (CreateTenantNamespace);
-//   - a Git smart-HTTP server (package gitserver) with its repositories under the state dir;
+//   - kube-controller-manager (the garbage collector, the namespace controller and what
+//     Deployments need), kube-scheduler and kwok with Options.ManagementNodes Nodes against the
+//     management API server (package kubesim), so that the Pods of Deployments installed there
+//     run, simulated, and the Deployments become Available;
+//   - a Git smart-HTTP server (package gitserver) with its repositories under the state dir,
+//     and on it, unless Options.SkipFixtureOperators, the fixture operators
+//     ([Plane.FixtureOperators]): small operators, one repository each, one tag per version;
 //   - localinfra, a stand-in for a CAPI infrastructure and control-plane provider that turns
 //     each Cluster into a local workload cluster (API server, controller manager, scheduler
 //     and kwok Nodes) and writes its kubeconfig Secret. It is not part of the operator: see
@@ -26,7 +32,7 @@
 // left behind.
 //
 // Start wipes the state it owns under the state dir (management, flux, git, clusters,
-// logs, run, home and management.kubeconfig): each plane starts empty.
+// logs, run, home, fixture-operators and management.kubeconfig): each plane starts empty.
 package plane
 
 import (
@@ -68,6 +74,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
@@ -152,6 +159,14 @@ type Options struct {
 
 	// WorkloadNodes is the default number of kwok Nodes per workload cluster (1 when zero).
 	WorkloadNodes int
+	// ManagementNodes is the number of kwok Nodes of the management API server (1 when zero,
+	// none when negative), named "management-node-<i>". They run the Pods of what is installed
+	// into the management cluster (operators delivered through Flux); the plane's own
+	// controllers are processes.
+	ManagementNodes int
+	// SkipFixtureOperators does not publish the fixture operators to the Git server
+	// (FixtureOperators); publishing them takes about 0.65 s on an idle 2-core machine.
+	SkipFixtureOperators bool
 	// StartTimeout bounds Start; DefaultStartTimeout when zero.
 	StartTimeout time.Duration
 	// Logger receives the plane's and the localinfra controller's logs; discarded when unset.
@@ -176,6 +191,10 @@ type Plane struct {
 
 	flux     []*proc.Process
 	operator *proc.Process
+	// sim runs kube-controller-manager, kube-scheduler and kwok against the management API server.
+	sim *kubesim.Components
+	// fixtures are the published fixture operators.
+	fixtures []FixtureOperator
 	capi     *proc.Process
 	// providerWebhooks serves CABPK's, KCP's and CAPD's webhooks (Options.WithCAPI).
 	providerWebhooks *proc.Process
@@ -387,6 +406,22 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 	}
 	p.log.Info("git server started", "url", p.git.URL())
 
+	if opts.SkipFixtureOperators {
+		p.log.Info("fixture operators not published (SkipFixtureOperators)")
+	} else {
+		step := time.Now()
+		if err := p.publishFixtureOperators(ctx); err != nil {
+			return nil, err
+		}
+		p.log.Info("fixture operators published", "repositories", len(p.fixtures), "took", time.Since(step).Round(time.Millisecond))
+	}
+
+	step := time.Now()
+	if err := p.startManagementComponents(ctx); err != nil {
+		return nil, err
+	}
+	p.log.Info("management controller manager, scheduler and kwok Nodes ready", "nodes", p.sim.NodeNames(), "took", time.Since(step).Round(time.Millisecond))
+
 	if err := p.startFlux(ctx); err != nil {
 		return nil, err
 	}
@@ -430,7 +465,7 @@ func (p *Plane) prepareStateDir() error {
 	if len(killed) > 0 {
 		p.log.Info("ended processes left behind by an earlier plane", "pids", killed)
 	}
-	for _, sub := range []string{"management", "flux", "git", "clusters", "logs", "run", "home", KubeconfigFile} {
+	for _, sub := range []string{"management", "flux", "git", "clusters", "logs", "run", "home", fixtureSrcDir, KubeconfigFile} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return fmt.Errorf("plane: clean state dir: %w", err)
 		}
@@ -580,9 +615,6 @@ func kubeconfigFor(cfg *rest.Config, cluster, user string, auth *clientcmdapi.Au
 
 // startFlux starts source-, kustomize- and helm-controller and waits until each is ready.
 func (p *Plane) startFlux(ctx context.Context) error {
-	if err := p.startControllerManager(ctx); err != nil {
-		return err
-	}
 	o := p.opts
 	ports, err := proc.FreePorts(7)
 	if err != nil {
@@ -669,39 +701,39 @@ func (p *Plane) startFlux(ctx context.Context) error {
 	return nil
 }
 
-// startControllerManager runs kube-controller-manager against the management API server with the
-// controllers every real management cluster has and the operator relies on: the garbage
-// collector (owner references: a release's Flux objects, a ClusterAddon's ConfigMap) and the
-// namespace controller. envtest alone runs neither.
-func (p *Plane) startControllerManager(ctx context.Context) error {
+// managementControllers are kube-controller-manager's controllers on the management API
+// server. envtest alone runs none. Those every real management cluster has and the operator
+// relies on: the garbage collector (owner references: a release's Flux objects, a
+// ClusterAddon's ConfigMap) and the namespace controller. Those that make a Deployment's Pods
+// run (kwok plays their kubelet) and report it Available: deployment and replicaset, and the
+// node lifecycle controller, which lifts the node.kubernetes.io/not-ready:NoSchedule taint the
+// API server puts on every new Node once kwok reports it Ready (no Pod is scheduled without).
+// No ServiceAccount controller: envtest's API server runs without the ServiceAccount admission
+// plugin, so Pods need no "default" ServiceAccount.
+var managementControllers = []string{
+	"garbage-collector-controller", "namespace-controller",
+	"deployment-controller", "replicaset-controller", "node-lifecycle-controller",
+}
+
+// startManagementComponents runs kube-controller-manager, kube-scheduler and kwok against the
+// management API server and creates its Nodes (package kubesim).
+func (p *Plane) startManagementComponents(ctx context.Context) error {
 	o := p.opts
-	ports, err := proc.FreePorts(1)
-	if err != nil {
-		return err
-	}
-	pr, err := proc.Start(proc.Spec{
-		Name: "kube-controller-manager",
-		Path: filepath.Join(o.BinDir, "kube-controller-manager"),
-		Args: []string{
-			"--kubeconfig=" + p.kubeconfig,
-			"--authentication-kubeconfig=" + p.kubeconfig,
-			"--authorization-kubeconfig=" + p.kubeconfig,
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(ports[0]),
-			"--cert-dir=" + filepath.Join(o.StateDir, "kube-controller-manager"),
-			"--controllers=garbagecollector,namespace",
-		},
-		LogFile: filepath.Join(p.LogDir(), "kube-controller-manager.log"),
+	sim, err := kubesim.Start(ctx, kubesim.Options{
+		Name:             "management",
+		BinDir:           o.BinDir,
+		KwokStagesDir:    o.KwokStagesDir,
+		Kubeconfig:       p.kubeconfig,
+		Dir:              filepath.Join(o.StateDir, "management"),
+		LogDir:           p.LogDir(),
+		Controllers:      managementControllers,
+		Nodes:            o.ManagementNodes,
+		OnProcessStarted: p.record,
 	})
 	if err != nil {
-		return fmt.Errorf("plane: %w", err)
+		return fmt.Errorf("plane: management API server: %w", err)
 	}
-	p.flux = append(p.flux, pr)
-	p.record()
-	if err := proc.WaitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), pr); err != nil {
-		return fmt.Errorf("plane: kube-controller-manager not healthy (log: %s): %w", pr.LogFile(), err)
-	}
+	p.sim = sim
 	return nil
 }
 
@@ -861,7 +893,8 @@ func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) er
 }
 
 // Stop stops everything the plane started: the operator, the localinfra controller and all
-// workload clusters, the Flux controllers, the Git server and the management API server. It
+// workload clusters, the Flux controllers, the management API server's controller manager,
+// scheduler and kwok, the Git server and the management API server. It
 // is idempotent and safe to call on a partly started plane.
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
@@ -891,11 +924,18 @@ func (p *Plane) Stop() error {
 		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
+		stops := make([]func() error, 0, len(p.flux)+1)
 		for _, f := range p.flux {
+			stops = append(stops, func() error { return f.Stop(proc.DefaultStopTimeout) })
+		}
+		if p.sim != nil {
+			stops = append(stops, p.sim.Stop)
+		}
+		for _, stop := range stops {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := f.Stop(proc.DefaultStopTimeout); err != nil {
+				if err := stop(); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -972,11 +1012,16 @@ type ProcessInfo struct {
 	LogFile string
 }
 
-// Processes lists the processes the plane started itself (Flux controllers and the
-// operator; not envtest's nor the workload clusters').
+// Processes lists the processes the plane started itself (the management API server's
+// controller manager, scheduler and kwok, the Flux controllers, CAPI and the operator; not
+// envtest's nor the workload clusters').
 func (p *Plane) Processes() []ProcessInfo {
 	var out []ProcessInfo
-	for _, pr := range append(append([]*proc.Process{}, p.flux...), p.operator, p.capi, p.providerWebhooks) {
+	var procs []*proc.Process
+	if p.sim != nil {
+		procs = p.sim.Processes()
+	}
+	for _, pr := range append(append(procs, p.flux...), p.operator, p.capi, p.providerWebhooks) {
 		if pr != nil {
 			out = append(out, ProcessInfo{Name: pr.Name(), Pid: pr.Pid(), LogFile: pr.LogFile()})
 		}

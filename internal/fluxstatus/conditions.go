@@ -62,6 +62,19 @@ type Input struct {
 	// Alert is a problem that makes the subject Degraded without making it unavailable (the
 	// delivered state keeps working), such as a release tag moved after validation.
 	Alert *Problem
+	// Unavailable says that the delivered state does not serve right now although it was
+	// delivered (a Deployment of it has no available replicas): Available is False with its
+	// reason and message instead of True for Delivered. It does not make the subject Degraded by
+	// itself; the objects and the grace period decide that.
+	Unavailable *Problem
+	// AvailabilityObserved says that the caller observes whether the delivered state serves
+	// (Unavailable is set exactly when it does not), rather than leaving it to be inferred from
+	// Degraded: with Delivered set, Available then stays True while Unavailable is nil, also when
+	// the subject is Degraded (an upgrade that failed while the old version keeps serving).
+	AvailabilityObserved bool
+	// MoveVerb describes the move from Delivered to Desired in Progressing's message
+	// ("<verb> from <delivered> to <desired>: ..."); "upgrading" when empty.
+	MoveVerb string
 }
 
 // Result holds the computed conditions and when to look again.
@@ -191,7 +204,7 @@ func Compute(in Input) Result {
 			msg = componentPrefix(*firstUnhealthy) + firstUnhealthy.Describe()
 		}
 		if reason == csv1.ReasonUpgrading {
-			msg = fmt.Sprintf("upgrading from %s to %s: %s", in.Delivered, in.Desired, msg)
+			msg = fmt.Sprintf("%s from %s to %s: %s", orDefault(in.MoveVerb, "upgrading"), in.Delivered, in.Desired, msg)
 		}
 		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, reason, in.Subject+": "+msg)
 	}
@@ -200,7 +213,9 @@ func Compute(in Input) Result {
 	switch {
 	case r.Healthy:
 		r.Available = cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, orDefault(in.Desired, "the desired state")))
-	case in.Delivered != "" && !degraded:
+	case in.Unavailable != nil:
+		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, in.Unavailable.Reason, in.Subject+": "+in.Unavailable.Message)
+	case in.Delivered != "" && (!degraded || in.AvailabilityObserved):
 		r.Available = cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, in.Delivered))
 	case degraded:
 		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, r.Degraded.Reason, r.Degraded.Message)

@@ -252,6 +252,72 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			name: "a move described with another verb (MoveVerb)",
+			in: Input{Delivered: v1, Desired: v2, MoveVerb: "moving", Previous: progressingSince(time.Minute), Objects: []ObjectState{
+				obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.Revision = "1.0.0" }),
+			}},
+			want: want{
+				Available:    c{"True", "AsExpected", subject + ": " + v1 + " is available"},
+				Progressing:  c{"True", "Upgrading", subject + ": moving from " + v1 + " to " + v2 + `: component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`},
+				Degraded:     c{"False", "AsExpected", subject + ": desired state is met or converging"},
+				Ready:        c{"False", "Upgrading", subject + ": moving from " + v1 + " to " + v2 + `: component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`},
+				RequeueAfter: 4 * time.Minute,
+			},
+		},
+		{
+			name: "upgrade while the delivered state does not serve (Unavailable): Available False, not Degraded within grace",
+			in: Input{Delivered: v1, Desired: v2, Previous: progressingSince(time.Minute),
+				Unavailable: &Problem{Reason: "DeploymentUnavailable", Message: "Deployment capi-system/capi has no available replicas"},
+				Objects:     []ObjectState{obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.Revision = "1.0.0" })}},
+			want: want{
+				Available:    c{"False", "DeploymentUnavailable", subject + ": Deployment capi-system/capi has no available replicas"},
+				Progressing:  c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + `: component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`},
+				Degraded:     c{"False", "AsExpected", subject + ": desired state is met or converging"},
+				Ready:        c{"False", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + `: component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`},
+				RequeueAfter: 4 * time.Minute,
+			},
+		},
+		{
+			name: "upgrade failing beyond grace while the old version is observed to serve: Degraded, Available stays True",
+			in: Input{Delivered: v1, Desired: v2, AvailabilityObserved: true, Previous: progressingSince(6 * time.Minute), Objects: []ObjectState{
+				obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+					s.Ready, s.ReadySince, s.Message = metav1.ConditionFalse, t0.Add(-6*time.Minute), "upgrade failed"
+				}),
+			}},
+			want: want{
+				Available:   c{"True", "AsExpected", subject + ": " + v1 + " is available"},
+				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni: upgrade failed"},
+				Degraded:    c{"True", "FluxObjectNotReady", subject + ": component cni: HelmRelease/c1-cni: upgrade failed (not Ready for more than 5m0s)"},
+				Ready:       c{"False", "FluxObjectNotReady", subject + ": component cni: HelmRelease/c1-cni: upgrade failed (not Ready for more than 5m0s)"},
+			},
+		},
+		{
+			name: "upgrade failing beyond grace while the old version is observed not to serve: Degraded, Available False",
+			in: Input{Delivered: v1, Desired: v2, AvailabilityObserved: true, Previous: progressingSince(6 * time.Minute),
+				Unavailable: &Problem{Reason: "DeploymentUnavailable", Message: "Deployment capi-system/capi is not available"},
+				Objects: []ObjectState{obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+					s.Ready, s.ReadySince, s.Message = metav1.ConditionFalse, t0.Add(-6*time.Minute), "upgrade failed"
+				})}},
+			want: want{
+				Available:   c{"False", "DeploymentUnavailable", subject + ": Deployment capi-system/capi is not available"},
+				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni: upgrade failed"},
+				Degraded:    c{"True", "FluxObjectNotReady", subject + ": component cni: HelmRelease/c1-cni: upgrade failed (not Ready for more than 5m0s)"},
+				Ready:       c{"False", "FluxObjectNotReady", subject + ": component cni: HelmRelease/c1-cni: upgrade failed (not Ready for more than 5m0s)"},
+			},
+		},
+		{
+			name: "Unavailable does not hide a healthy state",
+			in: Input{Delivered: v2, Desired: v2, Objects: []ObjectState{healthyHR("c1-cni", "cni")},
+				Unavailable: &Problem{Reason: "DeploymentUnavailable", Message: "stale"}},
+			want: want{
+				Available:   c{"True", "AsExpected", subject + ": " + v2 + " is available"},
+				Progressing: c{"False", "AsExpected", subject + ": " + v2 + " is applied"},
+				Degraded:    c{"False", "AsExpected", subject + ": desired state is met or converging"},
+				Ready:       c{"True", "AsExpected", subject + ": " + v2 + " is available"},
+				Healthy:     true,
+			},
+		},
+		{
 			name: "upgrade with an object Ready=False within grace: still Available",
 			in: Input{Delivered: v1, Desired: v2, Previous: progressingSince(time.Minute), Objects: []ObjectState{
 				obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {

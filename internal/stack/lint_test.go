@@ -101,6 +101,40 @@ func TestLintProblems(t *testing.T) {
 		},
 		want: []wantProblem{{"stack.yaml", `provider "aws-eks" must be lower-case letters and digits only`}},
 	}, {
+		name: "requires: malformed entries, each reported with its index",
+		base: aws,
+		mutate: func(t *testing.T, dir string) {
+			appendFile(t, dir, "stack.yaml", `requires:
+  - operator: cluster-api
+    versions: ">=1.10.0 <1.12.0"
+  - operator: capa
+    versions: "newest"
+  - capiContract: beta2
+  - operator: capa
+    capiContract: v1beta2
+  - {}
+  - operator: cluster-api
+    versions: "<2.0.0"
+  - capiContract: v1beta2
+    versions: ">=1.0.0"
+`)
+		},
+		want: []wantProblem{
+			{"stack.yaml", `requires[1]: operator capa: versions "newest" is not a semantic version range (e.g. ">=1.10.0 <1.12.0", "~1.10" or "1.10.x || 1.11.x")`},
+			{"stack.yaml", `requires[2]: capiContract "beta2" is not a Cluster API contract such as v1beta2`},
+			{"stack.yaml", "requires[3]: set operator or capiContract, not both: write them as two entries"},
+			{"stack.yaml", "requires[4]: set operator (with an optional versions range) or capiContract"},
+			{"stack.yaml", "requires[5]: operator cluster-api is listed again (first in requires[0]): write one entry, with one range"},
+			{"stack.yaml", "requires[6]: versions applies to an operator, not to capiContract"},
+		},
+	}, {
+		name: "requires: an unknown key",
+		base: aws,
+		mutate: func(t *testing.T, dir string) {
+			appendFile(t, dir, "stack.yaml", "requires:\n  - operator: capa\n    version: \">=2.0.0\"\n")
+		},
+		want: []wantProblem{{"stack.yaml", "field version not found"}},
+	}, {
 		name: "csctl.yaml with an unknown apiVersion",
 		base: old,
 		mutate: func(t *testing.T, dir string) {

@@ -17,7 +17,9 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
+	"github.com/clusterstack-io/clusterstack-operator/internal/requirements"
 )
 
 // Kind is how a component is delivered.
@@ -110,6 +112,23 @@ type Stack struct {
 	AddonValuesTemplate string `json:"addonValuesTemplate,omitempty"`
 	// AddonValuesFile is where AddonValuesTemplate came from: ClusterAddonValuesFile, or "".
 	AddonValuesFile string `json:"addonValuesFile,omitempty"`
+	// Requirements are stack.yaml's `requires:` list: the management operators (with version
+	// ranges) and the Cluster API contract the stack needs. A release whose requirements the
+	// delivered ManagementOperators do not meet is not used.
+	Requirements []Requirement `json:"requirements,omitempty"`
+}
+
+// Requirement is one entry of stack.yaml's `requires:` list: an operator of the management plane
+// (a ManagementOperator's component name) with an optional version range, or a Cluster API
+// contract. Its fields are those of the API's StackRequirement, in the same order, so that one
+// converts to the other.
+type Requirement struct {
+	// Operator is a ManagementOperator's spec.component.name, e.g. "cluster-api".
+	Operator string `json:"operator,omitempty" yaml:"operator"`
+	// Versions is a semantic version range the delivered version must be in, e.g. ">=1.10.0 <1.12.0".
+	Versions string `json:"versions,omitempty" yaml:"versions"`
+	// CAPIContract is a Cluster API contract the core provider must serve, e.g. "v1beta2".
+	CAPIContract string `json:"capiContract,omitempty" yaml:"capiContract"`
 }
 
 // HelmReleaseName is the Helm release name of the cluster-class chart: "aws-base-1-36".
@@ -194,6 +213,7 @@ type stackFile struct {
 	KubernetesVersion string            `yaml:"kubernetesVersion"`
 	Addons            map[string]string `yaml:"addons"`
 	Namespaces        map[string]string `yaml:"namespaces"`
+	Requires          []Requirement     `yaml:"requires"`
 }
 
 type csctlFile struct {
@@ -253,6 +273,7 @@ func (l *stackReader) readMetadata(s *Stack) {
 		l.setMetadata(s, StackFile, f.Provider, f.ClusterStackName, f.KubernetesVersion, "provider", "clusterStackName", "kubernetesVersion")
 		s.Addons = f.Addons
 		l.namespaces = f.Namespaces
+		s.Requirements = l.checkRequirements(f.Requires)
 		if csctl != nil {
 			l.checkCsctlAgrees(s, csctl)
 		}
@@ -328,6 +349,28 @@ func (l *stackReader) setMetadata(s *Stack, file, provider, name, version, provi
 			l.ps.addf(file, "%s %s does not match the stack directory %s (Kubernetes %s)", versionKey, version, filepath.Base(filepath.Clean(l.dir)), dirMinor)
 		}
 	}
+}
+
+// checkRequirements reports every malformed entry of `requires:` (ranges that do not parse, an
+// operator listed twice, ...) and returns the entries.
+func (l *stackReader) checkRequirements(reqs []Requirement) []Requirement {
+	seen := map[string]int{}
+	for i, r := range reqs {
+		if msg := requirements.Validate(csv1.StackRequirement(r)); msg != "" {
+			l.ps.addf(StackFile, "requires[%d]: %s", i, msg)
+			continue
+		}
+		key := "operator " + r.Operator
+		if r.CAPIContract != "" {
+			key = "capiContract " + r.CAPIContract
+		}
+		if j, ok := seen[key]; ok {
+			l.ps.addf(StackFile, "requires[%d]: %s is listed again (first in requires[%d]): write one entry, with one range", i, key, j)
+			continue
+		}
+		seen[key] = i
+	}
+	return reqs
 }
 
 func (l *stackReader) checkCsctlAgrees(s *Stack, c *csctlFile) {

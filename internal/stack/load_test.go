@@ -250,3 +250,28 @@ func removeFile(t *testing.T, dir, rel string) {
 		t.Fatal(err)
 	}
 }
+
+func TestLoadRequirements(t *testing.T) {
+	dir := copyStack(t, "../../stacks/aws/base/1-36")
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requirements != nil {
+		t.Errorf("a stack without requires: has requirements %v", s.Requirements)
+	}
+	appendFile(t, dir, "stack.yaml", `requires:
+  - operator: cluster-api
+    versions: ">=1.10.0 <1.12.0"
+  - operator: capa
+  - capiContract: v1beta2
+`)
+	s, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Requirement{{Operator: "cluster-api", Versions: ">=1.10.0 <1.12.0"}, {Operator: "capa"}, {CAPIContract: "v1beta2"}}
+	if !reflect.DeepEqual(s.Requirements, want) {
+		t.Errorf("requirements = %+v, want %+v", s.Requirements, want)
+	}
+}

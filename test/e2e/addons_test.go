@@ -32,13 +32,35 @@ type observation struct {
 
 // observe samples a ClusterAddon and its ClusterStack every 50ms until stop is called.
 func observe(ctx context.Context, ns, cluster string) (stop func() []observation) {
+	return sampleEvery(ctx, 50*time.Millisecond, func() (observation, bool) {
+		a := &csv1.ClusterAddon{}
+		cs := &csv1.ClusterStack{}
+		if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, a) != nil ||
+			k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs) != nil {
+			return observation{}, false
+		}
+		o := observation{LastApplied: a.Status.LastAppliedRelease, StackAvailableVersion: cs.Status.Versions.Available}
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.AvailableCondition); c != nil {
+			o.Available = c.Status
+		}
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil {
+			o.Progressing, o.ProgressingMsg = c.Status, c.Message
+		}
+		return o, true
+	})
+}
+
+// sampleEvery calls sample every interval until stop is called (or ctx ends) and returns, from
+// stop, the samples it reported as taken, in order.
+func sampleEvery[T any](ctx context.Context, interval time.Duration, sample func() (T, bool)) (stop func() []T) {
 	var mu sync.Mutex
-	var obs []observation
+	var out []T
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
+		defer GinkgoRecover()
 		defer close(finished)
-		t := time.NewTicker(50 * time.Millisecond)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
@@ -48,30 +70,19 @@ func observe(ctx context.Context, ns, cluster string) (stop func() []observation
 				return
 			case <-t.C:
 			}
-			a := &csv1.ClusterAddon{}
-			cs := &csv1.ClusterStack{}
-			if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, a) != nil ||
-				k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs) != nil {
-				continue
+			if v, ok := sample(); ok {
+				mu.Lock()
+				out = append(out, v)
+				mu.Unlock()
 			}
-			o := observation{LastApplied: a.Status.LastAppliedRelease, StackAvailableVersion: cs.Status.Versions.Available}
-			if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.AvailableCondition); c != nil {
-				o.Available = c.Status
-			}
-			if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil {
-				o.Progressing, o.ProgressingMsg = c.Status, c.Message
-			}
-			mu.Lock()
-			obs = append(obs, o)
-			mu.Unlock()
 		}
 	}()
-	return func() []observation {
+	return func() []T {
 		close(done)
 		<-finished
 		mu.Lock()
 		defer mu.Unlock()
-		return obs
+		return out
 	}
 }
 

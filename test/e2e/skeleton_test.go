@@ -260,4 +260,15 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
 		Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 	})
+
+	It("delivers the example ManagementOperator through Flux and reports it Available (Disabled: no stack requires it)", func(ctx SpecContext) {
+		Eventually(ctx, func(g Gomega) {
+			mo := &csv1.ManagementOperator{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "demo-addon-operator"}, mo)).To(Succeed())
+			g.Expect(delivered(mo)).To(Equal("v1.0.0"))
+			g.Expect(mo).To(haveOperatorCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(mo).To(haveOperatorCondition(csv1.DisabledCondition, metav1.ConditionTrue))
+			g.Expect(mo.Status.AvailableUpdates).To(ContainElement("v2.0.0"))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+	})
 })

@@ -1,0 +1,404 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/opgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/opstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/requirements"
+)
+
+// ManagementOperatorFinalizer lets the operator suspend a ManagementOperator's Kustomization or
+// HelmRelease before its Flux objects are deleted, so that Flux leaves the delivered operator
+// running (uninstalling a Cluster API provider would delete its CRDs and every object of them).
+const ManagementOperatorFinalizer = "clusterstack.io/management-operator"
+
+// Labels kustomize-controller and helm-controller put on every object they apply, naming the
+// Kustomization or HelmRelease that applied it.
+const (
+	kustomizeNameLabel      = "kustomize.toolkit.fluxcd.io/name"
+	kustomizeNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+	helmNameLabel           = "helm.toolkit.fluxcd.io/name"
+	helmNamespaceLabel      = "helm.toolkit.fluxcd.io/namespace"
+)
+
+// ManagementOperatorReconciler delivers each ManagementOperator through Flux only: it applies
+// the GitRepository pinned to the version's tag and the Kustomization (or HelmChart and
+// HelmRelease) that internal/opgen generates into the management namespace, and computes the
+// status with internal/opstatus from those objects and the Deployments they rolled out. It never
+// applies an operator's manifests itself.
+type ManagementOperatorReconciler struct {
+	client.Client
+	Applier  *Applier
+	Tags     *TagLister
+	Recorder record.EventRecorder
+	Options  StatusOptions
+	// Namespace is the management namespace: where the Flux objects are generated and the
+	// ManagementOperators' Secrets are read.
+	Namespace string
+	// HelmDeployments is a cache of the Deployments helm-controller installed for HelmReleases
+	// of the management namespace, read and watched for charts (the manager's cache holds only
+	// those kustomize-controller applied; see CacheOptions and HelmDeploymentCacheOptions). nil:
+	// the manager's client is read and nothing more is watched.
+	HelmDeployments cache.Cache
+}
+
+// +kubebuilder:rbac:groups=clusterstack.io,resources=managementoperators,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=clusterstack.io,resources=managementoperators/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=clusterstack.io,resources=managementoperators/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+
+// opScope carries one reconcile's facts between the steps.
+type opScope struct {
+	op *csv1.ManagementOperator
+	// inUse are the releases Clusters use; requiredBy the releases requiring the operator.
+	inUse      []requirements.Release
+	requiredBy []string
+	decision   opstatus.Decision
+	observed   opstatus.Observed
+	objects    []fluxstatus.ObjectState
+	// deployments are those the operator's manifests created.
+	deployments []opstatus.Deployment
+	// tags of the source repository; nil when not listed this time.
+	tags []string
+}
+
+// Reconcile delivers one ManagementOperator and records its status.
+func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	op := &csv1.ManagementOperator{}
+	if err := r.Get(ctx, req.NamespacedName, op); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !op.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, op)
+	}
+	if controllerutil.AddFinalizer(op, ManagementOperatorFinalizer) {
+		if err := r.Update(ctx, op); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s := &opScope{op: op}
+	for _, step := range []func(context.Context, *opScope) error{
+		r.collectReleases,
+		r.applyFluxObjects,
+		r.observeFluxObjects,
+		r.observeDeployments,
+		r.listTags,
+	} {
+		if err := step(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.writeStatus(ctx, s)
+}
+
+// collectReleases gathers the releases Clusters use (as the ClusterStack's garbage collection
+// decides it: a Cluster's ClusterClass, a ClusterAddon's applied release, a cluster's Flux
+// objects still referring to it) and the releases that require the operator.
+func (r *ManagementOperatorReconciler) collectReleases(ctx context.Context, s *opScope) error {
+	var stacks csv1.ClusterStackList
+	if err := r.List(ctx, &stacks); err != nil {
+		return fmt.Errorf("list ClusterStacks: %w", err)
+	}
+	var rels csv1.ClusterStackReleaseList
+	if err := r.List(ctx, &rels); err != nil {
+		return fmt.Errorf("list ClusterStackReleases: %w", err)
+	}
+	used := map[string]bool{} // "<namespace>/<release>"
+	for i := range stacks.Items {
+		cs := &stacks.Items[i]
+		u, err := releaseUses(ctx, r.Client, cs, true)
+		if err != nil {
+			return fmt.Errorf("ClusterStack %s/%s: %w", cs.Namespace, cs.Name, err)
+		}
+		for j := range rels.Items {
+			rel := &rels.Items[j]
+			if rel.Namespace == cs.Namespace && rel.Spec.ClusterStack == cs.Name && len(u.reasons(rel.Name)) > 0 {
+				used[rel.Namespace+"/"+rel.Name] = true
+			}
+		}
+	}
+	all, inUse := stackReleases(rels.Items, used)
+	s.inUse = inUse
+	s.requiredBy = requirements.Requiring(s.op.Spec.Component, all)
+	return nil
+}
+
+// stackReleases turns releases into requirements.Releases named "<namespace>/<name>": all of
+// them, and those used says are in use, both sorted by name.
+func stackReleases(rels []csv1.ClusterStackRelease, used map[string]bool) (all, inUse []requirements.Release) {
+	for i := range rels {
+		rel := requirements.Release{Name: rels[i].Namespace + "/" + rels[i].Name, Requirements: rels[i].Status.Requirements}
+		all = append(all, rel)
+		if used[rel.Name] {
+			inUse = append(inUse, rel)
+		}
+	}
+	byName := func(rs []requirements.Release) {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+	}
+	byName(all)
+	byName(inUse)
+	return all, inUse
+}
+
+// applyFluxObjects decides what may be delivered and, when something may, applies the Flux
+// objects for it, owned by the ManagementOperator. When spec.version is refused or held back
+// nothing is written: the objects keep delivering what they delivered.
+func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *opScope) error {
+	s.decision = opstatus.Decide(s.op, s.inUse)
+	if !s.decision.Apply {
+		return nil
+	}
+	for _, obj := range opgen.Objects(s.op, r.Namespace, s.decision.Target) {
+		if _, err := r.Applier.Apply(ctx, s.op, obj); err != nil {
+			return fmt.Errorf("ManagementOperator %s: apply %s %s/%s: %w", s.op.Name, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// observeFluxObjects reads the operator's Flux objects back (those it controls; another's
+// object of the same name counts as missing) and maps them to states.
+func (r *ManagementOperatorReconciler) observeFluxObjects(ctx context.Context, s *opScope) error {
+	key := client.ObjectKey{Namespace: r.Namespace, Name: opgen.ObjectName(s.op.Name)}
+	var err error
+	if s.observed.GitRepository, err = getControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, s.op); err != nil {
+		return err
+	}
+	if opgen.UsesChart(s.op) {
+		if s.observed.HelmChart, err = getControlled(ctx, r.Client, key, &sourcev1.HelmChart{}, s.op); err != nil {
+			return err
+		}
+		if s.observed.HelmRelease, err = getControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, s.op); err != nil {
+			return err
+		}
+	} else if s.observed.Kustomization, err = getControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s.op); err != nil {
+		return err
+	}
+	s.objects = opstatus.States(s.op, s.decision.Target, s.observed)
+	return nil
+}
+
+// getControlled reads an object controlled by owner; nil when it does not exist or another
+// controls it.
+func getControlled[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T, owner metav1.Object) (T, error) {
+	var none T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, nil
+		}
+		return none, fmt.Errorf("get %T %s: %w", obj, key, err)
+	}
+	if !metav1.IsControlledBy(obj, owner) {
+		return none, nil
+	}
+	return obj, nil
+}
+
+// observeDeployments reads the Deployments the manifests created: those the Kustomization's
+// inventory lists, or those helm-controller labelled with the HelmRelease.
+func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s *opScope) error {
+	var deps []appsv1.Deployment
+	switch {
+	case s.observed.Kustomization != nil:
+		for _, key := range opstatus.InventoryDeployments(s.observed.Kustomization) {
+			d := appsv1.Deployment{}
+			if err := r.Get(ctx, key, &d); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // not applied yet (or not labelled by kustomize-controller, so not cached)
+				}
+				return fmt.Errorf("get Deployment %s: %w", key, err)
+			}
+			deps = append(deps, d)
+		}
+	case s.observed.HelmRelease != nil:
+		var reader client.Reader = r.Client
+		if r.HelmDeployments != nil {
+			reader = r.HelmDeployments
+		}
+		var list appsv1.DeploymentList
+		if err := reader.List(ctx, &list, client.MatchingLabels(opstatus.HelmReleaseSelector(s.observed.HelmRelease))); err != nil {
+			return fmt.Errorf("list Deployments of HelmRelease %s/%s: %w", s.observed.HelmRelease.Namespace, s.observed.HelmRelease.Name, err)
+		}
+		deps = list.Items
+	}
+	sort.Slice(deps, func(i, j int) bool {
+		return deps[i].Namespace+"/"+deps[i].Name < deps[j].Namespace+"/"+deps[j].Name
+	})
+	s.deployments = nil
+	for i := range deps {
+		s.deployments = append(s.deployments, opstatus.FromDeployment(&deps[i]))
+	}
+	return nil
+}
+
+// tagInterval is how often the source repository's tags are listed: the operator's interval.
+func tagInterval(op *csv1.ManagementOperator) time.Duration {
+	if op.Spec.Interval != nil && op.Spec.Interval.Duration > 0 {
+		return op.Spec.Interval.Duration
+	}
+	return opgen.DefaultInterval
+}
+
+// listTags lists the source repository's tags for availableUpdates (a listing at most one
+// interval old is reused), with the credentials Secret of the management namespace. A failure
+// leaves availableUpdates as they were.
+func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope) error {
+	git := s.op.Spec.Source.Git
+	if git == nil || r.Tags == nil {
+		return nil
+	}
+	tags, err := r.Tags.Tags(ctx, r.Namespace, csv1.StackSource{URL: git.URL, SecretRef: git.SecretRef}, tagInterval(s.op))
+	if err != nil {
+		log.FromContext(ctx).Info("cannot list the tags of the operator's repository; availableUpdates are kept", "error", err.Error())
+		return nil
+	}
+	if tags == nil {
+		tags = []string{} // listed, and there are none
+	}
+	s.tags = tags
+	return nil
+}
+
+// writeStatus computes the status and writes it when it changed; Events follow a successful write.
+func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opScope) (ctrl.Result, error) {
+	res := opstatus.Compute(opstatus.Input{
+		Operator:    s.op,
+		Namespace:   r.Namespace,
+		Decision:    s.decision,
+		Objects:     s.objects,
+		Deployments: s.deployments,
+		RequiredBy:  s.requiredBy,
+		Tags:        s.tags,
+		Now:         r.Options.now(),
+		Grace:       r.Options.Grace,
+	})
+	var prev []metav1.Condition
+	changed := false
+	err := updateStatus(ctx, r.Client, s.op, func(op *csv1.ManagementOperator) {
+		prev = append([]metav1.Condition(nil), op.Status.Conditions...)
+		changed = res.ApplyTo(&op.Status, op.Generation)
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if changed {
+		emitTransitions(r.Recorder, s.op, prev, fluxstatus.Result{
+			Available: findCondition(res.Conditions, csv1.AvailableCondition),
+			Degraded:  findCondition(res.Conditions, csv1.DegradedCondition),
+		})
+	}
+	after := res.RequeueAfter
+	if s.op.Spec.Source.Git != nil && r.Tags != nil {
+		after = minNonZero(after, tagInterval(s.op))
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+func findCondition(conds []metav1.Condition, t string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(conds, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: t, Status: metav1.ConditionUnknown}
+}
+
+func minNonZero(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// reconcileDelete suspends the operator's Kustomization or HelmRelease first (helm-controller
+// uninstalls the chart of a HelmRelease that is not suspended; the Kustomization's deletionPolicy
+// is Orphan, and suspending it too keeps it from pruning in the meantime), deletes the Flux
+// objects and lets the ManagementOperator go. What they delivered keeps running.
+func (r *ManagementOperatorReconciler) reconcileDelete(ctx context.Context, op *csv1.ManagementOperator) error {
+	if !controllerutil.ContainsFinalizer(op, ManagementOperatorFinalizer) {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: r.Namespace, Name: opgen.ObjectName(op.Name)}
+	hr, err := getControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, op)
+	if err != nil {
+		return err
+	}
+	ks, err := getControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, op)
+	if err != nil {
+		return err
+	}
+	hc, err := getControlled(ctx, r.Client, key, &sourcev1.HelmChart{}, op)
+	if err != nil {
+		return err
+	}
+	gr, err := getControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, op)
+	if err != nil {
+		return err
+	}
+	// Suspend everything that applies before anything is deleted.
+	var appliers, all []client.Object
+	if hr != nil {
+		appliers = append(appliers, hr)
+	}
+	if ks != nil {
+		appliers = append(appliers, ks)
+	}
+	for _, o := range appliers {
+		if err := suspendFlux(ctx, r.Client, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("suspend %s/%s before deleting it: %w", key.Namespace, key.Name, err)
+		}
+	}
+	all = append(all, appliers...)
+	if hc != nil {
+		all = append(all, hc)
+	}
+	if gr != nil {
+		all = append(all, gr)
+	}
+	for _, o := range all {
+		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete %T %s: %w", o, key, err)
+		}
+		r.Applier.Forget(kindOf(o), key)
+	}
+	log.FromContext(ctx).V(1).Info("management operator's Flux objects suspended and deleted; what they delivered keeps running", "count", len(all))
+	if controllerutil.RemoveFinalizer(op, ManagementOperatorFinalizer) {
+		return client.IgnoreNotFound(r.Update(ctx, op))
+	}
+	return nil
+}
+
+// kindOf is the Flux kind of a generated object.
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *helmv2.HelmRelease:
+		return helmv2.HelmReleaseKind
+	case *kustomizev1.Kustomization:
+		return kustomizev1.KustomizationKind
+	case *sourcev1.HelmChart:
+		return sourcev1.HelmChartKind
+	case *sourcev1.GitRepository:
+		return sourcev1.GitRepositoryKind
+	}
+	return ""
+}

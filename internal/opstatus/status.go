@@ -1,0 +1,396 @@
+package opstatus
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/opgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/requirements"
+)
+
+// MaxUnhealthy bounds status.unhealthy (the API's MaxItems).
+const MaxUnhealthy = 64
+
+// versionRE is the form of spec.version (the API's rule): tags of this form after the tag
+// prefix are versions of the operator.
+var versionRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-[0-9A-Za-z-]+([.][0-9A-Za-z-]+)*)?([+][0-9A-Za-z-]+([.][0-9A-Za-z-]+)*)?$`)
+
+// Input is everything a ManagementOperator's status is computed from.
+type Input struct {
+	// Operator is the ManagementOperator, with its previous status.
+	Operator *csv1.ManagementOperator
+	// Namespace is the management namespace its Flux objects are in.
+	Namespace string
+	// Decision is what Decide returned for this reconcile.
+	Decision Decision
+	// Objects are the states of its Flux objects for Decision.Target (States).
+	Objects []fluxstatus.ObjectState
+	// Deployments are the Deployments its manifests created (FromDeployment of those
+	// InventoryDeployments or HelmReleaseSelector find).
+	Deployments []Deployment
+	// RequiredBy names the releases that require the operator (requirements.Requiring over the
+	// releases of every ClusterStack); empty makes it Disabled.
+	RequiredBy []string
+	// Tags are the tags of the source repository, for availableUpdates; nil when they were not
+	// listed this time (the previous availableUpdates are kept).
+	Tags []string
+	// Now and Grace: a failure, or a rollout not done, for longer than Grace is Degraded.
+	Now   time.Time
+	Grace time.Duration
+}
+
+// Result is the computed status.
+type Result struct {
+	// Conditions are Available, Progressing, Degraded, Ready, Stalled and Reconciling (from
+	// fluxstatus.Compute), Upgradeable and Disabled, in that order.
+	Conditions []metav1.Condition
+	// Versions are status.versions: versions[name=operator] is Decision.Target once delivered,
+	// else the version delivered before.
+	Versions []csv1.OperandVersion
+	// DesiredVersion is status.desiredVersion: Decision.Target.
+	DesiredVersion string
+	// Delivered is true when Decision.Target is delivered: every Flux object is Ready at its
+	// revision and every Deployment of it is rolled out and Available.
+	Delivered bool
+	// History is status.history, newest first.
+	History []csv1.OperatorHistoryEntry
+	// AvailableUpdates is status.availableUpdates.
+	AvailableUpdates []string
+	// RelatedObjects is status.relatedObjects.
+	RelatedObjects []csv1.ResourceReference
+	// Unhealthy is status.unhealthy.
+	Unhealthy []csv1.UnhealthyObject
+	// RequeueAfter is when a grace period runs out and the result may change without any watch
+	// event; zero when no timer is needed.
+	RequeueAfter time.Duration
+}
+
+// Subject prefixes the ManagementOperator's condition messages.
+func Subject(op *csv1.ManagementOperator) string { return "management operator " + op.Name }
+
+// Compute computes a ManagementOperator's status.
+func Compute(in Input) Result {
+	op, d := in.Operator, in.Decision
+	delivered := op.DeliveredVersion()
+	// Deployments first: a rollout that does not finish is described by the Deployment that
+	// is stuck ("rolling out: 1 of 1 replicas updated, 0 available") rather than by the
+	// Kustomization waiting for it ("Reconciliation in progress").
+	objects := make([]fluxstatus.ObjectState, 0, len(in.Deployments)+len(in.Objects))
+	for _, dep := range in.Deployments {
+		objects = append(objects, dep.state(d.Target, delivered))
+	}
+	objects = append(objects, in.Objects...)
+	channel, channelErr := parseChannel(op.Spec.Channel)
+
+	fin := fluxstatus.Input{
+		Subject:   Subject(op),
+		Objects:   objects,
+		Delivered: delivered,
+		Desired:   d.Target,
+		Previous:  op.Status.Conditions,
+		Now:       in.Now,
+		Grace:     in.Grace,
+		Unhealthy: op.Status.Unhealthy,
+		Held:      d.Held,
+		MoveVerb:  "moving",
+		// Each rollout has its own grace period: a rollback that follows a failed upgrade is not
+		// Degraded for the time the upgrade took (objects that keep failing still are).
+		StepStarted: rolloutStart(op, d, in.Now),
+	}
+	switch {
+	case d.Target == "":
+		// Nothing was ever accepted: the refusal or the hold is all there is to say.
+		fin.Objects = nil
+		if d.Refused != nil {
+			fin.Invalid = d.Refused
+		} else if d.Held == nil {
+			fin.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonUnknown, Message: "no version has been accepted yet", Since: op.CreationTimestamp.Time}
+		}
+	case d.Refused != nil:
+		fin.Alert = d.Refused
+	case channelErr != nil:
+		fin.Alert = &fluxstatus.Problem{Reason: csv1.ReasonInvalidChannel, Message: fmt.Sprintf("spec.channel %v; availableUpdates cannot be computed (the delivered version is not affected)", channelErr)}
+	}
+	if delivered != "" {
+		// Whether the delivered version serves is observed on its Deployments: Available stays
+		// True while they are available, also when a failed upgrade makes it Degraded.
+		// Deployments created since the rollout of another version began are not the delivered
+		// version's: a new one that is not available yet does not make the delivered one unavailable.
+		fin.Unavailable, fin.AvailabilityObserved = unavailable(in.Deployments, fin.StepStarted), len(in.Deployments) > 0
+	}
+	fr := fluxstatus.Compute(fin)
+
+	r := Result{DesiredVersion: d.Target, RequeueAfter: fr.RequeueAfter}
+	r.Delivered = d.Target != "" && len(in.Objects) > 0 && allHealthy(objects) && len(fr.Unhealthy) == 0
+	r.Versions = versions(op.Status.Versions, d.Target, r.Delivered)
+	if len(in.RequiredBy) == 0 {
+		// Nothing needs it: Available, as cluster-baremetal-operator on platforms it does not serve.
+		fr.Available = condition(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonNotRequired,
+			fmt.Sprintf("%s: no stack release in the cluster requires %s; it is Disabled and nothing depends on it", Subject(op), op.Spec.Component.Name), in.Now)
+		fr.Ready = fluxstatus.ReadyFrom(fr.Available, fr.Progressing, fr.Degraded)
+		fr.Stalled, fr.Reconciling = fluxstatus.KstatusFrom(fr.Ready, fr.Degraded)
+		if !in.Now.IsZero() {
+			for _, c := range []*metav1.Condition{&fr.Ready, &fr.Stalled, &fr.Reconciling} {
+				c.LastTransitionTime = metav1.NewTime(in.Now)
+			}
+		}
+	}
+	r.Conditions = []metav1.Condition{fr.Available, fr.Progressing, fr.Degraded, fr.Ready, fr.Stalled, fr.Reconciling,
+		upgradeable(op, d, versionIn(r.Versions), in.Now), disabled(op, in.RequiredBy, in.Now)}
+	r.Unhealthy = fr.Unhealthy
+	if len(r.Unhealthy) > MaxUnhealthy {
+		r.Unhealthy = r.Unhealthy[:MaxUnhealthy]
+	}
+	r.History = history(op.Status.History, d, r.Delivered, in.Now)
+	r.AvailableUpdates = op.Status.AvailableUpdates
+	if in.Tags != nil {
+		r.AvailableUpdates = availableUpdates(in.Tags, op.Tag(""), versionIn(r.Versions), channel, channelErr)
+	}
+	r.RelatedObjects = relatedObjects(op, in.Namespace, in.Deployments)
+	return r
+}
+
+// ApplyTo writes the result into a status, keeping the transition times of unchanged
+// conditions, and reports whether anything changed. observedGeneration is set to generation.
+func (r Result) ApplyTo(st *csv1.ManagementOperatorStatus, generation int64) bool {
+	changed := false
+	for _, c := range r.Conditions {
+		c.ObservedGeneration = generation
+		if fluxstatus.SetCondition(&st.Conditions, c) {
+			changed = true
+		}
+	}
+	if !equality.Semantic.DeepEqual(st.Versions, r.Versions) || st.DesiredVersion != r.DesiredVersion ||
+		!equality.Semantic.DeepEqual(st.History, r.History) || !equality.Semantic.DeepEqual(st.AvailableUpdates, r.AvailableUpdates) ||
+		!equality.Semantic.DeepEqual(st.RelatedObjects, r.RelatedObjects) || !equality.Semantic.DeepEqual(st.Unhealthy, r.Unhealthy) {
+		changed = true
+	}
+	st.Versions, st.DesiredVersion, st.History = r.Versions, r.DesiredVersion, r.History
+	st.AvailableUpdates, st.RelatedObjects, st.Unhealthy = r.AvailableUpdates, r.RelatedObjects, r.Unhealthy
+	if st.ObservedGeneration != generation {
+		st.ObservedGeneration, changed = generation, true
+	}
+	return changed
+}
+
+func allHealthy(objs []fluxstatus.ObjectState) bool {
+	for _, o := range objs {
+		if !o.Healthy() {
+			return false
+		}
+	}
+	return true
+}
+
+// versions moves versions[name=operator] to target once it is delivered and keeps the other entries.
+func versions(prev []csv1.OperandVersion, target string, delivered bool) []csv1.OperandVersion {
+	out := make([]csv1.OperandVersion, 0, len(prev)+1)
+	found := false
+	for _, v := range prev {
+		if v.Name == csv1.OperatorVersionName {
+			found = true
+			if delivered {
+				v.Version = target
+			}
+		}
+		out = append(out, v)
+	}
+	if !found && delivered {
+		out = append(out, csv1.OperandVersion{Name: csv1.OperatorVersionName, Version: target})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func versionIn(vs []csv1.OperandVersion) string {
+	for _, v := range vs {
+		if v.Name == csv1.OperatorVersionName {
+			return v.Version
+		}
+	}
+	return ""
+}
+
+// rolloutStart is when the rollout of the decision's target began: now when it begins now, the
+// start of its Partial history entry while it rolls out, zero when none rolls out.
+func rolloutStart(op *csv1.ManagementOperator, d Decision, now time.Time) time.Time {
+	h := op.Status.History
+	switch {
+	case d.Target == "":
+		return time.Time{}
+	case d.Apply && (len(h) == 0 || h[0].Version != d.Target):
+		return now
+	case len(h) > 0 && h[0].Version == d.Target && h[0].State == csv1.UpdatePartial:
+		return h[0].StartedTime.Time
+	}
+	return time.Time{}
+}
+
+// unavailable is set when a Deployment of the delivered version (one that existed before the
+// rollout that began at since, if any) is not available (its Available condition is False):
+// the delivered version does not serve.
+func unavailable(deps []Deployment, since time.Time) *fluxstatus.Problem {
+	var down []string
+	for _, d := range deps {
+		if !since.IsZero() && !d.Created.Before(since) {
+			continue
+		}
+		if d.AvailableCondition == metav1.ConditionFalse {
+			msg := "Deployment " + d.Ref() + " is not available"
+			if d.AvailableMessage != "" {
+				msg += ": " + d.AvailableMessage
+			}
+			down = append(down, msg)
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	return &fluxstatus.Problem{Reason: csv1.ReasonDeploymentUnavailable, Message: joinLimited(down, 3)}
+}
+
+// upgradeable is False while spec.version is held back by in-use releases' requirements, and
+// False (reason RequirementsOverridden) while it is applied despite them; Unknown while
+// spec.version is refused (the requirements were not checked). delivered is the delivered
+// version as this computation reports it.
+func upgradeable(op *csv1.ManagementOperator, d Decision, delivered string, now time.Time) metav1.Condition {
+	subject := Subject(op)
+	switch {
+	case d.Refused != nil:
+		return condition(csv1.UpgradeableCondition, metav1.ConditionUnknown, d.Refused.Reason, fmt.Sprintf(
+			"%s: spec.version %s is refused (see Degraded), so whether the releases in use by Clusters allow it was not checked", subject, op.Spec.Version), now)
+	case d.Held != nil:
+		return condition(csv1.UpgradeableCondition, metav1.ConditionFalse, d.Held.Reason, subject+": "+d.Held.Message, now)
+	case d.Overridden != "":
+		return condition(csv1.UpgradeableCondition, metav1.ConditionFalse, csv1.ReasonRequirementsOverridden, fmt.Sprintf(
+			"%s: spec.version %s is applied although releases in use by Clusters exclude it (%s), because spec.overrideStackRequirements is true", subject, op.Spec.Version, d.Overridden), now)
+	case op.Spec.Version == delivered:
+		return condition(csv1.UpgradeableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf(
+			"%s: spec.version %s is the delivered version; no upgrade is pending", subject, op.Spec.Version), now)
+	default:
+		return condition(csv1.UpgradeableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf(
+			"%s: no release in use by Clusters excludes spec.version %s", subject, op.Spec.Version), now)
+	}
+}
+
+// disabled is True when no release in the cluster requires the operator.
+func disabled(op *csv1.ManagementOperator, requiredBy []string, now time.Time) metav1.Condition {
+	if len(requiredBy) == 0 {
+		return condition(csv1.DisabledCondition, metav1.ConditionTrue, csv1.ReasonNotRequired, fmt.Sprintf(
+			"%s: no stack release in the cluster requires %s (no release's stack.yaml lists it under requires:); it is still delivered", Subject(op), op.Spec.Component.Name), now)
+	}
+	return condition(csv1.DisabledCondition, metav1.ConditionFalse, csv1.ReasonRequired, fmt.Sprintf(
+		"%s: required by release %s", Subject(op), joinLimited(requiredBy, 5)), now)
+}
+
+func condition(t string, s metav1.ConditionStatus, reason, msg string, now time.Time) metav1.Condition {
+	c := metav1.Condition{Type: t, Status: s, Reason: reason, Message: fluxstatus.Truncate(msg)}
+	if !now.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(now)
+	}
+	return c
+}
+
+// history records the rollout of target: a Partial entry when it starts (closing a Partial
+// entry it supersedes), Completed once delivered; at most MaxOperatorHistory entries.
+func history(prev []csv1.OperatorHistoryEntry, d Decision, delivered bool, now time.Time) []csv1.OperatorHistoryEntry {
+	out := make([]csv1.OperatorHistoryEntry, 0, len(prev)+1)
+	for _, h := range prev {
+		out = append(out, *h.DeepCopy())
+	}
+	at := metav1.NewTime(now)
+	if d.Apply && d.Target != "" && (len(out) == 0 || out[0].Version != d.Target) {
+		if len(out) > 0 && out[0].State == csv1.UpdatePartial && out[0].CompletionTime == nil {
+			out[0].CompletionTime = &at
+		}
+		out = append([]csv1.OperatorHistoryEntry{{Version: d.Target, State: csv1.UpdatePartial, StartedTime: at, AcceptedRisks: fluxstatus.Truncate(d.Overridden)}}, out...)
+	}
+	if delivered && len(out) > 0 && out[0].Version == d.Target && out[0].State == csv1.UpdatePartial {
+		out[0].State, out[0].CompletionTime = csv1.UpdateCompleted, &at
+	}
+	if len(out) > csv1.MaxOperatorHistory {
+		out = out[:csv1.MaxOperatorHistory]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func parseChannel(ch string) (*semver.Constraints, error) {
+	if ch == "" {
+		return nil, nil
+	}
+	return requirements.ParseRange(ch)
+}
+
+// availableUpdates are the versions of the tags (with the tag prefix) newer than the delivered
+// version, within the channel when there is one, or stable ones without a channel; newest
+// first, at most csv1.MaxAvailableUpdates. None while the channel does not parse.
+func availableUpdates(tags []string, prefix, delivered string, channel *semver.Constraints, channelErr error) []string {
+	if channelErr != nil {
+		return nil
+	}
+	var base *semver.Version
+	if delivered != "" {
+		base, _ = requirements.ParseVersion(delivered)
+	}
+	type cand struct {
+		name string
+		v    *semver.Version
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	for _, t := range tags {
+		name, ok := strings.CutPrefix(t, prefix)
+		if !ok || !versionRE.MatchString(name) || seen[name] {
+			continue
+		}
+		v, err := requirements.ParseVersion(name)
+		if err != nil || (base != nil && !v.GreaterThan(base)) {
+			continue
+		}
+		if channel != nil && !channel.Check(v) || channel == nil && v.Prerelease() != "" {
+			continue
+		}
+		seen[name] = true
+		cands = append(cands, cand{name, v})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].v.GreaterThan(cands[j].v) })
+	if len(cands) > csv1.MaxAvailableUpdates {
+		cands = cands[:csv1.MaxAvailableUpdates]
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.name
+	}
+	return out
+}
+
+// relatedObjects are the Flux objects and the Deployments, sorted, at most 64.
+func relatedObjects(op *csv1.ManagementOperator, namespace string, deps []Deployment) []csv1.ResourceReference {
+	out := opgen.RelatedObjects(op, namespace)
+	sorted := append([]Deployment(nil), deps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Ref() < sorted[j].Ref() })
+	for _, d := range sorted {
+		out = append(out, csv1.ResourceReference{Group: "apps", Resource: "deployments", Namespace: d.Namespace, Name: d.Name})
+	}
+	if len(out) > 64 {
+		out = out[:64]
+	}
+	return out
+}
