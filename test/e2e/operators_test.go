@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -14,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +26,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/opgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
 // Issue 12 (delivery, status, downgrade, Disabled): a ManagementOperator delivers one of the
@@ -134,41 +138,56 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 		Expect(mo.Status.AvailableUpdates).To(ContainElement("v1.1.0"))
 	})
 
-	It("holds a Cluster's addons while its release requires a version not delivered yet", func(ctx SpecContext) {
-		// A stack release that requires demo-infra-provider >=1.1.0 (v1.0.0 is delivered).
+	It("holds a Cluster's addons at their release while the release it moves to requires a version not delivered yet", func(ctx SpecContext) {
+		// v1 of a stack requires nothing; v2 requires demo-infra-provider >=1.1.0 (v1.0.0 is
+		// delivered).
 		_, err := pl.Git().CreateRepo(reqRepo)
 		Expect(err).NotTo(HaveOccurred())
 		publishTo(ctx, reqRepo, tagPrefix+"v1", func(dir string) {
+			Expect(stack.SetChartVersion(filepath.Join(dir, stackPath), "v1")).To(Succeed())
+		})
+		publishTo(ctx, reqRepo, reqRelease, func(dir string) {
+			Expect(stack.SetChartVersion(filepath.Join(dir, stackPath), "v2")).To(Succeed())
 			meta := filepath.Join(dir, stackPath, "stack.yaml")
 			b, err := os.ReadFile(meta)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(os.WriteFile(meta, append(b, []byte("requires:\n  - operator: "+name+"\n    versions: \">=1.1.0\"\n")...), 0o644)).To(Succeed())
 		})
 		createNamespace(ctx, reqNS)
-		cs := newClusterStack(reqNS, "v1")
+		cs := newClusterStack(reqNS, "v1", "v2")
 		cs.Spec.Source.URL = pl.Git().RepoURL(reqRepo)
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			rel := &csv1.ClusterStackRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: reqNS, Name: tagPrefix + "v1"}, rel)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: reqNS, Name: reqRelease}, rel)).To(Succeed())
 			c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.RequirementsMetCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(csv1.ReasonRequirementsNotMet))
 			g.Expect(c.Message).To(And(ContainSubstring(name), ContainSubstring(">=1.1.0"), ContainSubstring("v1.0.0")))
 			GinkgoWriter.Printf("release: %s\n", c.Message)
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: reqNS, Name: tagPrefix + "v1"}, &clusterv1.ClusterClass{})).To(Succeed())
+			for _, v := range []string{"v1", "v2"} {
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: reqNS, Name: tagPrefix + v}, &clusterv1.ClusterClass{})).To(Succeed())
+			}
 			st := &csv1.ClusterStack{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cs), st)).To(Succeed())
 			u := apimeta.FindStatusCondition(st.Status.Conditions, csv1.UpgradeableCondition)
 			g.Expect(u).NotTo(BeNil())
 			g.Expect(u.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(u.Message).To(And(ContainSubstring(tagPrefix+"v1"), ContainSubstring(name)))
+			g.Expect(u.Message).To(And(ContainSubstring(reqRelease), ContainSubstring(name)))
+			GinkgoWriter.Printf("ClusterStack Upgradeable: %s\n", u.Message)
 			// Now a release requires it: no longer Disabled.
 			g.Expect(getOp(g)).To(haveOperatorCondition(csv1.DisabledCondition, metav1.ConditionFalse))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 
 		Expect(k8s.Create(ctx, newCluster(reqNS, "needs-v11", "v1", "192.168.0.0/16"))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getAddon(ctx, g, reqNS, "needs-v11")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tagPrefix+"v1"))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		before := addonFluxSpecs(ctx, Default, reqNS, "needs-v11")
+		Expect(before).NotTo(BeEmpty())
+
+		moveCluster(ctx, reqNS, "needs-v11", "v2")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, reqNS, "needs-v11")
 			c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ReleaseReadyCondition)
@@ -177,8 +196,9 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			GinkgoWriter.Printf("ClusterAddon: %s\n", c.Message)
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Consistently(ctx, func(g Gomega) {
-			g.Expect(addonFluxObjects(ctx, g, reqNS, "needs-v11")).To(BeZero(), "no addon is moved to a release whose requirements are not met")
-		}, 5*time.Second, time.Second).Should(Succeed())
+			g.Expect(addonFluxSpecs(ctx, g, reqNS, "needs-v11")).To(Equal(before), "the Flux objects stay byte-identical while the release's requirements are not met")
+			g.Expect(getAddon(ctx, g, reqNS, "needs-v11").Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
+		}, 8*time.Second, time.Second).Should(Succeed())
 	})
 
 	It("upgrades: Progressing while it rolls out, Available kept, the version moved only when the new Deployment serves; an operator restart changes nothing", func(ctx SpecContext) {
@@ -196,7 +216,11 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			g.Expect(deployment(g).Labels).To(HaveKeyWithValue("app.kubernetes.io/version", "v1.1.0"))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		samples := stop()
-
+		// The settled state, which the sampler may have stopped just before.
+		if now, ok := takeOperatorSample(ctx, key); ok {
+			samples = append(samples, now)
+		}
+		printTransitions(samples)
 		sawMoving := false
 		for _, s := range samples {
 			Expect(s.available).To(Equal(metav1.ConditionTrue), "Available stays True while the old version serves: %+v", s)
@@ -214,11 +238,11 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 		}
 		Expect(versions).To(Equal([]string{"v1.1.0", "v1.0.0"}), "one history entry per version, newest first, none repeated by the restart")
 
-		By("the release that required v1.1.0 becomes usable by itself: the Cluster's addons are delivered")
+		By("the release that required v1.1.0 becomes usable by itself: the Cluster's addons move to it")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, reqNS, "needs-v11")
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tagPrefix+"v1"))
-			g.Expect(addonFluxObjects(ctx, g, reqNS, "needs-v11")).To(BeNumerically(">", 0))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, reqRelease))
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(reqRelease))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 	})
 
@@ -243,24 +267,39 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 		}).Should(Succeed())
 	})
 
-	It("does not apply an upgrade beyond what a release in use allows", func(ctx SpecContext) {
+	It("does not apply an upgrade beyond what a release in use allows, unless forced", func(ctx SpecContext) {
 		// Cluster needs-v11 uses a release requiring ">=1.1.0", which a pre-release is not in.
 		setVersion(ctx, "v1.2.0-broken")
 		Eventually(ctx, func(g Gomega) {
 			c := apimeta.FindStatusCondition(getOp(g).Status.Conditions, csv1.UpgradeableCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Message).To(ContainSubstring(tagPrefix + "v1"))
+			g.Expect(c.Message).To(ContainSubstring(reqRelease))
 			GinkgoWriter.Printf("Upgradeable: %s\n", c.Message)
 		}).Should(Succeed())
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(gitTag(g)).To(Equal("v1.1.0"))
 			g.Expect(delivered(getOp(g))).To(Equal("v1.1.0"))
 		}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
-		By("once no Cluster uses that release, the upgrade is applied")
-		Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: reqNS, Name: "needs-v11"}})).To(Succeed())
+
+		By("forcing it with spec.overrideStackRequirements: applied, the risk recorded")
+		Eventually(ctx, func() error {
+			mo := &csv1.ManagementOperator{}
+			if err := k8s.Get(ctx, key, mo); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(mo.DeepCopy())
+			mo.Spec.OverrideStackRequirements = true
+			return k8s.Patch(ctx, mo, patch)
+		}).Should(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(gitTag(g)).To(Equal("v1.2.0-broken"))
+			mo := getOp(g)
+			c := apimeta.FindStatusCondition(mo.Status.Conditions, csv1.UpgradeableCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(csv1.ReasonRequirementsOverridden))
+			g.Expect(mo.Status.History[0].Version).To(Equal("v1.2.0-broken"))
+			g.Expect(mo.Status.History[0].AcceptedRisks).NotTo(BeEmpty())
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 
@@ -307,18 +346,32 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 
 // reqRepo and reqNS hold the stack release that requires a management operator version.
 const (
-	reqRepo = "requires-stacks"
-	reqNS   = "requires"
+	reqRepo    = "requires-stacks"
+	reqNS      = "requires"
+	reqRelease = tagPrefix + "v2" // the release that requires demo-infra-provider >=1.1.0
 )
 
-// addonFluxObjects counts the HelmReleases and Kustomizations of Cluster ns/cluster.
-func addonFluxObjects(ctx context.Context, g Gomega, ns, cluster string) int {
+// addonFluxSpecs maps the HelmReleases and Kustomizations of Cluster ns/cluster to what the
+// operator writes of them: labels, annotations and spec, as JSON.
+func addonFluxSpecs(ctx context.Context, g Gomega, ns, cluster string) map[string]string {
 	sel := client.MatchingLabels{csv1.ClusterNameLabel: cluster}
+	out := map[string]string{}
+	written := func(kind string, m metav1.ObjectMeta, spec any) {
+		b, err := json.Marshal(map[string]any{"labels": m.Labels, "annotations": m.Annotations, "spec": spec})
+		g.Expect(err).NotTo(HaveOccurred())
+		out[kind+"/"+m.Name] = string(b)
+	}
 	hrs := &helmv2.HelmReleaseList{}
 	g.Expect(k8s.List(ctx, hrs, client.InNamespace(ns), sel)).To(Succeed())
+	for _, o := range hrs.Items {
+		written("HelmRelease", o.ObjectMeta, o.Spec)
+	}
 	kss := &kustomizev1.KustomizationList{}
 	g.Expect(k8s.List(ctx, kss, client.InNamespace(ns), sel)).To(Succeed())
-	return len(hrs.Items) + len(kss.Items)
+	for _, o := range kss.Items {
+		written("Kustomization", o.ObjectMeta, o.Spec)
+	}
+	return out
 }
 
 // bg is a background context for helpers used inside Eventually functions.
@@ -355,25 +408,165 @@ func deploymentConditions(d *appsv1.Deployment) []metav1.Condition {
 
 // operatorSample is one sample of a ManagementOperator's status.
 type operatorSample struct {
+	at                     time.Time
 	available, progressing metav1.ConditionStatus
 	progressingMsg         string
 	delivered              string
 }
 
+// printTransitions prints the samples at which the status changed, for the record of a rollout.
+func printTransitions(samples []operatorSample) {
+	var last operatorSample
+	for i, s := range samples {
+		at := s.at
+		s.at, last.at = time.Time{}, time.Time{}
+		if i == 0 || s != last {
+			GinkgoWriter.Printf("%s versions[operator]=%s Available=%s Progressing=%s %q\n", at.Format("15:04:05.0"), s.delivered, s.available, s.progressing, s.progressingMsg)
+		}
+		last = s
+	}
+}
+
 // sampleOperator samples a ManagementOperator's status every 100ms until stop is called.
 func sampleOperator(ctx context.Context, key client.ObjectKey) (stop func() []operatorSample) {
-	return sampleEvery(ctx, 100*time.Millisecond, func() (operatorSample, bool) {
-		mo := &csv1.ManagementOperator{}
-		if k8s.Get(ctx, key, mo) != nil {
-			return operatorSample{}, false
-		}
-		s := operatorSample{delivered: delivered(mo)}
-		if c := apimeta.FindStatusCondition(mo.Status.Conditions, csv1.AvailableCondition); c != nil {
-			s.available = c.Status
-		}
-		if c := apimeta.FindStatusCondition(mo.Status.Conditions, csv1.ProgressingCondition); c != nil {
-			s.progressing, s.progressingMsg = c.Status, c.Message
-		}
-		return s, true
-	})
+	return sampleEvery(ctx, 100*time.Millisecond, func() (operatorSample, bool) { return takeOperatorSample(ctx, key) })
 }
+
+// takeOperatorSample reads a ManagementOperator's status once.
+func takeOperatorSample(ctx context.Context, key client.ObjectKey) (operatorSample, bool) {
+	mo := &csv1.ManagementOperator{}
+	if k8s.Get(ctx, key, mo) != nil {
+		return operatorSample{}, false
+	}
+	s := operatorSample{at: time.Now(), delivered: delivered(mo)}
+	if c := apimeta.FindStatusCondition(mo.Status.Conditions, csv1.AvailableCondition); c != nil {
+		s.available = c.Status
+	}
+	if c := apimeta.FindStatusCondition(mo.Status.Conditions, csv1.ProgressingCondition); c != nil {
+		s.progressing, s.progressingMsg = c.Status, c.Message
+	}
+	return s, true
+}
+
+// The same intent for an operator shipped as a Helm chart (spec.chart): a HelmChart from the
+// GitRepository at the version's tag and a HelmRelease with the values, into its own namespace.
+var _ = Describe("Management operators delivered as Helm charts", Ordered, func() {
+	const (
+		name     = "demo-chart-operator"
+		repo     = "operators/" + name
+		targetNS = "demo-chart-system"
+		delivery = "chart-delivery"
+	)
+	var (
+		key  = client.ObjectKey{Name: name}
+		mgmt = plane.OperatorNamespace
+	)
+	deployment := func(g Gomega) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(bg(), client.ObjectKey{Namespace: targetNS, Name: name}, d)).To(Succeed())
+		return d
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		_, err := pl.Git().CreateRepo(repo)
+		Expect(err).NotTo(HaveOccurred())
+		for _, v := range []string{"v1.0.0", "v1.1.0"} {
+			dir := GinkgoT().TempDir()
+			Expect(os.MkdirAll(filepath.Join(dir, "chart/templates"), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, "chart/Chart.yaml"), []byte("apiVersion: v2\nname: "+name+"\nversion: "+strings.TrimPrefix(v, "v")+"\nappVersion: "+v+"\n"), 0o644)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, "chart/values.yaml"), []byte("replicas: 1\n"), 0o644)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, "chart/templates/deployment.yaml"), []byte(chartDeployment), 0o644)).To(Succeed())
+			Expect(pl.Git().Publish(ctx, repo, dir, ".", v)).To(Succeed())
+		}
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: delivery, Namespace: mgmt}})).To(Succeed())
+		Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + delivery},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: delivery, Namespace: mgmt}},
+		})).To(Succeed())
+		Expect(k8s.Create(ctx, &csv1.ManagementOperator{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: csv1.ManagementOperatorSpec{
+				Component:          csv1.OperatorComponent{Type: csv1.AddonProvider, Name: name},
+				Version:            "v1.0.0",
+				Source:             csv1.OperatorSource{Git: &csv1.OperatorGitSource{URL: pl.Git().RepoURL(repo)}},
+				Chart:              &csv1.OperatorChart{Path: "chart", TargetNamespace: targetNS, Values: &apiextensionsv1.JSON{Raw: []byte(`{"replicas":2}`)}},
+				ServiceAccountName: delivery,
+				Interval:           &metav1.Duration{Duration: 10 * time.Second},
+				Timeout:            &metav1.Duration{Duration: 30 * time.Second},
+			},
+		})).To(Succeed())
+	})
+
+	It("installs the chart with its values and reports the version once the Deployment is Available", func(ctx SpecContext) {
+		Eventually(ctx, func(g Gomega) {
+			mo := &csv1.ManagementOperator{}
+			g.Expect(k8s.Get(ctx, key, mo)).To(Succeed())
+			g.Expect(delivered(mo)).To(Equal("v1.0.0"))
+			g.Expect(mo).To(haveOperatorCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(mo).To(haveOperatorCondition(csv1.ProgressingCondition, metav1.ConditionFalse))
+			d := deployment(g)
+			g.Expect(*d.Spec.Replicas).To(Equal(int32(2)), "spec.chart.values reach the chart")
+			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(2)))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		hr := &helmv2.HelmRelease{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: mgmt, Name: opgen.ObjectName(name)}, hr)).To(Succeed())
+		Expect(hr.Labels).To(HaveKeyWithValue(csv1.ManagementOperatorLabel, name))
+	})
+
+	It("upgrades to the next tag", func(ctx SpecContext) {
+		Eventually(ctx, func() error {
+			mo := &csv1.ManagementOperator{}
+			if err := k8s.Get(ctx, key, mo); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(mo.DeepCopy())
+			mo.Spec.Version = "v1.1.0"
+			return k8s.Patch(ctx, mo, patch)
+		}).Should(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			mo := &csv1.ManagementOperator{}
+			g.Expect(k8s.Get(ctx, key, mo)).To(Succeed())
+			g.Expect(delivered(mo)).To(Equal("v1.1.0"))
+			g.Expect(mo).To(haveOperatorCondition(csv1.ProgressingCondition, metav1.ConditionFalse))
+			g.Expect(deployment(g).Labels).To(HaveKeyWithValue("app.kubernetes.io/version", "v1.1.0"))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+	})
+
+	It("leaves the chart installed when the ManagementOperator is deleted", func(ctx SpecContext) {
+		Expect(k8s.Delete(ctx, &csv1.ManagementOperator{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: mgmt, Name: opgen.ObjectName(name)}, &helmv2.HelmRelease{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}).Should(Succeed())
+		Consistently(ctx, func(g Gomega) {
+			g.Expect(deployment(g).Status.AvailableReplicas).To(Equal(int32(2)), "not uninstalled")
+		}, 5*time.Second, time.Second).Should(Succeed())
+	})
+})
+
+// chartDeployment is the Deployment template of the chart in "Management operators delivered
+// as Helm charts".
+const chartDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Chart.Name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    app.kubernetes.io/name: {{ .Chart.Name }}
+    app.kubernetes.io/version: {{ .Chart.AppVersion }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .Chart.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{ .Chart.Name }}
+        app.kubernetes.io/version: {{ .Chart.AppVersion }}
+    spec:
+      containers:
+        - name: manager
+          image: registry.example.com/{{ .Chart.Name }}:{{ .Chart.AppVersion }}
+`
