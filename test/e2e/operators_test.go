@@ -151,7 +151,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			meta := filepath.Join(dir, stackPath, "stack.yaml")
 			b, err := os.ReadFile(meta)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(os.WriteFile(meta, append(b, []byte("requires:\n  - operator: "+name+"\n    versions: \">=1.1.0\"\n")...), 0o644)).To(Succeed())
+			Expect(os.WriteFile(meta, append(b, []byte("requires:\n  - operator: "+name+"\n    versions: \">=1.1.0\"\n  - capiContract: v1beta2\n")...), 0o644)).To(Succeed())
 		})
 		createNamespace(ctx, reqNS)
 		cs := newClusterStack(reqNS, "v1", "v2")
@@ -243,6 +243,13 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			a := getAddon(ctx, g, reqNS, "needs-v11")
 			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, reqRelease))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(reqRelease))
+			// The contract is read from the versions the installed Cluster CRD serves.
+			rel := &csv1.ClusterStackRelease{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: reqNS, Name: reqRelease}, rel)).To(Succeed())
+			c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.RequirementsMetCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(And(ContainSubstring("Cluster API contract v1beta2"), ContainSubstring("v1.1.0")))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 	})
 
