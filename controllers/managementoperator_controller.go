@@ -112,35 +112,47 @@ func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.R
 	return r.writeStatus(ctx, s)
 }
 
-// collectReleases gathers the releases Clusters use (as the ClusterStack's garbage collection
-// decides it: a Cluster's ClusterClass, a ClusterAddon's applied release, a cluster's Flux
-// objects still referring to it) and the releases that require the operator.
+// collectReleases gathers the releases that require the operator and, while spec.version
+// differs from the delivered version (the only time opstatus.Decide consults them), the releases
+// Clusters use (as the ClusterStack's garbage collection decides it: a Cluster's ClusterClass, a
+// ClusterAddon's applied release, a cluster's Flux objects still referring to it). In the steady
+// state a reconcile thus costs two cached Lists, not a walk over every stack's Clusters.
 func (r *ManagementOperatorReconciler) collectReleases(ctx context.Context, s *opScope) error {
-	var stacks csv1.ClusterStackList
-	if err := r.List(ctx, &stacks); err != nil {
-		return fmt.Errorf("list ClusterStacks: %w", err)
-	}
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels); err != nil {
 		return fmt.Errorf("list ClusterStackReleases: %w", err)
 	}
 	used := map[string]bool{} // "<namespace>/<release>"
+	if s.op.Spec.Version != s.op.DeliveredVersion() {
+		if err := r.releasesInUse(ctx, rels.Items, used); err != nil {
+			return err
+		}
+	}
+	all, inUse := stackReleases(rels.Items, used)
+	s.inUse = inUse
+	s.requiredBy = requirements.Requiring(s.op.Spec.Component, all)
+	return nil
+}
+
+// releasesInUse marks in used ("<namespace>/<release>") the releases that Clusters use.
+func (r *ManagementOperatorReconciler) releasesInUse(ctx context.Context, rels []csv1.ClusterStackRelease, used map[string]bool) error {
+	var stacks csv1.ClusterStackList
+	if err := r.List(ctx, &stacks); err != nil {
+		return fmt.Errorf("list ClusterStacks: %w", err)
+	}
 	for i := range stacks.Items {
 		cs := &stacks.Items[i]
 		u, err := releaseUses(ctx, r.Client, cs, true)
 		if err != nil {
 			return fmt.Errorf("ClusterStack %s/%s: %w", cs.Namespace, cs.Name, err)
 		}
-		for j := range rels.Items {
-			rel := &rels.Items[j]
+		for j := range rels {
+			rel := &rels[j]
 			if rel.Namespace == cs.Namespace && rel.Spec.ClusterStack == cs.Name && len(u.reasons(rel.Name)) > 0 {
 				used[rel.Namespace+"/"+rel.Name] = true
 			}
 		}
 	}
-	all, inUse := stackReleases(rels.Items, used)
-	s.inUse = inUse
-	s.requiredBy = requirements.Requiring(s.op.Spec.Component, all)
 	return nil
 }
 

@@ -22,7 +22,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
@@ -37,18 +36,7 @@ var _ = Describe("Workloads on the management API server", func() {
 		Expect(c.List(ctx, nodes)).To(Succeed())
 		Expect(nodes.Items).To(ConsistOf(HaveField("Name", "management-node-0")))
 
-		labels := map[string]string{"app": "web"}
-		deploy := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](2),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}},
-				},
-			},
-		}
+		deploy := webDeployment(ns)
 		Expect(c.Create(ctx, deploy)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
@@ -59,7 +47,7 @@ var _ = Describe("Workloads on the management API server", func() {
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 		pods := &corev1.PodList{}
-		Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
+		Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(webLabels))).To(Succeed())
 		Expect(pods.Items).To(HaveLen(2))
 		for _, p := range pods.Items {
 			Expect(p.Spec.NodeName).To(Equal("management-node-0"))

@@ -172,18 +172,7 @@ var _ = Describe("localinfra on the local plane", func() {
 				HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
-		labels := map[string]string{"app": "web"}
-		deploy := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](2),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}},
-				},
-			},
-		}
+		deploy := webDeployment("default")
 		Expect(wc.Create(ctx, deploy)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(wc.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
@@ -211,6 +200,25 @@ var _ = Describe("localinfra on the local plane", func() {
 		Expect(wc.List(ctx, &corev1.NodeList{})).NotTo(Succeed())
 	}, SpecTimeout(150*time.Second))
 })
+
+// webDeployment is a Deployment "web" of two replicas labelled app=web, whose image is never
+// pulled (kwok runs its Pods).
+func webDeployment(ns string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: webLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: webLabels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}},
+			},
+		},
+	}
+}
+
+// webLabels select webDeployment's Pods.
+var webLabels = map[string]string{"app": "web"}
 
 func createNamespace(ctx SpecContext, prefix string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}

@@ -355,11 +355,11 @@ func minPositive(a, b time.Duration) time.Duration {
 	return a
 }
 
-// truncate shortens s to at most n bytes, never splitting a UTF-8 sequence: a split one would
-// be stored as U+FFFD by the API server, and the message would then differ on every reconcile.
 // Truncate shortens a condition message to the length conditions allow here, on a character boundary.
 func Truncate(s string) string { return truncate(s, 2048) }
 
+// truncate shortens s to at most n bytes, never splitting a UTF-8 sequence: a split one would
+// be stored as U+FFFD by the API server, and the message would then differ on every reconcile.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

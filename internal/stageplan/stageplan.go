@@ -36,11 +36,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 )
 
 // Input is what the plan is decided from.
@@ -434,7 +434,7 @@ func Status(p Plan, states map[string]ComponentState, previous []csv1.AddonStage
 		if s.Skipped {
 			s.Message += fmt.Sprintf("; the upgrade is let through: the Cluster carries %s", csv1.SkipBeforeUpgradeGateAnnotation)
 		}
-		s.Message = truncate(s.Message, maxMessage)
+		s.Message = fluxstatus.Truncate(s.Message) // status.stages' CRD bound is the conditions' 2048
 		s.LastTransitionTime = now
 		for _, old := range previous {
 			if old.Name == s.Name && old.Release == s.Release && old.Applied == s.Applied && old.Ready == s.Ready {
@@ -444,21 +444,6 @@ func Status(p Plan, states map[string]ComponentState, previous []csv1.AddonStage
 		out = append(out, s)
 	}
 	return out
-}
-
-// maxMessage is the longest message status.stages takes (its CRD bound).
-const maxMessage = 2048
-
-// truncate cuts s to at most n bytes, on a rune boundary, ending in "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - 3
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 // listOf names components: "cni", "cni and csi", "cni, csi and ccm".

@@ -53,14 +53,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 		}
 		Expect(fx).NotTo(BeNil(), "the plane publishes fixture operator %s", name)
 		opNS = fx.Namespace
-		// Installing an operator creates Namespaces, CRDs and RBAC: the platform team grants
-		// the identity Flux applies management operators with cluster-wide rights.
-		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: delivery, Namespace: mgmt}})).To(Succeed())
-		Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + delivery},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: delivery, Namespace: mgmt}},
-		})).To(Succeed())
+		grantDelivery(ctx, delivery)
 		Expect(k8s.Create(ctx, &csv1.ManagementOperator{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: csv1.ManagementOperatorSpec{
@@ -82,15 +75,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 	}
 	setVersion := func(ctx context.Context, v string) {
 		GinkgoHelper()
-		Eventually(ctx, func() error {
-			mo := &csv1.ManagementOperator{}
-			if err := k8s.Get(ctx, key, mo); err != nil {
-				return err
-			}
-			patch := client.MergeFrom(mo.DeepCopy())
-			mo.Spec.Version = v
-			return k8s.Patch(ctx, mo, patch)
-		}).Should(Succeed())
+		patchOperator(ctx, name, func(mo *csv1.ManagementOperator) { mo.Spec.Version = v })
 	}
 	deployment := func(g Gomega) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
@@ -290,15 +275,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 		}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
 
 		By("forcing it with spec.overrideStackRequirements: applied, the risk recorded")
-		Eventually(ctx, func() error {
-			mo := &csv1.ManagementOperator{}
-			if err := k8s.Get(ctx, key, mo); err != nil {
-				return err
-			}
-			patch := client.MergeFrom(mo.DeepCopy())
-			mo.Spec.OverrideStackRequirements = true
-			return k8s.Patch(ctx, mo, patch)
-		}).Should(Succeed())
+		patchOperator(ctx, name, func(mo *csv1.ManagementOperator) { mo.Spec.OverrideStackRequirements = true })
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(gitTag(g)).To(Equal("v1.2.0-broken"))
 			mo := getOp(g)
@@ -379,6 +356,34 @@ func addonFluxSpecs(ctx context.Context, g Gomega, ns, cluster string) map[strin
 		written("Kustomization", o.ObjectMeta, o.Spec)
 	}
 	return out
+}
+
+// grantDelivery creates ServiceAccount sa in the management namespace, bound to cluster-admin:
+// installing an operator creates Namespaces, CRDs and RBAC, so the platform team grants the
+// identity Flux applies management operators with cluster-wide rights.
+func grantDelivery(ctx context.Context, sa string) {
+	GinkgoHelper()
+	mgmt := plane.OperatorNamespace
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: mgmt}})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: mgmt}},
+	})).To(Succeed())
+}
+
+// patchOperator changes ManagementOperator name with mutate, retrying until the API accepts it.
+func patchOperator(ctx context.Context, name string, mutate func(*csv1.ManagementOperator)) {
+	GinkgoHelper()
+	Eventually(ctx, func() error {
+		mo := &csv1.ManagementOperator{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, mo); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(mo.DeepCopy())
+		mutate(mo)
+		return k8s.Patch(ctx, mo, patch)
+	}).Should(Succeed())
 }
 
 // bg is a background context for helpers used inside Eventually functions.
@@ -485,12 +490,7 @@ var _ = Describe("Management operators delivered as Helm charts", Ordered, func(
 			Expect(os.WriteFile(filepath.Join(dir, "chart/templates/deployment.yaml"), []byte(chartDeployment), 0o644)).To(Succeed())
 			Expect(pl.Git().Publish(ctx, repo, dir, ".", v)).To(Succeed())
 		}
-		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: delivery, Namespace: mgmt}})).To(Succeed())
-		Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + delivery},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: delivery, Namespace: mgmt}},
-		})).To(Succeed())
+		grantDelivery(ctx, delivery)
 		Expect(k8s.Create(ctx, &csv1.ManagementOperator{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: csv1.ManagementOperatorSpec{
@@ -522,15 +522,7 @@ var _ = Describe("Management operators delivered as Helm charts", Ordered, func(
 	})
 
 	It("upgrades to the next tag", func(ctx SpecContext) {
-		Eventually(ctx, func() error {
-			mo := &csv1.ManagementOperator{}
-			if err := k8s.Get(ctx, key, mo); err != nil {
-				return err
-			}
-			patch := client.MergeFrom(mo.DeepCopy())
-			mo.Spec.Version = "v1.1.0"
-			return k8s.Patch(ctx, mo, patch)
-		}).Should(Succeed())
+		patchOperator(ctx, name, func(mo *csv1.ManagementOperator) { mo.Spec.Version = "v1.1.0" })
 		Eventually(ctx, func(g Gomega) {
 			mo := &csv1.ManagementOperator{}
 			g.Expect(k8s.Get(ctx, key, mo)).To(Succeed())
