@@ -110,10 +110,11 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 TOOL_BINS := $(KUBE_BINS) $(BIN)/etcd $(BIN)/source-controller $(BIN)/kustomize-controller \
-	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager $(BIN)/provider-webhooks
+	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager $(BIN)/provider-webhooks \
+	$(BIN)/gitea
 
 .PHONY: tools
-tools: $(TOOL_BINS) $(BIN)/crds/.stamp ## Build pinned tools and collect CRDs into bin/ (a no-op when up to date).
+tools: $(TOOL_BINS) $(BIN)/crds/.stamp $(BIN)/gitea-assets/.stamp ## Build pinned tools and collect CRDs into bin/ (a no-op when up to date).
 
 $(BIN)/kube-apiserver: $(TOOLS)/kube/go.mod $(TOOLS)/kube/go.sum
 	cd $(TOOLS)/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver
@@ -137,6 +138,22 @@ $(BIN)/provider-webhooks: $(TOOLS)/capi/go.mod $(TOOLS)/capi/go.sum $(TOOLS)/cap
 	cd $(TOOLS)/capi && go build -o $@ ./provider-webhooks
 $(BIN)/controller-gen: $(TOOLS)/controller-gen/go.mod $(TOOLS)/controller-gen/go.sum
 	cd $(TOOLS)/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+# Gitea, the plane's forge (Options.WithForge): cgo for SQLite, about 10 minutes cold. It
+# reports the pinned version, as its release builds do (a module build says "development").
+GITEA_VERSION := $(shell sed -n 's/^require code.gitea.io\/gitea v\([0-9.]*\).*/\1/p' $(TOOLS)/gitea/go.mod)
+GITEA_TAGS := sqlite sqlite_unlock_notify
+$(BIN)/gitea: $(TOOLS)/gitea/go.mod $(TOOLS)/gitea/go.sum
+	cd $(TOOLS)/gitea && CGO_ENABLED=1 go build -tags "$(GITEA_TAGS)" \
+		-ldflags "-s -w -X main.Version=$(GITEA_VERSION) -X 'main.Tags=$(GITEA_TAGS)'" -o $@ code.gitea.io/gitea
+
+# Gitea's options/, templates/ and public/ from the same pinned module: a build without
+# bindata reads them from its STATIC_ROOT_PATH. Copied (the module cache is read-only).
+$(BIN)/gitea-assets/.stamp: $(TOOLS)/gitea/go.mod $(TOOLS)/gitea/go.sum
+	dir=$$(cd $(TOOLS)/gitea && go list -m -f '{{.Dir}}' code.gitea.io/gitea); \
+	rm -rf $(BIN)/gitea-assets && mkdir -p $(BIN)/gitea-assets && \
+	cp -R $$dir/options $$dir/templates $$dir/public $(BIN)/gitea-assets/ && \
+	chmod -R u+w $(BIN)/gitea-assets
+	touch $@
 
 # CRDs of Flux, CAPI, CAPD and CAPA, CAPI's webhook manifests and kwok's stage files, copied from
 # the same pinned modules.

@@ -133,6 +133,9 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 		}
 	}
 	s.wanted, s.latest = wanted, latest
+	if c := candidate(cs); c != "" {
+		wanted[c] = append(wanted[c], lifecycle.Candidate)
+	}
 	if !cs.Spec.AutoSubscribe {
 		return nil
 	}
@@ -376,7 +379,7 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 // or move to another release (a release may become unused).
 func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
+		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), candidateChanged()))).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
 		Watches(&clusterv1.Cluster{}, clusterClassHandler(r.stacksOfClass)).
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon), builder.WithPredicates(appliedReleaseChanged())).
@@ -516,4 +519,47 @@ func serviceAccountOf(cs *csv1.ClusterStack, def string) string {
 		return cs.Spec.ServiceAccountName
 	}
 	return def
+}
+
+// candidate is the release a ClusterStack that proposes updates creates before proposing it, so
+// that it is validated and its requirements checked first: the newest update its status lists
+// as available, or as conditional only for risks that need the release to exist to be known or
+// lifted (validation, requirements, a skipped minor). Too young or declined releases are not
+// created.
+func candidate(cs *csv1.ClusterStack) string {
+	if proposals(cs) == nil {
+		return ""
+	}
+	best := ""
+	consider := func(name string) {
+		if best == "" || compareReleases(name, best) > 0 {
+			best = name
+		}
+	}
+	for _, u := range cs.Status.AvailableUpdates {
+		consider(u.Release)
+	}
+	for _, u := range cs.Status.ConditionalUpdates {
+		if !slices.ContainsFunc(u.Risks, func(r csv1.UpdateRisk) bool {
+			return r.Type == csv1.RiskMinimumAgeNotReached || r.Type == csv1.RiskDeclined
+		}) {
+			consider(u.Release)
+		}
+	}
+	return best
+}
+
+// candidateChanged passes updates that change the candidate release (status.availableUpdates
+// and status.conditionalUpdates, written by the updates controller).
+func candidateChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*csv1.ClusterStack)
+			n, okN := e.ObjectNew.(*csv1.ClusterStack)
+			return okO && okN && candidate(o) != candidate(n)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }

@@ -81,6 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status")},
+		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now},
 		&ManagementOperatorReconciler{Client: c, Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
 			Namespace: mgmtNS, HelmDeployments: helmDeployments},
 	} {

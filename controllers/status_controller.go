@@ -96,8 +96,11 @@ func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 			}
 		}
 		a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
-		if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) {
+		if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) &&
+			a.Status.LastAppliedRelease != a.Status.DesiredRelease {
 			a.Status.LastAppliedRelease = a.Status.DesiredRelease
+			now := metav1.NewTime(r.Options.now())
+			a.Status.LastAppliedTime = &now
 		}
 		emitTransitions(r.Recorder, a, a.Status.Conditions, res)
 		fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)

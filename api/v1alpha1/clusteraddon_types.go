@@ -65,6 +65,18 @@ type ClusterAddonStatus struct {
 	// +optional
 	LastAppliedRelease string `json:"lastAppliedRelease,omitempty"`
 
+	// lastAppliedTime is when lastAppliedRelease last changed (rollout waves measure their soak
+	// time from it). Written with lastAppliedRelease by the status aggregation.
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+
+	// availableUpgrades are the releases the Cluster may move to next: validated releases of
+	// its stack in its namespace, newer than the one it uses, for the same Kubernetes minor or
+	// the next one (the moves the Cluster webhook allows), newest first.
+	// +listType=atomic
+	// +optional
+	AvailableUpgrades []string `json:"availableUpgrades,omitempty"`
+
 	// valuesConfigMap is the name of the generated ConfigMap holding the cluster's values for the
 	// desired release. Each release has its own ConfigMap, which the Flux objects switch to in the
 	// same write as their chart or source; a ConfigMap no Flux object uses any more is deleted.

@@ -113,6 +113,12 @@ type ClusterStackSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// updates configures which newer releases are offered as updates (status.availableUpdates
+	// and status.conditionalUpdates), and whether and in which waves the operator proposes them
+	// as pull requests to the fleet repository.
+	// +optional
+	Updates *UpdatePolicy `json:"updates,omitempty"`
 }
 
 // MissingRelease is a release a Cluster uses that does not exist and cannot be created.
@@ -232,6 +238,23 @@ type ClusterStackStatus struct {
 	// which the ClusterAddons list).
 	// +optional
 	RelatedObjects []RelatedObject `json:"relatedObjects,omitempty"`
+
+	// availableUpdates are published releases newer than every release the stack's Clusters
+	// use, in spec.updates.channel, that no Cluster uses yet and nothing holds back; newest first.
+	// +listType=atomic
+	// +optional
+	AvailableUpdates []StackUpdate `json:"availableUpdates,omitempty"`
+
+	// conditionalUpdates are newer releases that exist but may not be taken, with the risks
+	// (requirements unmet, a skipped Kubernetes minor, a failed validation, too young, declined).
+	// +listType=atomic
+	// +optional
+	ConditionalUpdates []ConditionalUpdate `json:"conditionalUpdates,omitempty"`
+
+	// rollout is the state of the rollout of the newest available update, wave by wave, when
+	// spec.updates.proposals is set.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ClusterStack says which cluster stack, for which Kubernetes minor, and which of its versions
@@ -245,6 +268,8 @@ type ClusterStackStatus struct {
 // +kubebuilder:printcolumn:name="Available Version",type=string,JSONPath=`.status.versions.available`
 // +kubebuilder:printcolumn:name="Latest",type=string,JSONPath=`.status.latestRelease`
 // +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.status.clustersSummary`
+// +kubebuilder:printcolumn:name="Update",type=string,JSONPath=`.status.availableUpdates[0].version`
+// +kubebuilder:printcolumn:name="Proposal",type=string,JSONPath=`.status.rollout.openPullRequest`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`

@@ -19,6 +19,9 @@
 //     each Cluster into a local workload cluster (API server, controller manager, scheduler
 //     and kwok Nodes) and writes its kubeconfig Secret. It is not part of the operator: see
 //     package localinfra;
+//   - optionally (Options.WithForge) a Gitea forge (package forge) with the fleet repository,
+//     a bot user with an API token, and main protected so that only a person pushes to it:
+//     for the GitOps loop's pull requests;
 //   - optionally the operator itself (bin/manager), running as its config/rbac ServiceAccount
 //     (a token in <state-dir>/operator.kubeconfig), with its validating webhook on CAPI
 //     Clusters: the configuration in config/webhook is installed into the management API
@@ -31,7 +34,7 @@
 // recorded in <state-dir>/run/processes so that the next Start ends whatever a killed plane
 // left behind.
 //
-// Start wipes the state it owns under the state dir (management, flux, git, clusters,
+// Start wipes the state it owns under the state dir (management, flux, git, forge, clusters,
 // logs, run, home, fixture-operators and management.kubeconfig): each plane starts empty.
 package plane
 
@@ -73,6 +76,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
@@ -140,6 +144,14 @@ type Options struct {
 	// minimal topology itself (faster, and what the demo and the end-to-end suite use today).
 	WithCAPI bool
 
+	// WithForge starts a Gitea forge (package forge; bin/gitea and bin/gitea-assets from
+	// `make tools`) with its state in <state-dir>/forge and its log in <state-dir>/logs/gitea.log:
+	// the repository forge.DefaultRepo of the administrator forge.DefaultAdminUser, the bot
+	// forge.DefaultBotUser with write access and an API token, and main protected so that only
+	// the administrator pushes to it. It starts alongside the other components; Start returns
+	// once it is ready. See Plane.Forge.
+	WithForge bool
+
 	// WithOperator starts the operator (OperatorPath) against the management API server.
 	WithOperator bool
 	// OperatorPath is the operator binary. Default: <BinDir>/manager.
@@ -183,6 +195,7 @@ type Plane struct {
 	client     client.Client
 	env        *envtest.Environment
 	git        *gitserver.Server
+	forge      *forge.Forge
 	registry   *proc.Registry
 	infra      *localinfra.Reconciler
 	mgrCancel  context.CancelFunc
@@ -350,6 +363,11 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 			}
 		}
 	}
+	if opts.WithForge {
+		if missing := forge.Missing(opts.BinDir); len(missing) > 0 {
+			return nil, fmt.Errorf("plane: %s missing in %s (WithForge): run `make tools`", strings.Join(missing, ", "), opts.BinDir)
+		}
+	}
 	if opts.WithOperator {
 		if _, err := os.Stat(opts.OperatorPath); err != nil {
 			return nil, fmt.Errorf("plane: operator binary: %w (run `make build`)", err)
@@ -384,6 +402,44 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		return nil, err
 	}
 	started := time.Now()
+	// The forge needs nothing of the rest: it starts alongside (its ~2 s overlap the loading
+	// of the CRDs and the API server's start) and Start waits for it at the end (joinForge).
+	joinForge := func() error { return nil }
+	if opts.WithForge {
+		forgeCtx, cancelForge := context.WithCancel(ctx)
+		forgeDone := make(chan error, 1)
+		go func() {
+			f, err := forge.Start(forgeCtx, forge.Options{
+				BinDir:   opts.BinDir,
+				StateDir: filepath.Join(opts.StateDir, "forge"),
+				LogFile:  filepath.Join(p.LogDir(), "gitea.log"),
+				Logger:   opts.Logger,
+			})
+			p.forge = f // read only after forgeDone
+			forgeDone <- err
+		}()
+		var joinOnce sync.Once
+		var joinErr error
+		joinForge = func() error {
+			joinOnce.Do(func() {
+				waited := time.Now()
+				if joinErr = <-forgeDone; joinErr != nil {
+					joinErr = fmt.Errorf("plane: %w", joinErr)
+					return
+				}
+				p.log.Info("forge ready", "url", p.forge.URL(), "repository", p.forge.RepoURL(p.forge.Owner(), p.forge.Repo()),
+					"waited", time.Since(waited).Round(time.Millisecond))
+			})
+			return joinErr
+		}
+		// When Start fails or panics before joining, and before the plane is stopped (deferred
+		// earlier, so run later): cancel the forge's start and wait for it, so that Stop sees
+		// what it started. After a join, only the context is released.
+		defer func() {
+			cancelForge()
+			_ = joinForge()
+		}()
+	}
 	if err := p.startAPIServer(); err != nil {
 		return nil, err
 	}
@@ -445,6 +501,9 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		}
 		p.log.Info("operator started", "health", p.operatorHealthAddr, "metrics", p.operatorMetricsAddr, "webhook", p.operatorWebhookAddr)
 	}
+	if err := joinForge(); err != nil {
+		return nil, err
+	}
 	p.record()
 	p.log.Info("plane ready", "took", time.Since(started).Round(time.Millisecond))
 	return p, nil
@@ -465,7 +524,7 @@ func (p *Plane) prepareStateDir() error {
 	if len(killed) > 0 {
 		p.log.Info("ended processes left behind by an earlier plane", "pids", killed)
 	}
-	for _, sub := range []string{"management", "flux", "git", "clusters", "logs", "run", "home", fixtureSrcDir, KubeconfigFile} {
+	for _, sub := range []string{"management", "flux", "git", "forge", "clusters", "logs", "run", "home", fixtureSrcDir, KubeconfigFile} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return fmt.Errorf("plane: clean state dir: %w", err)
 		}
@@ -894,7 +953,7 @@ func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) er
 
 // Stop stops everything the plane started: the operator, the localinfra controller and all
 // workload clusters, the Flux controllers, the management API server's controller manager,
-// scheduler and kwok, the Git server and the management API server. It
+// scheduler and kwok, the forge, the Git server and the management API server. It
 // is idempotent and safe to call on a partly started plane.
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
@@ -930,6 +989,9 @@ func (p *Plane) Stop() error {
 		}
 		if p.sim != nil {
 			stops = append(stops, p.sim.Stop)
+		}
+		if p.forge != nil {
+			stops = append(stops, p.forge.Stop)
 		}
 		for _, stop := range stops {
 			wg.Add(1)
@@ -992,6 +1054,9 @@ func (p *Plane) Client() client.Client { return p.client }
 // Git is the plane's Git server.
 func (p *Plane) Git() *gitserver.Server { return p.git }
 
+// Forge is the plane's Gitea forge; nil without Options.WithForge.
+func (p *Plane) Forge() *forge.Forge { return p.forge }
+
 // SourceControllerStorageAddr is the host:port where source-controller serves artifacts.
 func (p *Plane) SourceControllerStorageAddr() string { return p.sourceStorageAddr }
 
@@ -1013,13 +1078,16 @@ type ProcessInfo struct {
 }
 
 // Processes lists the processes the plane started itself (the management API server's
-// controller manager, scheduler and kwok, the Flux controllers, CAPI and the operator; not
-// envtest's nor the workload clusters').
+// controller manager, scheduler and kwok, the Flux controllers, CAPI, the forge and the
+// operator; not envtest's nor the workload clusters').
 func (p *Plane) Processes() []ProcessInfo {
 	var out []ProcessInfo
 	var procs []*proc.Process
 	if p.sim != nil {
 		procs = p.sim.Processes()
+	}
+	if p.forge != nil {
+		procs = append(procs, p.forge.Process())
 	}
 	for _, pr := range append(append(procs, p.flux...), p.operator, p.capi, p.providerWebhooks) {
 		if pr != nil {

@@ -27,6 +27,11 @@ const (
 	Referenced = "Referenced"
 	// RollbackTarget: one of the newest working releases older than the newest wanted one.
 	RollbackTarget = "RollbackTarget"
+	// Candidate: the newest update of a ClusterStack that proposes updates, created before any
+	// Cluster uses it so that it is validated (and its requirements checked) before it is
+	// proposed. Its ClusterClass exists in the management cluster; nothing reaches a workload
+	// cluster until a pull request moving a Cluster is merged.
+	Candidate = "Candidate"
 )
 
 // Release is an existing ClusterStackRelease.
@@ -87,7 +92,10 @@ func RollbackTargets(wanted map[string][]string, existing []Release, n int) []st
 		return nil
 	}
 	newest := ""
-	for name := range wanted {
+	for name, reasons := range wanted {
+		if len(reasons) == 1 && reasons[0] == Candidate {
+			continue // a candidate is not delivered yet: rollback targets are counted from what is
+		}
 		if r, err := stack.ParseReleaseName(name); err == nil && (newest == "" || stack.CompareVersions(r.Version, newest) > 0) {
 			newest = r.Version
 		}

@@ -84,7 +84,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		WithOperator: true,
 		// Cluster API's topology controller builds the Clusters; localinfra plays the
 		// providers (E2E_WITH_CAPI=false: localinfra's own minimal topology, faster).
-		WithCAPI:     withCAPI,
+		WithCAPI: withCAPI,
+		// Gitea hosts the fleet repositories Flux applies and the operator proposes to.
+		WithForge:    true,
 		OperatorArgs: []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(), "--zap-log-level=debug"},
 		StartTimeout: 4 * time.Minute,
 		Logger:       GinkgoLogr,

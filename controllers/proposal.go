@@ -1,0 +1,322 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fleetedit"
+	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+)
+
+// errFleetFile: an object to edit has no manifest in the fleet repository.
+var errFleetFile = errors.New("manifest not found in the fleet repository")
+
+// errAlreadyOnBase: the fleet repository's branch already holds the change (Flux has not
+// applied it yet).
+var errAlreadyOnBase = errors.New("the fleet repository already holds the change")
+
+// Label kustomize-controller sets on what it applies, next to kustomizeNameLabel.
+const kustomizeNamespaceLabelKey = "kustomize.toolkit.fluxcd.io/namespace"
+
+// fleetSource is where Flux applies a ClusterStack from.
+type fleetSource struct {
+	// URL and Branch of the GitRepository the Kustomization applies.
+	URL, Branch string
+	// Repo is the GitRepository.
+	Repo client.ObjectKey
+	// Token is the proposal token (never logged or written).
+	Token string
+	// Stack is the Kustomization that applied the ClusterStack.
+	Stack *kustomizev1.Kustomization
+}
+
+// fluxOwner returns the Kustomization that applied obj, checked against its inventory (labels
+// can be set by anyone; the inventory is what kustomize-controller applied).
+func fluxOwner(ctx context.Context, c client.Reader, obj client.Object, group, kind string) (*kustomizev1.Kustomization, error) {
+	what := fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
+	name, ns := obj.GetLabels()[kustomizeNameLabel], obj.GetLabels()[kustomizeNamespaceLabelKey]
+	if name == "" || ns == "" {
+		return nil, fmt.Errorf("%s was not applied by a Flux Kustomization (no %s label): commit it to a fleet repository that Flux applies to get pull requests", what, kustomizeNameLabel)
+	}
+	ks := &kustomizev1.Kustomization{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ks); err != nil {
+		return nil, fmt.Errorf("%s: Kustomization %s/%s that applied it: %s", what, ns, name, oneLine(err))
+	}
+	id := fmt.Sprintf("%s_%s_%s_%s", obj.GetNamespace(), obj.GetName(), group, kind)
+	if ks.Status.Inventory == nil || !slices.ContainsFunc(ks.Status.Inventory.Entries, func(e kustomizev1.ResourceRef) bool { return e.ID == id }) {
+		return nil, fmt.Errorf("%s names Kustomization %s/%s in its labels, but that Kustomization's inventory does not list it", what, ns, name)
+	}
+	return ks, nil
+}
+
+// findFleetSource finds the Kustomization that applied cs and the Git branch it applies.
+func findFleetSource(ctx context.Context, c client.Reader, cs *csv1.ClusterStack) (*fleetSource, error) {
+	ks, err := fluxOwner(ctx, c, cs, csv1.GroupVersion.Group, "ClusterStack")
+	if err != nil {
+		return nil, err
+	}
+	repo, err := gitRepositoryOf(ctx, c, ks)
+	if err != nil {
+		return nil, err
+	}
+	ref := repo.Spec.Reference
+	branch := "master" // Flux's default when no reference is set
+	if ref != nil {
+		if ref.Tag != "" || ref.SemVer != "" || ref.Commit != "" || ref.Name != "" {
+			return nil, fmt.Errorf("GitRepository %s/%s follows a tag, a semver range, a commit or a ref name: proposals need a branch to open pull requests against", repo.Namespace, repo.Name)
+		}
+		if ref.Branch != "" {
+			branch = ref.Branch
+		}
+	}
+	return &fleetSource{URL: repo.Spec.URL, Branch: branch, Repo: client.ObjectKeyFromObject(repo), Stack: ks}, nil
+}
+
+// gitRepositoryOf returns the GitRepository a Kustomization applies.
+func gitRepositoryOf(ctx context.Context, c client.Reader, ks *kustomizev1.Kustomization) (*sourcev1.GitRepository, error) {
+	src := ks.Spec.SourceRef
+	if src.Kind != sourcev1.GitRepositoryKind {
+		return nil, fmt.Errorf("Kustomization %s/%s applies a %s, not a GitRepository: pull requests need a Git repository", ks.Namespace, ks.Name, src.Kind)
+	}
+	ns := src.Namespace
+	if ns == "" {
+		ns = ks.Namespace
+	}
+	repo := &sourcev1.GitRepository{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: src.Name}, repo); err != nil {
+		return nil, fmt.Errorf("GitRepository %s/%s of Kustomization %s/%s: %s", ns, src.Name, ks.Namespace, ks.Name, oneLine(err))
+	}
+	return repo, nil
+}
+
+// marker is what the operator writes into a pull request's description to recognise it later
+// (from the forge alone, across restarts).
+type marker struct {
+	target, wave string
+	clusters     []string
+}
+
+var markerRE = regexp.MustCompile(`<!-- clusterstack-operator target=(\S+) wave=(\S+) clusters=(\S*) -->`)
+
+func (m marker) String() string {
+	return fmt.Sprintf("<!-- clusterstack-operator target=%s wave=%s clusters=%s -->", m.target, m.wave, strings.Join(m.clusters, ","))
+}
+
+func parseMarker(body string) (marker, bool) {
+	sub := markerRE.FindStringSubmatch(body)
+	if sub == nil {
+		return marker{}, false
+	}
+	m := marker{target: sub[1], wave: sub[2]}
+	if sub[3] != "" {
+		m.clusters = strings.Split(sub[3], ",")
+	}
+	return m, true
+}
+
+// proposeResult is the pull request in place after proposeWave, and the Event to record.
+type proposeResult struct {
+	pr    forge.PullRequest
+	event string
+}
+
+// proposeWave makes the proposal branch hold exactly the plan's change on top of the branch
+// Flux follows, and a pull request from it exist with the plan's title and description.
+func proposeWave(ctx context.Context, c client.Reader, s *updatesScope, rel *csv1.ClusterStackRelease) (proposeResult, error) {
+	cs, wave, clusters := s.cs, s.plan.Propose.Wave, s.plan.Propose.Clusters
+	branch := branchPrefix(cs) + "/" + wave
+	co, err := forge.Open(ctx, s.fleet.URL, s.fleet.Token, s.fleet.Branch, branch)
+	if err != nil {
+		return proposeResult{}, err
+	}
+	defer func() { _ = co.Close() }()
+	me := author(cs)
+	foreign, err := co.ForeignCommit(me)
+	if err != nil {
+		return proposeResult{}, err
+	}
+	if foreign != "" {
+		return proposeResult{}, fmt.Errorf("%w: commit %s on branch %s: the operator does not force-push over it; merge or close the pull request, or delete the branch, and it proposes again", forge.ErrForeignCommits, foreign, branch)
+	}
+
+	// What to edit, and which Kustomization applied each object.
+	type target struct {
+		ks   *kustomizev1.Kustomization
+		edit fleetedit.Edit
+	}
+	var targets []target
+	if versions, ok := pinnedVersions(cs, rel.Spec.Version); ok {
+		targets = append(targets, target{s.fleet.Stack, fleetedit.Edit{Key: fleetedit.ObjectKey{Kind: "ClusterStack", Namespace: cs.Namespace, Name: cs.Name}, Versions: versions}})
+	}
+	for _, name := range clusters {
+		cl := s.clusters[name]
+		if cl == nil {
+			continue
+		}
+		ks, err := fluxOwner(ctx, c, cl, "cluster.x-k8s.io", "Cluster")
+		if err != nil {
+			return proposeResult{}, fmt.Errorf("%w: %s", errFleetFile, err.Error())
+		}
+		if repo, err := gitRepositoryOf(ctx, c, ks); err != nil || client.ObjectKeyFromObject(repo) != s.fleet.Repo {
+			return proposeResult{}, fmt.Errorf("%w: Cluster %s/%s is applied by Kustomization %s/%s from another repository than ClusterStack %s (GitRepository %s): one pull request cannot move it",
+				errFleetFile, cl.Namespace, cl.Name, ks.Namespace, ks.Name, cs.Name, s.fleet.Repo)
+		}
+		targets = append(targets, target{ks, fleetedit.Edit{Key: fleetedit.ObjectKey{Kind: "Cluster", Namespace: cl.Namespace, Name: cl.Name}, Class: rel.Name, KubernetesVersion: rel.Status.KubernetesVersion}})
+	}
+
+	// Find each object's manifest under its Kustomization's path, and edit the files in place.
+	root := os.DirFS(co.Dir)
+	indexes := map[string]fleetedit.Index{}
+	byFile := map[string][]fleetedit.Edit{}
+	fileKS := map[string]*kustomizev1.Kustomization{}
+	for _, t := range targets {
+		dir := path.Clean(strings.TrimPrefix(path.Clean("/"+t.ks.Spec.Path), "/"))
+		if dir == "" {
+			dir = "."
+		}
+		key := t.ks.Namespace + "/" + t.ks.Name
+		idx, ok := indexes[key]
+		if !ok {
+			if idx, err = fleetedit.Scan(root, dir, "default", t.ks.Spec.TargetNamespace); err != nil {
+				return proposeResult{}, fmt.Errorf("%w: scan %s of %s: %s", errFleetFile, dir, redact.URL(s.fleet.URL), err.Error())
+			}
+			indexes[key] = idx
+		}
+		loc, err := idx.Lookup(t.edit.Key)
+		if err != nil {
+			return proposeResult{}, fmt.Errorf("%w: %s %s/%s (applied by Kustomization %s from path %q of %s, branch %s): %s",
+				errFleetFile, t.edit.Key.Kind, t.edit.Key.Namespace, t.edit.Key.Name, key, t.ks.Spec.Path, redact.URL(s.fleet.URL), s.fleet.Branch, err.Error())
+		}
+		byFile[loc.Path] = append(byFile[loc.Path], t.edit)
+		fileKS[loc.Path] = t.ks
+	}
+	for _, file := range slices.Sorted(mapsKeys(byFile)) {
+		full := co.Dir + "/" + file
+		content, err := os.ReadFile(full)
+		if err != nil {
+			return proposeResult{}, err
+		}
+		out, changed, err := fleetedit.Apply(content, file, byFile[file], "default", fileKS[file].Spec.TargetNamespace)
+		if err != nil {
+			return proposeResult{}, fmt.Errorf("%w: %s", errFleetFile, err.Error())
+		}
+		if changed {
+			if err := os.WriteFile(full, out, 0o644); err != nil {
+				return proposeResult{}, err
+			}
+		}
+	}
+
+	title, body := proposalText(s, rel, wave, clusters)
+	res, err := co.Commit(ctx, me, title+"\n\n"+body)
+	if err != nil {
+		return proposeResult{}, err
+	}
+	var open *forge.PullRequest
+	for i := range s.prs {
+		if s.prs[i].Head == branch && s.prs[i].State == forge.StateOpen {
+			open = &s.prs[i]
+			break
+		}
+	}
+	if !res.Changed {
+		// The branch Flux follows already moves these Clusters: Flux has not applied it yet.
+		if open != nil {
+			return proposeResult{pr: *open}, nil
+		}
+		return proposeResult{}, fmt.Errorf("%w: branch %s of %s already moves wave %s to %s; waiting for Flux to apply it", errAlreadyOnBase, s.fleet.Branch, redact.URL(s.fleet.URL), wave, s.target)
+	}
+	if open != nil {
+		if open.Title == title && open.Body == body {
+			ev := ""
+			if res.Pushed {
+				ev = "ProposalUpdated"
+			}
+			return proposeResult{pr: *open, event: ev}, nil
+		}
+		pr, err := s.client.Update(ctx, open.Number, title, body)
+		if err != nil {
+			return proposeResult{}, err
+		}
+		return proposeResult{pr: pr, event: "ProposalUpdated"}, nil
+	}
+	pr, err := s.client.Create(ctx, title, body, branch, s.fleet.Branch)
+	if err != nil {
+		return proposeResult{}, err
+	}
+	return proposeResult{pr: pr, event: "ProposalOpened"}, nil
+}
+
+// pinnedVersions returns the ClusterStack's spec.versions with version added and the older
+// versions dropped (releases Clusters still use are kept while they do), and false when the
+// stack needs no edit: autoSubscribe, or version already pinned.
+func pinnedVersions(cs *csv1.ClusterStack, version string) ([]string, bool) {
+	if slices.Contains(cs.Spec.Versions, version) || (cs.Spec.AutoSubscribe && len(cs.Spec.Versions) == 0) {
+		return nil, false
+	}
+	out := []string{version}
+	for _, v := range cs.Spec.Versions {
+		if stack.CompareVersions(v, version) > 0 {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return stack.CompareVersions(out[i], out[j]) < 0 })
+	return out, true
+}
+
+// author is the identity of the operator's commits.
+func author(cs *csv1.ClusterStack) forge.Author {
+	a := forge.Author{Name: DefaultAuthorName, Email: DefaultAuthorEmail}
+	if p := proposals(cs); p != nil {
+		if p.AuthorName != "" {
+			a.Name = p.AuthorName
+		}
+		if p.AuthorEmail != "" {
+			a.Email = p.AuthorEmail
+		}
+	}
+	return a
+}
+
+// proposalText is the pull request's title and description: deterministic, so that an
+// unchanged proposal is never rewritten.
+func proposalText(s *updatesScope, rel *csv1.ClusterStackRelease, wave string, clusters []string) (string, string) {
+	cs := s.cs
+	plural := "s"
+	if len(clusters) == 1 {
+		plural = ""
+	}
+	title := fmt.Sprintf("%s/%s: roll out %s to wave %s (%d Cluster%s)", cs.Namespace, cs.Name, rel.Name, wave, len(clusters), plural)
+	var b strings.Builder
+	fmt.Fprintf(&b, "The ClusterStack operator proposes release `%s` (stack version %s, Kubernetes %s) for wave `%s` of ClusterStack `%s/%s`.\n\n",
+		rel.Name, rel.Spec.Version, rel.Status.KubernetesVersion, wave, cs.Namespace, cs.Name)
+	if _, ok := pinnedVersions(cs, rel.Spec.Version); ok {
+		fmt.Fprintf(&b, "- ClusterStack `%s`: `spec.versions` pins %s\n", cs.Name, rel.Spec.Version)
+	}
+	for _, name := range clusters {
+		from := ""
+		if cl := s.clusters[name]; cl != nil {
+			from = cl.Spec.Topology.ClassRef.Name
+		}
+		fmt.Fprintf(&b, "- Cluster `%s`: %s → %s\n", name, from, rel.Name)
+	}
+	b.WriteString("\nMerging it lets Flux apply the change; the operator proposes the next wave once these Clusters have been Available on the release for the wave's soak time. ")
+	b.WriteString("Closing it without merging skips this version.\n\n")
+	b.WriteString(marker{target: rel.Name, wave: wave, clusters: clusters}.String())
+	b.WriteString("\n")
+	return title, b.String()
+}

@@ -1,0 +1,652 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/rollout"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/updates"
+	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
+)
+
+// ClusterStackUpdatesReconciler owns a ClusterStack's status.availableUpdates,
+// status.conditionalUpdates, status.rollout and UpdatesProposed condition, and (with
+// spec.updates.proposals) proposes the newest update as pull requests to the fleet repository,
+// wave by wave. It never writes an object Flux applies from the fleet repository: a Cluster
+// moves only when a person merges the pull request and Flux applies it. Everything it decides
+// comes from the API (status timestamps, Flux objects) and the forge (pull requests, branches),
+// so a restart neither repeats nor skips a step.
+type ClusterStackUpdatesReconciler struct {
+	client.Client
+	// APIReader reads the proposal token Secret (Secrets are not cached).
+	APIReader client.Reader
+	Tags      *TagLister
+	Recorder  record.EventRecorder
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+	// NewForge builds a forge client; nil means forge.New.
+	NewForge func(provider csv1.ForgeProvider, repo forge.Repository, token string) (forge.Client, error)
+
+	// refused remembers, per ClusterStack, when the forge last refused a push: the push is
+	// retried after pushRetry, not at every event. (Only a throttle: after a restart the push
+	// is tried once more.)
+	refused sync.Map
+}
+
+// pushRetry is how long after a refused push the operator tries again.
+const pushRetry = time.Minute
+
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch
+
+// Defaults of spec.updates.proposals.
+const (
+	DefaultBranchPrefix = "clusterstack"
+	DefaultAuthorName   = "clusterstack-operator"
+	DefaultAuthorEmail  = "clusterstack-operator@users.noreply.local"
+	// proposalTokenKey is the key of the token in spec.updates.proposals.secretRef.
+	proposalTokenKey = "token"
+	// forgePoll is the longest the operator goes without looking at the forge while a
+	// rollout runs (merges are also noticed at once when Flux's GitRepository moves).
+	forgePoll = time.Minute
+)
+
+// updatesScope carries one reconcile's facts between steps.
+type updatesScope struct {
+	cs *csv1.ClusterStack
+	// clusters of the stack (those whose ClusterClass is one of its releases), by name.
+	clusters map[string]*clusterv1.Cluster
+	addons   map[string]*csv1.ClusterAddon
+	releases map[string]*csv1.ClusterStackRelease
+	inUse    map[string]bool
+	lagging  []string
+	tags     []string
+	tagErr   error
+
+	fleet  *fleetSource
+	client forge.Client
+	prs    []forge.PullRequest
+
+	upd    updates.Result
+	target string
+	plan   *rollout.Plan
+
+	cond    metav1.Condition
+	requeue time.Duration
+}
+
+func (s *updatesScope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+func (s *updatesScope) fail(reason, msg string) {
+	s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+}
+
+func (r *ClusterStackUpdatesReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile computes the stack's updates and advances its rollout.
+func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cs := &csv1.ClusterStack{}
+	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cs.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	s := &updatesScope{cs: cs, cond: metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonNothingToPropose, Message: "no update to propose"}}
+	for _, step := range []func(context.Context, *updatesScope) error{
+		r.gather,
+		r.openForge,
+		r.computeUpdates,
+		r.planRollout,
+		r.propose,
+		r.addonUpgrades,
+	} {
+		if err := step(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.fleet != nil && s.target != "" {
+		s.requeueAfter(min(interval(cs), forgePoll))
+	}
+	s.requeueAfter(interval(cs))
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// gather reads the stack's Clusters, their ClusterAddons, its releases and the published tags.
+func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesScope) error {
+	cs := s.cs
+	s.clusters, s.addons, s.releases, s.inUse = map[string]*clusterv1.Cluster{}, map[string]*csv1.ClusterAddon{}, map[string]*csv1.ClusterStackRelease{}, map[string]bool{}
+	var clusters clusterv1.ClusterList
+	if err := r.List(ctx, &clusters, client.InNamespace(cs.Namespace)); err != nil {
+		return err
+	}
+	major, minor, _ := strings.Cut(cs.Spec.KubernetesVersion, ".")
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		ns, class := webhooks.ClassRef(c)
+		rel, err := stack.ParseReleaseName(class)
+		if ns != cs.Namespace || err != nil || rel.Provider != cs.Spec.Provider || rel.Name != cs.Spec.Name {
+			continue
+		}
+		if rel.KubernetesMinor() != cs.Spec.KubernetesVersion {
+			if lagsBehind(rel, major, minor) {
+				s.lagging = append(s.lagging, c.Name)
+			}
+			continue
+		}
+		s.clusters[c.Name] = c
+		s.inUse[class] = true
+	}
+	var addons csv1.ClusterAddonList
+	if err := r.List(ctx, &addons, client.InNamespace(cs.Namespace)); err != nil {
+		return err
+	}
+	for i := range addons.Items {
+		a := &addons.Items[i]
+		if _, ok := s.clusters[a.Spec.ClusterName]; ok {
+			s.addons[a.Spec.ClusterName] = a
+		}
+	}
+	var rels csv1.ClusterStackReleaseList
+	if err := r.List(ctx, &rels, client.InNamespace(cs.Namespace), client.MatchingFields{releaseStackIndex: cs.Name}); err != nil {
+		return err
+	}
+	for i := range rels.Items {
+		s.releases[rels.Items[i].Name] = &rels.Items[i]
+	}
+	s.tags, s.tagErr = r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
+	return nil
+}
+
+// lagsBehind reports whether rel's Kubernetes minor is more than one below major.minor.
+func lagsBehind(rel stack.Release, major, minor string) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(major+" "+minor, "%d %d", &ma, &mi); err != nil {
+		return false
+	}
+	return rel.Major == ma && rel.Minor < mi-1
+}
+
+// openForge finds the fleet repository and lists the stack's pull requests, when proposals
+// are asked for.
+func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *updatesScope) error {
+	p := proposals(s.cs)
+	if p == nil {
+		return nil
+	}
+	fleet, err := findFleetSource(ctx, r.Client, s.cs)
+	if err != nil {
+		s.fail(csv1.ReasonFleetSourceNotFound, err.Error())
+		return nil
+	}
+	token, err := r.token(ctx, s.cs)
+	if err != nil {
+		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
+		return nil
+	}
+	repo, err := forge.ParseRepository(fleet.URL, p.APIURL)
+	if err != nil {
+		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
+		return nil
+	}
+	newForge := r.NewForge
+	if newForge == nil {
+		newForge = func(pr csv1.ForgeProvider, repo forge.Repository, token string) (forge.Client, error) {
+			return forge.New(pr, repo, token, nil)
+		}
+	}
+	c, err := newForge(p.Provider, repo, token)
+	if err != nil {
+		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
+		return nil
+	}
+	prs, err := c.PullRequests(ctx, branchPrefix(s.cs)+"/")
+	if err != nil {
+		s.fail(csv1.ReasonForgeError, redact.URLs(oneLine(err)))
+		return nil
+	}
+	fleet.Token = token
+	s.fleet, s.client, s.prs = fleet, c, prs
+	return nil
+}
+
+// token reads the proposal token from the stack's own namespace.
+func (r *ClusterStackUpdatesReconciler) token(ctx context.Context, cs *csv1.ClusterStack) (string, error) {
+	ref := proposals(cs).SecretRef.Name
+	sec := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cs.Namespace, Name: ref}, sec); err != nil {
+		return "", fmt.Errorf("spec.updates.proposals.secretRef: Secret %s/%s: %s", cs.Namespace, ref, oneLine(err))
+	}
+	t := strings.TrimSpace(string(sec.Data[proposalTokenKey]))
+	if t == "" {
+		return "", fmt.Errorf("spec.updates.proposals.secretRef: Secret %s/%s has no key %q with a token that may push branches and open pull requests", cs.Namespace, ref, proposalTokenKey)
+	}
+	return t, nil
+}
+
+// computeUpdates lists the available and conditional updates and picks the rollout target:
+// the newest available update, or the newest release a Cluster already moved to while others
+// have not.
+func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *updatesScope) error {
+	cs := s.cs
+	facts := updates.Facts{
+		Provider: cs.Spec.Provider, Name: cs.Spec.Name, KubernetesMinor: cs.Spec.KubernetesVersion,
+		Tags: s.tags, InUse: s.inUse, Releases: map[string]updates.Release{}, Discovered: map[string]metav1.Time{},
+		Now: r.now(), Declined: map[string]string{}, Lagging: s.lagging,
+	}
+	if u := cs.Spec.Updates; u != nil {
+		facts.Channel = u.Channel
+		if u.MinReleaseAge != nil {
+			facts.MinReleaseAge = u.MinReleaseAge.Duration
+		}
+	}
+	for name := range s.inUse {
+		if rel, err := stack.ParseReleaseName(name); err == nil && (facts.Baseline == "" || stack.CompareVersions(rel.Version, facts.Baseline) > 0) {
+			facts.Baseline = rel.Version
+		}
+	}
+	if facts.Baseline == "" {
+		for _, v := range cs.Spec.Versions {
+			if facts.Baseline == "" || stack.CompareVersions(v, facts.Baseline) > 0 {
+				facts.Baseline = v
+			}
+		}
+	}
+	for name, rel := range s.releases {
+		facts.Releases[name] = releaseFacts(rel)
+	}
+	for _, u := range cs.Status.AvailableUpdates {
+		if u.DiscoveredAt != nil {
+			facts.Discovered[u.Release] = *u.DiscoveredAt
+		}
+	}
+	for _, u := range cs.Status.ConditionalUpdates {
+		if u.DiscoveredAt != nil {
+			facts.Discovered[u.Release] = *u.DiscoveredAt
+		}
+	}
+	for _, pr := range s.prs {
+		if m, ok := parseMarker(pr.Body); ok && pr.State == forge.StateClosed {
+			facts.Declined[m.target] = pr.URL
+		}
+	}
+	s.upd = updates.Compute(facts)
+	s.requeueAfter(s.upd.RequeueAfter)
+	// The target: the newest available update, or the newest release in use when some Clusters
+	// are not on it yet (a rollout under way: once a wave moved, its release is in use).
+	s.target = updates.Target(s.upd)
+	newestInUse := ""
+	for name := range s.inUse {
+		if newestInUse == "" || compareReleases(name, newestInUse) > 0 {
+			newestInUse = name
+		}
+	}
+	if s.target == "" {
+		s.target = newestInUse
+	}
+	return nil
+}
+
+func compareReleases(a, b string) int {
+	ra, errA := stack.ParseReleaseName(a)
+	rb, errB := stack.ParseReleaseName(b)
+	if errA != nil || errB != nil {
+		return strings.Compare(a, b)
+	}
+	return stack.CompareVersions(ra.Version, rb.Version)
+}
+
+// releaseFacts is what the update computation needs of a release.
+func releaseFacts(rel *csv1.ClusterStackRelease) updates.Release {
+	out := updates.Release{Name: rel.Name}
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition); c != nil && c.Status != metav1.ConditionUnknown {
+		ok := c.Status == metav1.ConditionTrue
+		out.Validated, out.ValidationMessage = &ok, c.Message
+	}
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.RequirementsMetCondition); c != nil && c.Status != metav1.ConditionUnknown {
+		ok := c.Status == metav1.ConditionTrue
+		out.RequirementsMet, out.RequirementsMessage = &ok, c.Message
+	}
+	return out
+}
+
+// planRollout decides the waves' phases and the pull request that should be open now.
+func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *updatesScope) error {
+	if s.fleet == nil || s.target == "" {
+		return nil
+	}
+	facts := rollout.Facts{Target: s.target, PullRequests: map[string][]rollout.PullRequest{}, Now: r.now()}
+	for _, w := range s.cs.Spec.Updates.Waves {
+		sel, err := metav1.LabelSelectorAsSelector(&w.Selector)
+		if err != nil {
+			s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("spec.updates.waves[%s].selector: %s", w.Name, err))
+			return nil
+		}
+		wave := rollout.Wave{Name: w.Name, Selector: sel}
+		if w.SoakTime != nil {
+			wave.Soak = w.SoakTime.Duration
+		}
+		if w.MaxConcurrent != nil {
+			wave.MaxConcurrent = int(*w.MaxConcurrent)
+		}
+		facts.Waves = append(facts.Waves, wave)
+	}
+	for _, name := range slices.Sorted(mapsKeys(s.clusters)) {
+		facts.Clusters = append(facts.Clusters, rolloutCluster(s.clusters[name], s.addons[name]))
+	}
+	for _, pr := range s.prs {
+		m, ok := parseMarker(pr.Body)
+		if !ok || m.target != s.target {
+			continue
+		}
+		facts.PullRequests[m.wave] = append(facts.PullRequests[m.wave], rollout.PullRequest{
+			Number: pr.Number, URL: pr.URL, Title: pr.Title, Branch: pr.Head, State: pr.State, Target: m.target, Clusters: m.clusters,
+		})
+	}
+	plan := rollout.Decide(facts)
+	s.plan = &plan
+	s.requeueAfter(plan.RequeueAfter)
+	switch {
+	case plan.Halted != nil:
+		s.fail(csv1.ReasonRolloutHalted, fmt.Sprintf("rollout of %s halted in wave %s: %s", s.target, plan.Halted.Wave, plan.Halted.Message))
+	case plan.Propose == nil:
+		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave, Message: waitingMessage(s.target, plan.Status)}
+	}
+	return nil
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// waitingMessage says what the rollout waits for.
+func waitingMessage(target string, st csv1.RolloutStatus) string {
+	for _, w := range st.Waves {
+		if w.Phase != csv1.WaveDone {
+			return fmt.Sprintf("rolling out %s: wave %s is %s: %s", target, w.Name, w.Phase, w.Message)
+		}
+	}
+	return fmt.Sprintf("every Cluster is on %s", target)
+}
+
+// rolloutCluster is what the wave decision needs of a Cluster and its ClusterAddon.
+func rolloutCluster(c *clusterv1.Cluster, a *csv1.ClusterAddon) rollout.Cluster {
+	_, class := webhooks.ClassRef(c)
+	out := rollout.Cluster{Name: c.Name, Labels: c.Labels, Release: class}
+	if a == nil {
+		return out
+	}
+	out.Applied = a.Status.LastAppliedRelease
+	if av := apimeta.FindStatusCondition(a.Status.Conditions, csv1.AvailableCondition); av != nil && av.Status == metav1.ConditionTrue {
+		out.Available = true
+		since := av.LastTransitionTime.Time
+		if t := a.Status.LastAppliedTime; t != nil && t.After(since) {
+			since = t.Time
+		}
+		out.AvailableSince = &since
+	}
+	if d := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); d != nil && d.Status == metav1.ConditionTrue {
+		out.Degraded, out.DegradedMessage = true, d.Message
+	}
+	return out
+}
+
+// propose makes the pull request the plan asks for exist, with exactly the plan's content.
+func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesScope) error {
+	if s.plan == nil || s.plan.Propose == nil {
+		return nil
+	}
+	rel := s.releases[s.target]
+	if rel == nil || rel.Status.KubernetesVersion == "" {
+		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave,
+			Message: fmt.Sprintf("waiting for release %s to be validated before proposing it (its Kubernetes version goes into the Clusters' spec.topology.version)", s.target)}
+		s.requeueAfter(10 * time.Second)
+		return nil
+	}
+	key := client.ObjectKeyFromObject(s.cs).String()
+	if last, ok := r.refused.Load(key); ok && r.now().Sub(last.(time.Time)) < pushRetry {
+		// The forge refused the last push: do not retry at every event (no retry storm).
+		if c := apimeta.FindStatusCondition(s.cs.Status.Conditions, csv1.UpdatesProposedCondition); c != nil && c.Reason == csv1.ReasonPushRefused {
+			s.cond = *c
+			s.requeueAfter(pushRetry - r.now().Sub(last.(time.Time)))
+			return nil
+		}
+	}
+	res, err := proposeWave(ctx, r.Client, s, rel)
+	if errors.Is(err, forge.ErrPushRefused) || errors.Is(err, forge.ErrProtectedTarget) {
+		r.refused.Store(key, r.now())
+		s.requeueAfter(pushRetry)
+	} else {
+		r.refused.Delete(key)
+	}
+	switch {
+	case errors.Is(err, forge.ErrForeignCommits):
+		s.fail(csv1.ReasonBranchModified, err.Error())
+	case errors.Is(err, forge.ErrPushRefused), errors.Is(err, forge.ErrProtectedTarget):
+		s.fail(csv1.ReasonPushRefused, redact.URLs(oneLine(err)))
+		r.Recorder.Event(s.cs, corev1.EventTypeWarning, csv1.ReasonPushRefused, redact.URLs(oneLine(err)))
+	case errors.Is(err, errAlreadyOnBase):
+		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave, Message: oneLine(err)}
+		s.requeueAfter(10 * time.Second)
+	case errors.Is(err, errFleetFile):
+		s.fail(csv1.ReasonFleetSourceNotFound, oneLine(err))
+	case err != nil:
+		s.fail(csv1.ReasonForgeError, redact.URLs(oneLine(err)))
+		log.FromContext(ctx).Error(err, "propose")
+		s.requeueAfter(15 * time.Second)
+	default:
+		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonProposed,
+			Message: fmt.Sprintf("pull request %s proposes %s for wave %s", res.pr.URL, s.target, s.plan.Propose.Wave)}
+		if res.event != "" {
+			r.Recorder.Eventf(s.cs, corev1.EventTypeNormal, res.event, "%s: pull request #%d %s (%s)", res.event, res.pr.Number, res.pr.URL, res.pr.Title)
+		}
+		for i := range s.plan.Status.Waves {
+			w := &s.plan.Status.Waves[i]
+			if w.Name == s.plan.Propose.Wave {
+				w.PullRequest = &csv1.PullRequestRef{Number: res.pr.Number, URL: res.pr.URL, Title: res.pr.Title, Branch: res.pr.Head, State: res.pr.State}
+				w.Message = fmt.Sprintf("pull request #%d open: %s", res.pr.Number, res.pr.URL)
+			}
+		}
+		s.plan.Status.OpenPullRequest = res.pr.URL
+	}
+	return nil
+}
+
+// addonUpgrades records, in each of the stack's ClusterAddons, the releases its Cluster may
+// move to next (the only field of a ClusterAddon this controller writes).
+func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *updatesScope) error {
+	var rels csv1.ClusterStackReleaseList
+	if err := r.List(ctx, &rels, client.InNamespace(s.cs.Namespace)); err != nil {
+		return err
+	}
+	var validated []string
+	for _, rel := range rels.Items {
+		if apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.StackValidCondition) {
+			validated = append(validated, rel.Name)
+		}
+	}
+	for name, a := range s.addons {
+		_, class := webhooks.ClassRef(s.clusters[name])
+		want := updates.Upgrades(class, validated)
+		if slices.Equal(want, a.Status.AvailableUpgrades) {
+			continue
+		}
+		if err := updateStatus(ctx, r.Client, a, func(a *csv1.ClusterAddon) { a.Status.AvailableUpgrades = want }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeStatus records the updates, the rollout and the UpdatesProposed condition.
+func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *updatesScope) error {
+	var events []func(*csv1.ClusterStack)
+	err := updateStatus(ctx, r.Client, s.cs, func(cs *csv1.ClusterStack) {
+		cs.Status.AvailableUpdates = s.upd.Available
+		cs.Status.ConditionalUpdates = s.upd.Conditional
+		var prev *csv1.RolloutStatus
+		if cs.Status.Rollout != nil {
+			prev = cs.Status.Rollout.DeepCopy()
+		}
+		cs.Status.Rollout = nil
+		if s.plan != nil {
+			st := s.plan.Status
+			cs.Status.Rollout = &st
+			events = waveEvents(r.Recorder, prev, &st)
+		}
+		if proposals(cs) == nil {
+			apimeta.RemoveStatusCondition(&cs.Status.Conditions, csv1.UpdatesProposedCondition)
+			return
+		}
+		c := s.cond
+		c.ObservedGeneration = cs.Generation
+		apimeta.SetStatusCondition(&cs.Status.Conditions, c)
+	})
+	if err == nil {
+		for _, e := range events {
+			e(s.cs)
+		}
+	}
+	return err
+}
+
+// waveEvents returns one Event per wave whose phase changed.
+func waveEvents(rec record.EventRecorder, prev, cur *csv1.RolloutStatus) []func(*csv1.ClusterStack) {
+	old := map[string]csv1.WavePhase{}
+	if prev != nil && prev.Target == cur.Target {
+		for _, w := range prev.Waves {
+			old[w.Name] = w.Phase
+		}
+	}
+	var out []func(*csv1.ClusterStack)
+	for _, w := range cur.Waves {
+		if old[w.Name] == w.Phase || (prev == nil && w.Phase == csv1.WavePending) {
+			continue
+		}
+		w, target := w, cur.Target
+		typ := corev1.EventTypeNormal
+		if w.Phase == csv1.WaveHalted {
+			typ = corev1.EventTypeWarning
+		}
+		out = append(out, func(cs *csv1.ClusterStack) {
+			rec.Eventf(cs, typ, "Wave"+string(w.Phase), "wave %s of the rollout of %s is %s: %s", w.Name, target, w.Phase, w.Message)
+		})
+	}
+	return out
+}
+
+// proposals returns the stack's proposal policy, nil without one.
+func proposals(cs *csv1.ClusterStack) *csv1.ProposalPolicy {
+	if cs.Spec.Updates == nil {
+		return nil
+	}
+	return cs.Spec.Updates.Proposals
+}
+
+// branchPrefix is the start of every proposal branch of the stack: <prefix>/<namespace>/<name>.
+func branchPrefix(cs *csv1.ClusterStack) string {
+	p := DefaultBranchPrefix
+	if pp := proposals(cs); pp != nil && pp.BranchPrefix != "" {
+		p = pp.BranchPrefix
+	}
+	return p + "/" + cs.Namespace + "/" + cs.Name
+}
+
+// SetupWithManager watches ClusterStacks (spec changes), their Clusters and ClusterAddons, their
+// releases, and Flux's Kustomizations and GitRepositories (a merged pull request moves them).
+func (r *ClusterStackUpdatesReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterstack-updates").
+		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
+		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.stacksInNamespace)).
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.proposingStacks), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return artifactRevision(e.ObjectOld) != artifactRevision(e.ObjectNew) },
+		})).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.proposingStacks), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.(*kustomizev1.Kustomization).Status.LastAppliedRevision != e.ObjectNew.(*kustomizev1.Kustomization).Status.LastAppliedRevision
+			},
+		})).
+		Complete(r)
+}
+
+func artifactRevision(o client.Object) string {
+	if g, ok := o.(*sourcev1.GitRepository); ok && g.Status.Artifact != nil {
+		return g.Status.Artifact.Revision
+	}
+	return ""
+}
+
+// stacksInNamespace maps a Cluster to the ClusterStacks of its namespace.
+func (r *ClusterStackUpdatesReconciler) stacksInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list csv1.ClusterStackList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, cs := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+	}
+	return reqs
+}
+
+// proposingStacks maps a Flux object to every ClusterStack that proposes updates (few: stacks
+// are per provider and Kubernetes minor, not per cluster).
+func (r *ClusterStackUpdatesReconciler) proposingStacks(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list csv1.ClusterStackList
+	if err := r.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, cs := range list.Items {
+		if proposals(&cs) != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+		}
+	}
+	return reqs
+}
