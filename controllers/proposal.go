@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"regexp"
@@ -204,7 +205,7 @@ func proposeWave(ctx context.Context, c client.Reader, s *updatesScope, rel *csv
 		byFile[loc.Path] = append(byFile[loc.Path], t.edit)
 		fileKS[loc.Path] = t.ks
 	}
-	for _, file := range slices.Sorted(mapsKeys(byFile)) {
+	for _, file := range slices.Sorted(maps.Keys(byFile)) {
 		full := co.Dir + "/" + file
 		content, err := os.ReadFile(full)
 		if err != nil {

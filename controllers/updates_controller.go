@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -307,6 +308,13 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 			facts.Declined[m.target] = pr.URL
 		}
 	}
+	if s.tagErr != nil {
+		// The tags could not be listed (ReleasesResolved says why): keep what was known rather
+		// than report no updates, and propose nothing new.
+		s.upd = updates.Result{Available: cs.Status.AvailableUpdates, Conditional: cs.Status.ConditionalUpdates}
+		s.target = ""
+		return nil
+	}
 	s.upd = updates.Compute(facts)
 	s.requeueAfter(s.upd.RequeueAfter)
 	// The target: the newest available update, or the newest release in use when some Clusters
@@ -368,7 +376,7 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 		}
 		facts.Waves = append(facts.Waves, wave)
 	}
-	for _, name := range slices.Sorted(mapsKeys(s.clusters)) {
+	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
 		facts.Clusters = append(facts.Clusters, rolloutCluster(s.clusters[name], s.addons[name]))
 	}
 	for _, pr := range s.prs {
@@ -390,16 +398,6 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave, Message: waitingMessage(s.target, plan.Status)}
 	}
 	return nil
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // waitingMessage says what the rollout waits for.
@@ -531,11 +529,15 @@ func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *upda
 		if cs.Status.Rollout != nil {
 			prev = cs.Status.Rollout.DeepCopy()
 		}
-		cs.Status.Rollout = nil
-		if s.plan != nil {
+		switch {
+		case s.plan != nil:
 			st := s.plan.Status
 			cs.Status.Rollout = &st
 			events = waveEvents(r.Recorder, prev, &st)
+		case proposals(cs) != nil && s.cond.Status == metav1.ConditionFalse:
+			// Keep the last known rollout while the forge or the fleet cannot be read.
+		default:
+			cs.Status.Rollout = nil
 		}
 		if proposals(cs) == nil {
 			apimeta.RemoveStatusCondition(&cs.Status.Conditions, csv1.UpdatesProposedCondition)
@@ -602,8 +604,8 @@ func (r *ClusterStackUpdatesReconciler) SetupWithManager(mgr ctrl.Manager) error
 		Named("clusterstack-updates").
 		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
-		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.stacksInNamespace)).
+		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon), builder.WithPredicates(addonRolloutChanged())).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.stacksInNamespace), builder.WithPredicates(clusterWaveChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.proposingStacks), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return artifactRevision(e.ObjectOld) != artifactRevision(e.ObjectNew) },
 		})).
@@ -637,7 +639,10 @@ func (r *ClusterStackUpdatesReconciler) stacksInNamespace(ctx context.Context, o
 
 // proposingStacks maps a Flux object to every ClusterStack that proposes updates (few: stacks
 // are per provider and Kubernetes minor, not per cluster).
-func (r *ClusterStackUpdatesReconciler) proposingStacks(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *ClusterStackUpdatesReconciler) proposingStacks(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetLabels()[csv1.ManagedByLabel] == csv1.ManagedByValue {
+		return nil // the operator's own Flux objects carry no fleet
+	}
 	var list csv1.ClusterStackList
 	if err := r.List(ctx, &list); err != nil {
 		return nil
@@ -649,4 +654,40 @@ func (r *ClusterStackUpdatesReconciler) proposingStacks(ctx context.Context, _ c
 		}
 	}
 	return reqs
+}
+
+// addonRolloutChanged passes ClusterAddon updates that change what the rollout reads: the
+// applied release and its time, Available or Degraded.
+func addonRolloutChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okO := e.ObjectOld.(*csv1.ClusterAddon)
+		n, okN := e.ObjectNew.(*csv1.ClusterAddon)
+		if !okO || !okN {
+			return false
+		}
+		status := func(a *csv1.ClusterAddon, t string) metav1.ConditionStatus {
+			if c := apimeta.FindStatusCondition(a.Status.Conditions, t); c != nil {
+				return c.Status
+			}
+			return ""
+		}
+		return o.Status.LastAppliedRelease != n.Status.LastAppliedRelease || o.Status.DesiredRelease != n.Status.DesiredRelease ||
+			status(o, csv1.AvailableCondition) != status(n, csv1.AvailableCondition) ||
+			status(o, csv1.DegradedCondition) != status(n, csv1.DegradedCondition) ||
+			o.Status.ClusterStack != n.Status.ClusterStack
+	}}
+}
+
+// clusterWaveChanged passes Cluster updates that change its wave (labels) or its release.
+func clusterWaveChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okO := e.ObjectOld.(*clusterv1.Cluster)
+		n, okN := e.ObjectNew.(*clusterv1.Cluster)
+		if !okO || !okN {
+			return false
+		}
+		_, oc := webhooks.ClassRef(o)
+		_, nc := webhooks.ClassRef(n)
+		return oc != nc || !maps.Equal(o.Labels, n.Labels)
+	}}
 }

@@ -6,13 +6,14 @@
 //	go run ./bootstrap/local up [--state-dir .local] [--bin-dir bin] [--no-examples]
 //
 // Unless --no-examples is given, it publishes the stacks/ tree to the repository "stacks" on
-// the local Git server with the release tag(s) of --tags, and applies the manifests of
-// examples/ with ${GIT_URL} replaced by the Git server's URL. It runs until SIGINT or
-// SIGTERM, then stops everything it started.
+// the local Git server with the release tag(s) of --tags, starts a Gitea forge, commits the
+// manifests of examples/ (with ${GIT_URL} replaced by the Git server's URL) to its fleet
+// repository, and has a Flux Kustomization apply that repository (package fleet): from then on
+// the fleet changes by commits and merged pull requests. It runs until SIGINT or SIGTERM, then
+// stops everything it started.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -21,17 +22,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 )
 
@@ -39,9 +37,6 @@ const (
 	// stacksRepo is the repository the stacks/ tree is published to; the examples'
 	// ClusterStack points at ${GIT_URL}/stacks.
 	stacksRepo = "stacks"
-	// gitURLPlaceholder in example manifests is replaced by the Git server's base URL.
-	gitURLPlaceholder = "${GIT_URL}"
-	fieldOwner        = "local-plane"
 )
 
 func main() {
@@ -54,7 +49,7 @@ func main() {
 func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: go run ./bootstrap/local up [flags]\n\n"+
 		"Starts a local management plane (API server, Flux, Git server, localinfra, the operator)\n"+
-		"and, unless --no-examples, publishes stacks/ and applies examples/. Ctrl-C stops it.\n\nFlags:\n")
+		"and, unless --no-examples, publishes stacks/ and commits examples/ to the fleet repository Flux applies. Ctrl-C stops it.\n\nFlags:\n")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
@@ -75,7 +70,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.repoRoot, "repo-root", "", "Checkout of the operator (default: found from the working directory).")
 	fs.StringVar(&cfg.stacksDir, "stacks-dir", "", "Tree published to the Git repository \"stacks\" (default <repo>/stacks).")
 	fs.StringVar(&cfg.examplesDir, "examples-dir", "", "Manifests applied after the plane is up (default <repo>/examples).")
-	fs.StringVar(&cfg.tags, "tags", "aws-base-1-36-v1", "Comma-separated release tags put on the published stacks commit.")
+	fs.StringVar(&cfg.tags, "tags", "aws-base-1-36-v1,aws-base-1-36-v2", "Comma-separated release tags put on the published stacks commit (v2 is an update the demo's ClusterStack can take).")
 	fs.BoolVar(&cfg.noExamples, "no-examples", false, "Do not publish stacks/ nor apply examples/.")
 	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
 	fs.BoolVar(&cfg.withCAPI, "with-capi", true, "Run Cluster API's core manager (topology controller, webhooks, conversion) and the kubeadm/CAPD providers' webhooks; localinfra then plays the providers by contract (false: localinfra builds a minimal topology itself).")
@@ -138,6 +133,7 @@ func run(args []string, out io.Writer) error {
 		BinDir:          cfg.binDir,
 		WithOperator:    !cfg.noOperator,
 		WithCAPI:        cfg.withCAPI,
+		WithForge:       !cfg.noExamples,
 		WorkloadNodes:   cfg.nodes,
 		ManagementNodes: cfg.managementNodes,
 		StartTimeout:    cfg.startTimeout,
@@ -187,55 +183,34 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 		}
 	}
 
-	files, err := filepath.Glob(filepath.Join(cfg.examplesDir, "*.yaml"))
+	// The examples become the fleet repository on the forge, and Flux applies it.
+	dir, err := os.MkdirTemp("", "fleet-")
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
+	defer func() { _ = os.RemoveAll(dir) }()
+	objs, err := fleet.Render(cfg.examplesDir, p.Git().URL(), dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fleet.Publish(ctx, p.Forge(), dir, "Fleet: the examples"); err != nil {
+		return nil, fmt.Errorf("publish the fleet repository: %w", err)
+	}
+	if err := fleet.Apply(ctx, p.Client(), p.Forge(), objs); err != nil {
+		return nil, err
+	}
+	wait, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := fleet.ProposalSecrets(wait, p.Client(), p.Forge(), objs); err != nil {
+		return nil, err
+	}
 	var clusters []string
-	for _, f := range files {
-		objs, err := readManifests(f, map[string]string{gitURLPlaceholder: p.Git().URL()})
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if err := p.Client().Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-				return nil, fmt.Errorf("apply %s %s from %s: %w", o.GetKind(), o.GetName(), f, err)
-			}
-			if o.GetKind() == "Cluster" && strings.HasPrefix(o.GetAPIVersion(), "cluster.x-k8s.io/") {
-				clusters = append(clusters, o.GetNamespace()+"/"+o.GetName())
-			}
+	for _, o := range objs {
+		if o.Kind == "Cluster" && strings.HasPrefix(o.APIVersion, "cluster.x-k8s.io/") {
+			clusters = append(clusters, o.Namespace+"/"+o.Name)
 		}
 	}
 	return clusters, nil
-}
-
-// readManifests decodes the YAML documents of file after replacing each key of replace with
-// its value.
-func readManifests(file string, replace map[string]string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	text := string(data)
-	for k, v := range replace {
-		text = strings.ReplaceAll(text, k, v)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(text)), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("decode %s: %w", file, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		objs = append(objs, u)
-	}
 }
 
 func splitList(s string) []string {
@@ -263,6 +238,15 @@ The local management plane is up.
 		fmt.Fprintf(out, "Git server: %s (repository %s/%s, tags %s)\n", p.Git().URL(), p.Git().URL(), stacksRepo, cfg.tags)
 	} else {
 		fmt.Fprintf(out, "Git server: %s (create repositories with the gitserver package, or push to %s/<name>.git after CreateRepo)\n", p.Git().URL(), p.Git().URL())
+	}
+	if f := p.Forge(); f != nil {
+		fmt.Fprintf(out, `
+Fleet repository (Gitea %s, user %s, password %s; main is protected: only %s pushes):
+  git clone %s
+  kubectl get kustomizations -A        # what `+"`flux get kustomizations`"+` shows: the fleet applied by Flux
+  Commit a change (e.g. spec.versions of examples' ClusterStack) and push: Flux applies it.
+  The operator's pull requests (spec.updates.proposals) are opened as %s.
+`, f.URL(), f.AdminUser(), f.AdminPassword(), f.AdminUser(), f.RepoURL(f.Owner(), f.Repo()), f.BotUser())
 	}
 	if ops := p.FixtureOperators(); len(ops) > 0 {
 		fmt.Fprintf(out, "\nFixture operators (manifests at %s/ of each tag), for ManagementOperators:\n", plane.FixtureOperatorPath)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -98,10 +98,14 @@ spec:
         value: eu-north-1
 `
 	}
-	publishStack := func(ctx context.Context, v string) {
+	publishStack := func(ctx context.Context, v string, mutate ...func(string)) {
 		GinkgoHelper()
 		publishTo(ctx, stacksRepo, tagPrefix+v, func(dir string) {
-			Expect(stack.SetChartVersion(filepath.Join(dir, stackPath), v)).To(Succeed())
+			sd := filepath.Join(dir, stackPath)
+			Expect(stack.SetChartVersion(sd, v)).To(Succeed())
+			for _, m := range mutate {
+				m(sd)
+			}
 		})
 	}
 	prs := func(ctx context.Context, g Gomega) []forge.PullRequest {
@@ -176,7 +180,7 @@ spec:
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "gitops-fleet"},
 				Path:      "./", Prune: false, ServiceAccountName: sa.Name,
 				Interval: metav1.Duration{Duration: 30 * time.Second}, RetryInterval: &metav1.Duration{Duration: 5 * time.Second},
-				Timeout:  &metav1.Duration{Duration: 4 * time.Minute},
+				Timeout:      &metav1.Duration{Duration: 4 * time.Minute},
 				HealthChecks: []meta.NamespacedObjectKindReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterStack", Name: "aws-base-1-36", Namespace: ns}},
 			}})).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) {
@@ -194,7 +198,7 @@ spec:
 				g.Expect(condition(a, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 			}
 		}).WithTimeout(6 * time.Minute).Should(Succeed())
-		Consistently(ctx, func(g Gomega) { g.Expect(prs(ctx, g)).To(BeEmpty()) }).WithTimeout(5 * time.Second).Should(Succeed(), "nothing newer than v1: no pull request")
+		Consistently(ctx, func(g Gomega) { g.Expect(prs(ctx, g)).To(BeEmpty()) }).WithTimeout(5*time.Second).Should(Succeed(), "nothing newer than v1: no pull request")
 	}, NodeTimeout(10*time.Minute))
 
 	It("proposes, rolls out wave by wave, and respects what people decide", func(ctx SpecContext) {
@@ -294,6 +298,7 @@ spec:
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		for _, c := range []string{"rest-1", "rest-2"} {
 			Expect(classOf(ctx, Default, c)).To(Equal(tagPrefix+"v1"), "%s is not in the canary wave", c)
+			Expect(getAddon(ctx, Default, ns, c).Status.AvailableUpgrades).To(ContainElement(tagPrefix+"v4"), "%s may move to v4", c)
 		}
 		Expect(prs(ctx, Default)).To(HaveLen(2), "no pull request for the next wave while the canary soaks")
 
@@ -310,7 +315,13 @@ spec:
 		opened := time.Now()
 		Expect(opened.Sub(since.Time)).To(BeNumerically(">=", soak-time.Second), "the next wave waits for the soak time")
 		Expect(opened.Sub(since.Time)).To(BeNumerically("<", soak+90*time.Second), "the restart did not reset the soak")
-		Expect(wavePhase(stackStatus(ctx, Default), "canary")).To(Equal(csv1.WaveDone))
+		// The pull request is opened before the status that reports it is written.
+		Eventually(ctx, func(g Gomega) {
+			cs := stackStatus(ctx, g)
+			g.Expect(wavePhase(cs, "canary")).To(Equal(csv1.WaveDone))
+			g.Expect(wavePhase(cs, "remaining")).To(Equal(csv1.WaveProposed))
+			g.Expect(cs.Status.Rollout.OpenPullRequest).To(Equal(remainingPR.HTMLURL))
+		}).Should(Succeed())
 		diff, err = f.PullRequestDiff(ctx, owner, fleetRepo, remainingPR.Number)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("pull request #%d %q:\n%s\n", remainingPR.Number, remainingPR.Title, diff)
@@ -354,6 +365,33 @@ spec:
 		out, _ = kubectl(ctx, "get", "kustomizations", "-n", plane.FluxNamespace)
 		GinkgoWriter.Printf("kubectl get kustomizations -n %s\n%s\n", plane.FluxNamespace, out)
 	}, NodeTimeout(20*time.Minute))
+
+	It("halts the rollout when a Cluster of a wave fails, and proposes nothing further", func(ctx SpecContext) {
+		By("a release whose CNI chart cannot be installed is proposed to the canary wave and merged")
+		publishStack(ctx, "v5", withUninstallableChart)
+		var canaryPR forge.PullRequest
+		Eventually(ctx, func(g Gomega) {
+			canaryPR = openPR(ctx, g, "canary")
+			g.Expect(canaryPR.Title).To(ContainSubstring(tagPrefix + "v5"))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		Expect(f.MergePullRequest(ctx, owner, fleetRepo, canaryPR.Number)).To(Succeed())
+
+		By("the canary is Degraded: the wave is Halted, naming the cluster and the component")
+		Eventually(ctx, func(g Gomega) {
+			cs := stackStatus(ctx, g)
+			g.Expect(wavePhase(cs, "canary")).To(Equal(csv1.WaveHalted))
+			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "canary-1", "cni"))
+			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonRolloutHalted))
+			g.Expect(cs).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("halted: %s\n", condition(stackStatus(ctx, Default), csv1.UpdatesProposedCondition).Message)
+		Consistently(ctx, func(g Gomega) {
+			for _, p := range prs(ctx, g) {
+				g.Expect(p.State).NotTo(Equal("open"), "no pull request while the rollout is halted: %s", p.Title)
+			}
+			g.Expect(classOf(ctx, g, "rest-1")).To(Equal(tagPrefix + "v4"))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	}, NodeTimeout(10*time.Minute))
 })
 
 // changedLines are the removed and added lines of a unified diff (without the file headers).

@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -25,33 +23,28 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
-// applyExamples applies the manifests in examples/, with ${GIT_URL} pointing at the local Git
-// server, exactly as `make demo` does.
+// applyExamples commits the manifests in examples/, with ${GIT_URL} pointing at the local Git
+// server, to the forge's fleet repository and has Flux apply it, exactly as `make demo` does.
 func applyExamples(ctx context.Context) {
 	GinkgoHelper()
-	files, err := filepath.Glob(filepath.Join(repoRoot, "examples", "*.yaml"))
+	dir := GinkgoT().TempDir()
+	objs, err := fleet.Render(filepath.Join(repoRoot, "examples"), pl.Git().URL(), dir)
 	Expect(err).NotTo(HaveOccurred())
-	sort.Strings(files)
-	Expect(files).NotTo(BeEmpty())
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		Expect(err).NotTo(HaveOccurred())
-		text := strings.ReplaceAll(string(b), "${GIT_URL}", pl.Git().URL())
-		for _, doc := range strings.Split(text, "\n---\n") {
-			u := &unstructured.Unstructured{}
-			Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed(), f)
-			if len(u.Object) == 0 {
-				continue
-			}
-			Expect(k8s.Create(ctx, u)).To(Succeed(), "create %s from %s", u.GetName(), f)
-		}
-	}
+	commit, err := fleet.Publish(ctx, pl.Forge(), dir, "Fleet: the examples")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(fleet.Apply(ctx, k8s, pl.Forge(), objs)).To(Succeed())
+	Expect(fleet.ProposalSecrets(ctx, k8s, pl.Forge(), objs)).To(Succeed())
+	Eventually(ctx, func(g Gomega) {
+		ks := &kustomizev1.Kustomization{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fleet.FluxNamespace, Name: fleet.Name}, ks)).To(Succeed())
+		g.Expect(ks.Status.LastAppliedRevision).To(HaveSuffix(commit), "Flux applied the published commit")
+	}).WithTimeout(5 * time.Minute).Should(Succeed())
 }
 
 func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
@@ -179,7 +172,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", pl.Kubeconfig(), "get", "clusterstacks", "-n", ns).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 		GinkgoWriter.Printf("%s\n", out)
-		Expect(string(out)).To(MatchRegexp(`aws-base-1-36\s+aws\s+base\s+1\.36\s+v1\s+aws-base-1-36-v1\s+2/2\s+True\s+False\s+False`))
+		Expect(string(out)).To(MatchRegexp(`aws-base-1-36\s+aws\s+base\s+1\.36\s+v1\s+aws-base-1-36-v1\s+2/2\s+(\S+\s+)?True\s+False\s+False`))
 		out, err = exec.CommandContext(ctx, "kubectl", "--kubeconfig", pl.Kubeconfig(), "wait", "-n", ns, "clusterstack/aws-base-1-36",
 			"--for=condition=Available", "--timeout=10s").CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))

@@ -1,0 +1,67 @@
+package controllers
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+func TestMarkerRoundTrip(t *testing.T) {
+	for _, m := range []marker{
+		{target: "aws-base-1-36-v4", wave: "canary", clusters: []string{"a", "b-c"}},
+		{target: "aws-base-1-36-v4-rc.1", wave: "remaining"},
+	} {
+		body := "Some text a person may edit.\n\n" + m.String() + "\n"
+		got, ok := parseMarker(body)
+		if !ok || got.target != m.target || got.wave != m.wave || !slices.Equal(got.clusters, m.clusters) {
+			t.Errorf("parseMarker(%q) = %+v, %v; want %+v", body, got, ok, m)
+		}
+	}
+	if _, ok := parseMarker("a pull request someone else opened"); ok {
+		t.Error("a description without the marker is not the operator's")
+	}
+}
+
+func TestPinnedVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		versions []string
+		auto     bool
+		version  string
+		want     []string
+		edit     bool
+	}{
+		{"replaces older versions", []string{"v1", "v2"}, false, "v3", []string{"v3"}, true},
+		{"keeps newer pinned versions", []string{"v1", "v5"}, false, "v3", []string{"v3", "v5"}, true},
+		{"already pinned: no edit", []string{"v1", "v3"}, false, "v3", nil, false},
+		{"autoSubscribe without pins: no edit", nil, true, "v3", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := &csv1.ClusterStack{Spec: csv1.ClusterStackSpec{Versions: tc.versions, AutoSubscribe: tc.auto}}
+			got, edit := pinnedVersions(cs, tc.version)
+			if edit != tc.edit || !slices.Equal(got, tc.want) {
+				t.Errorf("pinnedVersions = %v, %v; want %v, %v", got, edit, tc.want, tc.edit)
+			}
+		})
+	}
+}
+
+func TestCandidate(t *testing.T) {
+	now := metav1.Now()
+	cs := &csv1.ClusterStack{Spec: csv1.ClusterStackSpec{Updates: &csv1.UpdatePolicy{Proposals: &csv1.ProposalPolicy{Provider: csv1.ForgeGitea}}}}
+	cs.Status.AvailableUpdates = []csv1.StackUpdate{{Release: "aws-base-1-36-v3", Version: "v3", DiscoveredAt: &now}}
+	cs.Status.ConditionalUpdates = []csv1.ConditionalUpdate{
+		{StackUpdate: csv1.StackUpdate{Release: "aws-base-1-36-v5"}, Risks: []csv1.UpdateRisk{{Type: csv1.RiskMinimumAgeNotReached}}},
+		{StackUpdate: csv1.StackUpdate{Release: "aws-base-1-36-v4"}, Risks: []csv1.UpdateRisk{{Type: csv1.RiskValidationFailed}}},
+	}
+	if got := candidate(cs); got != "aws-base-1-36-v4" {
+		t.Errorf("candidate = %s: a failed validation keeps the newest release a candidate (its risk stays known), a too young one is not created", got)
+	}
+	cs.Spec.Updates.Proposals = nil
+	if got := candidate(cs); got != "" {
+		t.Errorf("without proposals no candidate, got %s", got)
+	}
+}
