@@ -2,7 +2,7 @@
 // through its waves, and which pull request should be open now. It has no client and no memory:
 // every decision is made from the facts the controller gathers (the Clusters, their
 // ClusterAddons' status timestamps, the pull requests listed from the forge), so a restart of
-// the operator neither repeats nor skips a step.
+// the operator neither repeats nor skips a step, and a soak is neither reset nor cut short.
 package rollout
 
 import (
@@ -17,54 +17,73 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-// Remaining is the name of the last wave: the Clusters no wave selects, or every Cluster when
-// the ClusterStack defines no waves.
+// Remaining is the name of the implicit last wave: the Clusters no wave selects. When the
+// ClusterStack defines no waves it is the only wave and holds every Cluster (the API's "without
+// waves all Clusters form one wave"), so the pull request's branch and the status name the same
+// wave whether or not waves are defined. spec.updates.waves[].name may not be "remaining".
 const Remaining = "remaining"
 
 // Pull request states (as the forge package reports them).
 const (
-	StateOpen   = "open"
+	// StateOpen: the pull request is open.
+	StateOpen = "open"
+	// StateMerged: the pull request was merged.
 	StateMerged = "merged"
+	// StateClosed: the pull request was closed without merging.
 	StateClosed = "closed"
 )
 
 // Cluster is what the decision needs of a Cluster and its ClusterAddon.
 type Cluster struct {
-	Name   string
+	// Name of the Cluster.
+	Name string
+	// Labels of the Cluster, matched against the waves' selectors.
 	Labels map[string]string
-	// Release is the release the Cluster's topology uses now.
+	// Release is the release the Cluster's topology uses now (its classRef).
 	Release string
-	// Applied is the ClusterAddon's lastAppliedRelease.
+	// Applied is the ClusterAddon's status.lastAppliedRelease.
 	Applied string
-	// Available is the ClusterAddon's Available condition.
+	// Available is whether the ClusterAddon's Available condition is True.
 	Available bool
 	// AvailableSince is when the Cluster became Available on Applied: the later of the
-	// ClusterAddon's lastAppliedTime and its Available condition's lastTransitionTime.
+	// ClusterAddon's status.lastAppliedTime and its Available condition's lastTransitionTime;
+	// nil when unknown.
 	AvailableSince *time.Time
-	// Degraded and DegradedMessage: the ClusterAddon's Degraded condition (its message names the
-	// component and the Flux object).
+	// Degraded is whether the ClusterAddon's Degraded condition is True; DegradedMessage is its
+	// message (it names the component and the Flux object).
 	Degraded        bool
 	DegradedMessage string
 }
 
 // Wave is one wave of the ClusterStack's spec.updates.waves.
 type Wave struct {
-	Name     string
+	// Name of the wave.
+	Name string
+	// Selector selects the wave's Clusters; a nil Selector selects none.
 	Selector labels.Selector
-	// Soak is how long every Cluster of the wave must have been Available on the target.
+	// Soak is how long every Cluster of the wave must have been Available on the target before
+	// the next wave starts.
 	Soak time.Duration
-	// MaxConcurrent is how many Clusters one pull request moves; 0 means all.
+	// MaxConcurrent is how many Clusters may be moving at once (one pull request moves at most
+	// that many); 0 means all.
 	MaxConcurrent int
 }
 
-// PullRequest is a pull request the operator opened for the target.
+// PullRequest is a pull request the operator opened for a wave.
 type PullRequest struct {
-	Number   int64
-	URL      string
-	Title    string
-	Branch   string
-	State    string
-	Target   string
+	// Number of the pull request on the forge.
+	Number int64
+	// URL of the pull request's web page.
+	URL string
+	// Title of the pull request.
+	Title string
+	// Branch the pull request is opened from.
+	Branch string
+	// State is StateOpen, StateMerged or StateClosed.
+	State string
+	// Target is the release the pull request proposes.
+	Target string
+	// Clusters the pull request moves.
 	Clusters []string
 }
 
@@ -76,14 +95,16 @@ type Facts struct {
 	Waves []Wave
 	// Clusters of the stack.
 	Clusters []Cluster
-	// PullRequests per wave name: those proposing Target, newest first.
+	// PullRequests per wave name: those proposing Target, newest first. Pull requests for
+	// another target are ignored.
 	PullRequests map[string][]PullRequest
 	// Now is the current time.
 	Now time.Time
 }
 
-// Proposal is the pull request that should exist now.
+// Proposal is the pull request that should exist now: open, or to be opened or updated.
 type Proposal struct {
+	// Wave the pull request is for.
 	Wave string
 	// Clusters to move, sorted.
 	Clusters []string
@@ -91,27 +112,79 @@ type Proposal struct {
 
 // Halt says why the rollout stopped.
 type Halt struct {
-	Wave, Cluster, Message string
+	// Wave that halted.
+	Wave string
+	// Cluster that is Degraded on the target; empty when the wave's pull request was closed
+	// without merging.
+	Cluster string
+	// Message for people: the Cluster and what its ClusterAddon says, or the pull request.
+	Message string
 }
 
 // Plan is the decision.
 type Plan struct {
 	// Status is the rollout status to report.
 	Status csv1.RolloutStatus
-	// Propose is the pull request that should be open, nil when none should.
+	// Propose is the pull request that should exist now, nil when none should.
 	Propose *Proposal
-	// Halted is set when the rollout stopped.
+	// Halted is set when the rollout stopped; then Propose is nil.
 	Halted *Halt
-	// RequeueAfter is when a soak ends (0: no soak running).
+	// RequeueAfter is when the running soak ends (0: no soak running).
 	RequeueAfter time.Duration
 }
 
-// members assigns each Cluster to the first wave whose selector matches it; the rest form the
-// Remaining wave, which is listed when it has Clusters or when there are no waves.
-func members(f Facts) ([]Wave, map[string][]Cluster) {
+// Decide computes the waves' phases and what to propose. Waves advance in order: a wave starts
+// only when the one before it is Done, and the waves after the first that is not Done are
+// Pending. Within a wave, in this order:
+//   - a Cluster Degraded on the target halts the rollout. A Cluster Degraded while still on its
+//     old release does not: the rollout did not cause it, and moving it may well fix it;
+//   - when every Cluster is done (on the target, applied, Available, not Degraded), the wave
+//     soaks from the latest time one of them became Available, for the wave's soak time, then
+//     is Done (a wave without Clusters is Done at once);
+//   - otherwise the wave is Rolling while Clusters on the target are not done yet and no more
+//     may move (MaxConcurrent), or while its merged pull request has not been applied yet;
+//     Halted when its newest pull request was closed without merging (the controller normally
+//     treats such a target as declined before deciding); else Proposed, with the next batch of
+//     Clusters not on the target (by name) to propose.
+func Decide(f Facts) Plan {
+	plan := Plan{Status: csv1.RolloutStatus{Target: f.Target}}
+	waves, members := assign(f)
+	blocking := "" // the first wave that is not Done
+	for _, w := range waves {
+		ms := members[w.Name]
+		prs := newestFirst(f.PullRequests[w.Name], f.Target)
+		st := csv1.WaveStatus{Name: w.Name, Phase: csv1.WavePending}
+		for _, c := range ms {
+			st.Clusters = append(st.Clusters, c.Name)
+			if done(c, f.Target) {
+				st.Updated++
+			}
+		}
+		if len(prs) > 0 {
+			p := prs[0]
+			st.PullRequest = &csv1.PullRequestRef{Number: p.Number, URL: p.URL, Title: p.Title, Branch: p.Branch, State: p.State}
+		}
+		if blocking != "" {
+			st.Message = "waits for wave " + blocking
+		} else {
+			decideWave(&plan, &st, w, ms, prs, f)
+			if st.Phase != csv1.WaveDone {
+				blocking = w.Name
+			}
+		}
+		plan.Status.Waves = append(plan.Status.Waves, st)
+	}
+	plan.Status.OpenPullRequest = openPullRequest(plan.Status.Waves)
+	return plan
+}
+
+// assign puts each Cluster in the first wave whose selector matches its labels; the rest form
+// the Remaining wave, which is listed last when it has Clusters or when there are no waves.
+// Members are sorted by name.
+func assign(f Facts) ([]Wave, map[string][]Cluster) {
 	waves := append([]Wave(nil), f.Waves...)
-	by := map[string][]Cluster{}
-	hasRemaining := len(f.Waves) == 0
+	members := map[string][]Cluster{}
+	remaining := len(f.Waves) == 0
 	for _, c := range f.Clusters {
 		wave := Remaining
 		for _, w := range f.Waves {
@@ -121,100 +194,107 @@ func members(f Facts) ([]Wave, map[string][]Cluster) {
 			}
 		}
 		if wave == Remaining {
-			hasRemaining = true
+			remaining = true
 		}
-		by[wave] = append(by[wave], c)
+		members[wave] = append(members[wave], c)
 	}
-	if hasRemaining {
+	if remaining {
 		waves = append(waves, Wave{Name: Remaining})
 	}
-	for _, cs := range by {
+	for _, cs := range members {
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	}
-	return waves, by
+	return waves, members
 }
 
-// Decide computes the waves' phases and what to propose. Waves advance in order: a wave starts
-// only when the one before it is Done. A wave is Done when every Cluster of it is Available on
-// the target (or it has none) and the last of them has been so for the soak time. A Degraded
-// Cluster that is on the target halts the rollout (a Cluster that was Degraded before it moved
-// does not: the rollout is not its cause). A wave whose newest pull request was closed without
-// merging is Halted: that version is skipped, and nothing more is proposed for it.
-func Decide(f Facts) Plan {
-	plan := Plan{Status: csv1.RolloutStatus{Target: f.Target}}
-	waves, by := members(f)
-	blocked := "" // the wave later waves wait for
-	for _, w := range waves {
-		ms := by[w.Name]
-		st := csv1.WaveStatus{Name: w.Name, Phase: csv1.WavePending}
-		for _, c := range ms {
-			st.Clusters = append(st.Clusters, c.Name)
-			if done(c, f.Target) {
-				st.Updated++
-			}
+// newestFirst keeps the pull requests for target (or naming none) and orders them newest first:
+// by number, which the forge hands out in order.
+func newestFirst(prs []PullRequest, target string) []PullRequest {
+	var out []PullRequest
+	for _, p := range prs {
+		if p.Target == "" || p.Target == target {
+			out = append(out, p)
 		}
-		prs := f.PullRequests[w.Name]
-		if len(prs) > 0 {
-			p := prs[0]
-			st.PullRequest = &csv1.PullRequestRef{Number: p.Number, URL: p.URL, Title: p.Title, Branch: p.Branch, State: p.State}
-		}
-		if blocked != "" {
-			st.Message = "waits for wave " + blocked
-			plan.Status.Waves = append(plan.Status.Waves, st)
-			continue
-		}
-		decideWave(&plan, &st, w, ms, prs, f)
-		if st.Phase != csv1.WaveDone {
-			blocked = w.Name
-		}
-		if st.Phase == csv1.WaveProposed && st.PullRequest != nil && st.PullRequest.State == StateOpen {
-			plan.Status.OpenPullRequest = st.PullRequest.URL
-		}
-		plan.Status.Waves = append(plan.Status.Waves, st)
 	}
-	return plan
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Number > out[j].Number })
+	return out
 }
 
+// done reports whether c runs the target: on it, applied, Available and not Degraded.
 func done(c Cluster, target string) bool {
 	return c.Release == target && c.Applied == target && c.Available && !c.Degraded
 }
 
-// decideWave sets the phase of the first wave that is not Done yet (or finds it Done).
+// decideWave sets the phase of the first wave that is not known to be Done.
 func decideWave(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullRequest, f Facts) {
-	for _, c := range ms {
-		if c.Release == f.Target && c.Degraded {
-			st.Phase = csv1.WaveHalted
-			st.Message = fmt.Sprintf("Cluster %s is Degraded on %s: %s", c.Name, f.Target, c.DegradedMessage)
-			plan.Halted = &Halt{Wave: w.Name, Cluster: c.Name, Message: st.Message}
-			return
-		}
-	}
-	if int(st.Updated) == len(ms) {
-		var since *time.Time
-		for _, c := range ms {
-			if c.AvailableSince != nil && (since == nil || c.AvailableSince.After(*since)) {
-				since = c.AvailableSince
-			}
-		}
-		if since == nil || w.Soak <= 0 {
-			st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s", len(ms), len(ms), f.Target)
-			if since != nil {
-				t := metav1.NewTime(*since)
-				st.SoakingSince = &t
-			}
-			return
-		}
-		t := metav1.NewTime(*since)
-		st.SoakingSince = &t
-		if end := since.Add(w.Soak); f.Now.Before(end) {
-			st.Phase = csv1.WaveSoaking
-			st.Message = fmt.Sprintf("every Cluster Available on %s; soaking until %s", f.Target, end.UTC().Format(time.RFC3339))
-			plan.RequeueAfter = end.Sub(f.Now)
-			return
-		}
-		st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s, soaked %s", len(ms), len(ms), f.Target, w.Soak)
+	if c, ok := degradedOnTarget(ms, f.Target); ok {
+		st.Phase = csv1.WaveHalted
+		st.Message = fmt.Sprintf("Cluster %s is Degraded on %s: %s", c.Name, f.Target, orUnknown(c.DegradedMessage))
+		plan.Halted = &Halt{Wave: w.Name, Cluster: c.Name, Message: st.Message}
 		return
 	}
+	if int(st.Updated) == len(ms) {
+		soak(plan, st, w, ms, f)
+		return
+	}
+	progress(plan, st, w, ms, prs, f)
+}
+
+// degradedOnTarget is the first member that is Degraded on the target.
+func degradedOnTarget(ms []Cluster, target string) (Cluster, bool) {
+	for _, c := range ms {
+		if c.Release == target && c.Degraded {
+			return c, true
+		}
+	}
+	return Cluster{}, false
+}
+
+// soak decides a wave whose members are all done: Soaking until the last of them has been
+// Available for the soak time, then Done. Without members it is Done at once.
+func soak(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, f Facts) {
+	n := len(ms)
+	if n == 0 {
+		st.Phase, st.Message = csv1.WaveDone, "no Clusters in this wave"
+		return
+	}
+	var since *time.Time
+	for _, c := range ms {
+		if c.AvailableSince == nil {
+			if w.Soak <= 0 {
+				continue
+			}
+			// Never guess the start of a soak: wait until the ClusterAddon says (a change of
+			// it triggers the next decision).
+			st.Phase = csv1.WaveSoaking
+			st.Message = fmt.Sprintf("every Cluster Available on %s; the soak of %s cannot start: when Cluster %s became Available is unknown",
+				f.Target, shortDuration(w.Soak), c.Name)
+			return
+		}
+		if since == nil || c.AvailableSince.After(*since) {
+			since = c.AvailableSince
+		}
+	}
+	if since != nil {
+		t := metav1.NewTime(*since)
+		st.SoakingSince = &t
+	}
+	if w.Soak <= 0 {
+		st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s", n, n, f.Target)
+		return
+	}
+	end := since.Add(w.Soak)
+	if f.Now.Before(end) {
+		st.Phase = csv1.WaveSoaking
+		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; soaking %s until %s", n, n, f.Target, shortDuration(w.Soak), end.UTC().Format(time.RFC3339))
+		plan.RequeueAfter = end.Sub(f.Now)
+		return
+	}
+	st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s, soaked %s", n, n, f.Target, shortDuration(w.Soak))
+}
+
+// progress decides a wave with members not done yet: Rolling, Halted or Proposed.
+func progress(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullRequest, f Facts) {
 	var inFlight, notMoved []string
 	for _, c := range ms {
 		switch {
@@ -227,42 +307,57 @@ func decideWave(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []Pul
 	rolling := func() {
 		st.Phase = csv1.WaveRolling
 		waiting := append(append([]string(nil), inFlight...), notMoved...)
-		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; waiting for %s", st.Updated, len(ms), f.Target, list(waiting))
+		sort.Strings(waiting)
+		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; waiting for %s", st.Updated, len(ms), f.Target, names(waiting))
 	}
-	if len(prs) > 0 && prs[0].State == StateClosed {
-		st.Phase = csv1.WaveHalted
-		st.Message = fmt.Sprintf("pull request %s was closed without merging: %s is skipped for this wave", prs[0].URL, f.Target)
-		plan.Halted = &Halt{Wave: w.Name, Message: st.Message}
-		return
-	}
-	if len(notMoved) == 0 {
-		rolling()
-		return
-	}
-	if len(prs) > 0 && prs[0].State == StateMerged && overlaps(prs[0].Clusters, notMoved) {
-		rolling() // merged, not applied by Flux yet
-		return
-	}
-	batch := notMoved
+	capacity := len(notMoved)
 	if w.MaxConcurrent > 0 {
-		capacity := w.MaxConcurrent - len(inFlight)
-		if capacity <= 0 {
-			rolling()
-			return
-		}
-		if capacity < len(batch) {
-			batch = batch[:capacity]
-		}
+		capacity = min(capacity, w.MaxConcurrent-len(inFlight))
 	}
-	st.Phase = csv1.WaveProposed
-	plan.Propose = &Proposal{Wave: w.Name, Clusters: batch}
-	if len(prs) > 0 && prs[0].State == StateOpen {
-		st.Message = fmt.Sprintf("pull request #%d open: %s", prs[0].Number, prs[0].URL)
-	} else {
-		st.Message = fmt.Sprintf("pull request to be opened for %s", list(batch))
+	var newest *PullRequest
+	if len(prs) > 0 {
+		newest = &prs[0]
+	}
+	switch {
+	case len(notMoved) == 0 || capacity <= 0:
+		rolling()
+	case newest != nil && newest.State == StateMerged && overlaps(newest.Clusters, notMoved):
+		rolling() // merged, not applied by Flux yet
+	case newest != nil && newest.State == StateClosed:
+		st.Phase = csv1.WaveHalted
+		st.Message = fmt.Sprintf("pull request %s was closed without merging: nothing more is proposed for %s in this wave", orUnknown(newest.URL), f.Target)
+		plan.Halted = &Halt{Wave: w.Name, Message: st.Message}
+	default:
+		batch := append([]string(nil), notMoved[:capacity]...)
+		st.Phase = csv1.WaveProposed
+		plan.Propose = &Proposal{Wave: w.Name, Clusters: batch}
+		if newest != nil && newest.State == StateOpen {
+			st.Message = fmt.Sprintf("pull request #%d open to move %s", newest.Number, names(batch))
+		} else {
+			st.Message = fmt.Sprintf("pull request to be opened to move %s", names(batch))
+		}
 	}
 }
 
+// openPullRequest is the URL of the rollout's open pull request: the Proposed wave's if it is
+// open, else the first open one of any wave.
+func openPullRequest(waves []csv1.WaveStatus) string {
+	first := ""
+	for _, w := range waves {
+		if w.PullRequest == nil || w.PullRequest.State != StateOpen {
+			continue
+		}
+		if w.Phase == csv1.WaveProposed {
+			return w.PullRequest.URL
+		}
+		if first == "" {
+			first = w.PullRequest.URL
+		}
+	}
+	return first
+}
+
+// overlaps reports whether a and b share a name.
 func overlaps(a, b []string) bool {
 	for _, x := range a {
 		for _, y := range b {
@@ -274,10 +369,30 @@ func overlaps(a, b []string) bool {
 	return false
 }
 
-// list names at most three Clusters and counts the rest.
-func list(names []string) string {
-	if len(names) <= 3 {
-		return strings.Join(names, ", ")
+// names lists at most three names and counts the rest.
+func names(ns []string) string {
+	if len(ns) <= 3 {
+		return strings.Join(ns, ", ")
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+	return fmt.Sprintf("%s and %d more", strings.Join(ns[:3], ", "), len(ns)-3)
+}
+
+// shortDuration writes d as a person would: "1h", "1h30m", "90s", not "1h0m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// orUnknown stands in for an empty message.
+func orUnknown(s string) string {
+	if s == "" {
+		return "(no message)"
+	}
+	return s
 }

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,131 +21,315 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 func at(d time.Duration) *time.Time { t := t0.Add(d); return &t }
 
-// cl is a Cluster in wave w (label rollout=w): on old, or on target and Available since at.
-func cl(name, w string, onTarget bool, since time.Duration) Cluster {
-	c := Cluster{Name: name, Labels: map[string]string{"rollout": w}, Release: old, Applied: old, Available: true, AvailableSince: at(-time.Hour)}
-	if onTarget {
-		c.Release, c.Applied, c.AvailableSince = target, target, at(since)
-	}
+// onOld is a Cluster of wave w (label rollout=w) running the old release.
+func onOld(name, w string) Cluster {
+	return Cluster{Name: name, Labels: map[string]string{"rollout": w}, Release: old, Applied: old, Available: true, AvailableSince: at(-24 * time.Hour)}
+}
+
+// onTarget is a Cluster of wave w Available on the target since t0+since.
+func onTarget(name, w string, since time.Duration) Cluster {
+	c := onOld(name, w)
+	c.Release, c.Applied, c.AvailableSince = target, target, at(since)
 	return c
 }
 
-func canary(soak time.Duration, max int) Wave {
-	return Wave{Name: "canary", Selector: labels.SelectorFromSet(labels.Set{"rollout": "canary"}), Soak: soak, MaxConcurrent: max}
+// moving is a Cluster of wave w whose topology uses the target while its addons are still the
+// old release's.
+func moving(name, w string) Cluster {
+	c := onOld(name, w)
+	c.Release = target
+	return c
 }
 
-func phases(p Plan) string {
+func wave(name string, soak time.Duration, maxConcurrent int) Wave {
+	return Wave{Name: name, Selector: labels.SelectorFromSet(labels.Set{"rollout": name}), Soak: soak, MaxConcurrent: maxConcurrent}
+}
+
+func pr(number int64, state string, clusters ...string) PullRequest {
+	return PullRequest{Number: number, URL: fmt.Sprintf("https://forge/pulls/%d", number), Title: "Update to " + target,
+		Branch: "clusterstack/ns/stack/w", State: state, Target: target, Clusters: clusters}
+}
+
+// outcome is a Plan in short.
+type outcome struct {
+	phases   string            // "canary=Proposed remaining=Pending"
+	propose  string            // "canary:c1,c2"
+	requeue  time.Duration     //
+	halt     *Halt             //
+	messages map[string]string // wave -> message, for the waves named
+	open     string            // OpenPullRequest
+}
+
+func summarize(p Plan) (phases, propose string) {
 	var out []string
 	for _, w := range p.Status.Waves {
 		out = append(out, w.Name+"="+string(w.Phase))
 	}
-	return strings.Join(out, " ")
+	if p.Propose != nil {
+		propose = p.Propose.Wave + ":" + strings.Join(p.Propose.Clusters, ",")
+	}
+	return strings.Join(out, " "), propose
+}
+
+func check(t *testing.T, p Plan, want outcome) {
+	t.Helper()
+	phases, propose := summarize(p)
+	if phases != want.phases {
+		t.Errorf("phases %q, want %q", phases, want.phases)
+	}
+	if propose != want.propose {
+		t.Errorf("propose %q, want %q", propose, want.propose)
+	}
+	if p.RequeueAfter != want.requeue {
+		t.Errorf("requeue %s, want %s", p.RequeueAfter, want.requeue)
+	}
+	if !reflect.DeepEqual(p.Halted, want.halt) {
+		t.Errorf("halted %+v, want %+v", p.Halted, want.halt)
+	}
+	if p.Halted != nil && p.Propose != nil {
+		t.Errorf("halted and proposing %+v", p.Propose)
+	}
+	for _, w := range p.Status.Waves {
+		if m, ok := want.messages[w.Name]; ok && w.Message != m {
+			t.Errorf("wave %s message %q, want %q", w.Name, w.Message, m)
+		}
+	}
+	if p.Status.OpenPullRequest != want.open {
+		t.Errorf("openPullRequest %q, want %q", p.Status.OpenPullRequest, want.open)
+	}
+	if p.Status.Target != target {
+		t.Errorf("target %q", p.Status.Target)
+	}
 }
 
 func TestDecide(t *testing.T) {
+	canary := wave("canary", time.Minute, 0)
 	for _, tc := range []struct {
-		name    string
-		facts   Facts
-		phases  string
-		propose string // "wave:c1,c2"
-		requeue time.Duration
-		halted  string
+		name  string
+		facts Facts
+		want  outcome
 	}{
 		{name: "start: the canary wave is proposed, the rest waits",
-			facts:  Facts{Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{cl("c1", "canary", false, 0), cl("r1", "rest", false, 0)}},
-			phases: "canary=Proposed remaining=Pending", propose: "canary:c1"},
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onOld("r1", "rest"), onOld("c1", "canary")}},
+			want: outcome{phases: "canary=Proposed remaining=Pending", propose: "canary:c1",
+				messages: map[string]string{"canary": "pull request to be opened to move c1", "remaining": "waits for wave canary"}}},
+		{name: "the canary's pull request is open",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onOld("c1", "canary"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateOpen, "c1")}}},
+			want: outcome{phases: "canary=Proposed remaining=Pending", propose: "canary:c1", open: "https://forge/pulls/1",
+				messages: map[string]string{"canary": "pull request #1 open to move c1"}}},
 		{name: "merged but not applied yet: rolling, nothing proposed",
-			facts: Facts{Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{cl("c1", "canary", false, 0), cl("r1", "rest", false, 0)},
-				PullRequests: map[string][]PullRequest{"canary": {{Number: 1, State: StateMerged, Clusters: []string{"c1"}}}}},
-			phases: "canary=Rolling remaining=Pending"},
-		{name: "moved but not Available yet: rolling",
-			facts: Facts{Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{
-				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: old, Available: true}, cl("r1", "rest", false, 0)}},
-			phases: "canary=Rolling remaining=Pending"},
-		{name: "soaking: requeued when the soak ends",
-			facts:  Facts{Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{cl("c1", "canary", true, -20*time.Second), cl("r1", "rest", false, 0)}},
-			phases: "canary=Soaking remaining=Pending", requeue: 40 * time.Second},
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onOld("c1", "canary"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
+			want: outcome{phases: "canary=Rolling remaining=Pending",
+				messages: map[string]string{"canary": "0 of 1 Clusters Available on " + target + "; waiting for c1"}}},
+		{name: "moved but its addons not applied yet: rolling",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{moving("c1", "canary"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
+			want: outcome{phases: "canary=Rolling remaining=Pending"}},
+		{name: "applied but not Available yet: rolling",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{
+				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: target}, onOld("r1", "rest")}},
+			want: outcome{phases: "canary=Rolling remaining=Pending"}},
+		{name: "soaking from the last Cluster to become Available; requeued when the soak ends",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onTarget("c1", "canary", -50*time.Second), onTarget("c2", "canary", -20*time.Second), onOld("r1", "rest")}},
+			want: outcome{phases: "canary=Soaking remaining=Pending", requeue: 40 * time.Second,
+				messages: map[string]string{"canary": "2 of 2 Clusters Available on " + target + "; soaking 1m until 2026-11-23T12:00:40Z"}}},
 		{name: "soak over: the next wave is proposed",
-			facts:  Facts{Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{cl("c1", "canary", true, -61*time.Second), cl("r1", "rest", false, 0), cl("r2", "", false, 0)}},
-			phases: "canary=Done remaining=Proposed", propose: "remaining:r1,r2"},
-		{name: "maxConcurrent: batches, the next once the first is Available",
-			facts:  Facts{Waves: []Wave{canary(0, 2)}, Clusters: []Cluster{cl("c1", "canary", true, 0), cl("c2", "canary", false, 0), cl("c3", "canary", false, 0), cl("c4", "canary", false, 0)}},
-			phases: "canary=Proposed", propose: "canary:c2,c3"},
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onTarget("c1", "canary", -61*time.Second), onOld("r2", ""), onOld("r1", "rest")}},
+			want: outcome{phases: "canary=Done remaining=Proposed", propose: "remaining:r1,r2",
+				messages: map[string]string{"canary": "1 of 1 Clusters Available on " + target + ", soaked 1m"}}},
+		{name: "soak of 0: Done as soon as every Cluster is Available",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onTarget("c1", "canary", 0), onOld("r1", "rest")}},
+			want:  outcome{phases: "canary=Done remaining=Proposed", propose: "remaining:r1"}},
+		{name: "the soak never starts from a guess: unknown Available time, no requeue",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{
+				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: target, Available: true}, onOld("r1", "rest")}},
+			want: outcome{phases: "canary=Soaking remaining=Pending", messages: map[string]string{
+				"canary": "every Cluster Available on " + target + "; the soak of 1m cannot start: when Cluster c1 became Available is unknown"}}},
+		{name: "maxConcurrent: the next batch once the first is Available",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 2)}, Clusters: []Cluster{onTarget("c1", "canary", 0), onOld("c4", "canary"), onOld("c3", "canary"), onOld("c2", "canary")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
+			want: outcome{phases: "canary=Proposed", propose: "canary:c2,c3"}},
+		{name: "maxConcurrent: only the capacity left beside Clusters in flight",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 3)}, Clusters: []Cluster{moving("c1", "canary"), onOld("c2", "canary"), onOld("c3", "canary"), onOld("c4", "canary")}},
+			want:  outcome{phases: "canary=Proposed", propose: "canary:c2,c3"}},
 		{name: "maxConcurrent: no capacity while Clusters are in flight",
-			facts: Facts{Waves: []Wave{canary(0, 1)}, Clusters: []Cluster{
-				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: old}, cl("c2", "canary", false, 0)}},
-			phases: "canary=Rolling"},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 1)}, Clusters: []Cluster{moving("c1", "canary"), onOld("c2", "canary")}},
+			want:  outcome{phases: "canary=Rolling", messages: map[string]string{"canary": "0 of 2 Clusters Available on " + target + "; waiting for c1, c2"}}},
+		{name: "maxConcurrent: the merged batch not applied yet is not proposed again",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 2)}, Clusters: []Cluster{onTarget("c1", "canary", 0), onOld("c2", "canary"), onOld("c3", "canary")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1"), pr(2, StateMerged, "c2", "c3")}}},
+			want: outcome{phases: "canary=Rolling"}},
+		{name: "waiting names at most three Clusters",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c5", "canary"), onOld("c4", "canary"), moving("c3", "canary"), onOld("c2", "canary"), onOld("c1", "canary")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1", "c2", "c4", "c5")}}},
+			want: outcome{phases: "canary=Rolling",
+				messages: map[string]string{"canary": "0 of 5 Clusters Available on " + target + "; waiting for c1, c2, c3 and 2 more"}}},
 		{name: "a Degraded Cluster on the target halts the rollout",
-			facts: Facts{Waves: []Wave{canary(0, 0)}, Clusters: []Cluster{
-				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: old, Degraded: true, DegradedMessage: "component cni: HelmRelease/c1-cni: install failed"},
-				cl("r1", "rest", false, 0)}},
-			phases: "canary=Halted remaining=Pending", halted: "c1"},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{
+				onTarget("c0", "canary", 0),
+				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: target, Degraded: true, DegradedMessage: "component cni: HelmRelease c1-cni: install failed"},
+				onOld("c2", "canary"), onOld("r1", "rest")}},
+			want: outcome{phases: "canary=Halted remaining=Pending",
+				halt:     &Halt{Wave: "canary", Cluster: "c1", Message: "Cluster c1 is Degraded on " + target + ": component cni: HelmRelease c1-cni: install failed"},
+				messages: map[string]string{"remaining": "waits for wave canary"}}},
+		{name: "a Cluster of a Done wave Degraded later halts the rollout",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{
+				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: target, Applied: target, Available: true, Degraded: true}, onTarget("r1", "rest", 0)}},
+			want: outcome{phases: "canary=Halted remaining=Pending",
+				halt: &Halt{Wave: "canary", Cluster: "c1", Message: "Cluster c1 is Degraded on " + target + ": (no message)"}}},
 		{name: "a Cluster Degraded before moving does not halt",
-			facts: Facts{Waves: []Wave{canary(0, 0)}, Clusters: []Cluster{
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{
 				{Name: "c1", Labels: map[string]string{"rollout": "canary"}, Release: old, Applied: old, Degraded: true}}},
-			phases: "canary=Proposed", propose: "canary:c1"},
+			want: outcome{phases: "canary=Proposed", propose: "canary:c1"}},
 		{name: "a closed pull request halts the wave, nothing reopened",
-			facts: Facts{Waves: []Wave{canary(0, 0)}, Clusters: []Cluster{cl("c1", "canary", false, 0)},
-				PullRequests: map[string][]PullRequest{"canary": {{Number: 3, URL: "u3", State: StateClosed}}}},
-			phases: "canary=Halted", halted: "-"},
-		{name: "no waves: one wave of every Cluster",
-			facts:  Facts{Clusters: []Cluster{cl("a", "", false, 0), cl("b", "x", false, 0)}},
-			phases: "remaining=Proposed", propose: "remaining:a,b"},
-		{name: "an empty wave is Done at once; no remaining wave without Clusters",
-			facts:  Facts{Waves: []Wave{canary(time.Hour, 0)}, Clusters: nil},
-			phases: "canary=Done"},
-		{name: "every Cluster on the target and soaked: all Done",
-			facts:  Facts{Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{cl("c1", "canary", true, -time.Hour), cl("r1", "rest", true, -time.Hour)}},
-			phases: "canary=Done remaining=Done"},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c1", "canary")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(3, StateClosed, "c1"), pr(2, StateMerged)}}},
+			want: outcome{phases: "canary=Halted", halt: &Halt{Wave: "canary",
+				Message: "pull request https://forge/pulls/3 was closed without merging: nothing more is proposed for " + target + " in this wave"}}},
+		{name: "a closed pull request does not matter once every Cluster moved",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{moving("c1", "canary")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(3, StateClosed, "c1")}}},
+			want: outcome{phases: "canary=Rolling"}},
+		{name: "pull requests are ordered by number; those for another target are ignored",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c1", "canary")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateClosed, "c1"), {Number: 9, State: StateOpen, Target: "aws-base-1-36-v3"}, pr(2, StateOpen, "c1")}}},
+			want: outcome{phases: "canary=Proposed", propose: "canary:c1", open: "https://forge/pulls/2"}},
+		{name: "no waves: one wave, remaining, of every Cluster",
+			facts: Facts{Clusters: []Cluster{onOld("b", "x"), onOld("a", "")}},
+			want:  outcome{phases: "remaining=Proposed", propose: "remaining:a,b"}},
+		{name: "no waves and no Clusters: nothing to do",
+			facts: Facts{},
+			want:  outcome{phases: "remaining=Done", messages: map[string]string{"remaining": "no Clusters in this wave"}}},
+		{name: "an empty wave is Done at once, without soaking; no remaining wave without Clusters",
+			facts: Facts{Waves: []Wave{wave("canary", time.Hour, 0), wave("prod", 0, 0)}, Clusters: []Cluster{onOld("p1", "prod")}},
+			want:  outcome{phases: "canary=Done prod=Proposed", propose: "prod:p1"}},
+		{name: "a Cluster belongs to the first wave that selects it",
+			facts: Facts{Waves: []Wave{{Name: "first", Selector: labels.SelectorFromSet(labels.Set{"rollout": "canary"})}, wave("canary", 0, 0)},
+				Clusters: []Cluster{onOld("c1", "canary")}},
+			want: outcome{phases: "first=Proposed canary=Pending", propose: "first:c1", messages: map[string]string{"canary": "waits for wave first"}}},
+		{name: "every Cluster already on the target and soaked: all Done",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onTarget("c1", "canary", -time.Hour), onTarget("r1", "rest", -time.Hour)}},
+			want:  outcome{phases: "canary=Done remaining=Done"}},
+		{name: "some Clusters already on the target: only the others are proposed",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onTarget("c1", "canary", -time.Hour), onOld("c2", "canary")}},
+			want:  outcome{phases: "canary=Proposed", propose: "canary:c2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.facts.Target, tc.facts.Now = target, t0
-			p := Decide(tc.facts)
-			if got := phases(p); got != tc.phases {
-				t.Errorf("phases %q, want %q", got, tc.phases)
-			}
-			got := ""
-			if p.Propose != nil {
-				got = p.Propose.Wave + ":" + strings.Join(p.Propose.Clusters, ",")
-			}
-			if got != tc.propose {
-				t.Errorf("propose %q, want %q", got, tc.propose)
-			}
-			if p.RequeueAfter != tc.requeue {
-				t.Errorf("requeue %s, want %s", p.RequeueAfter, tc.requeue)
-			}
-			switch {
-			case tc.halted == "" && p.Halted != nil:
-				t.Errorf("halted: %+v", p.Halted)
-			case tc.halted != "" && p.Halted == nil:
-				t.Errorf("not halted")
-			case tc.halted != "" && tc.halted != "-" && p.Halted.Cluster != tc.halted:
-				t.Errorf("halted on %q, want %q", p.Halted.Cluster, tc.halted)
-			}
-			for _, w := range p.Status.Waves {
-				if w.Phase == csv1.WaveHalted && !strings.Contains(w.Message, "c1") && !strings.Contains(w.Message, "closed") {
-					t.Errorf("halt message %q names neither the cluster nor the pull request", w.Message)
-				}
-			}
+			check(t, Decide(tc.facts), tc.want)
 		})
 	}
 }
 
-// A restart during the soak: the same facts later give the same soak start, and the soak ends
-// when it should, neither reset nor skipped.
+// TestWaveStatus checks the fields beside the phase: sorted Clusters, updated, the newest pull
+// request and the soak start.
+func TestWaveStatus(t *testing.T) {
+	p := Decide(Facts{Target: target, Now: t0, Waves: []Wave{wave("canary", time.Hour, 0)},
+		Clusters: []Cluster{onTarget("c2", "canary", -10*time.Minute), onTarget("c1", "canary", -5*time.Minute), onOld("r1", "rest")},
+		PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1", "c2")},
+			Remaining: {{Number: 4, URL: "u4", State: StateOpen, Target: target}}}})
+	if len(p.Status.Waves) != 2 {
+		t.Fatalf("waves %+v", p.Status.Waves)
+	}
+	c := p.Status.Waves[0]
+	if !reflect.DeepEqual(c.Clusters, []string{"c1", "c2"}) || c.Updated != 2 {
+		t.Errorf("canary clusters %v updated %d", c.Clusters, c.Updated)
+	}
+	if c.PullRequest == nil || *c.PullRequest != (csv1.PullRequestRef{Number: 1, URL: "https://forge/pulls/1", Title: "Update to " + target, Branch: "clusterstack/ns/stack/w", State: StateMerged}) {
+		t.Errorf("canary pull request %+v", c.PullRequest)
+	}
+	if c.SoakingSince == nil || !c.SoakingSince.Time.Equal(t0.Add(-5*time.Minute)) {
+		t.Errorf("soakingSince %v, want %v", c.SoakingSince, t0.Add(-5*time.Minute))
+	}
+	if p.RequeueAfter != 55*time.Minute {
+		t.Errorf("requeue %s", p.RequeueAfter)
+	}
+	r := p.Status.Waves[1]
+	if r.Phase != csv1.WavePending || r.Updated != 0 || r.SoakingSince != nil || r.PullRequest == nil || r.PullRequest.Number != 4 {
+		t.Errorf("remaining %+v", r)
+	}
+	if p.Status.OpenPullRequest != "u4" {
+		t.Errorf("openPullRequest %q: an open pull request is reported whatever its wave's phase", p.Status.OpenPullRequest)
+	}
+}
+
+// TestRollout walks a rollout from the first proposal to the end: canary, soak, next wave.
+func TestRollout(t *testing.T) {
+	waves := []Wave{wave("canary", 10*time.Minute, 0)}
+	canaryPR, restPR := pr(1, StateOpen, "c1"), pr(2, StateOpen, "r1", "r2")
+	canaryPR.URL, restPR.URL = "pr-canary", "pr-rest"
+	for _, step := range []struct {
+		name     string
+		now      time.Duration
+		clusters []Cluster
+		prs      map[string][]PullRequest
+		want     outcome
+	}{
+		{"nothing proposed yet", 0, []Cluster{onOld("c1", "canary"), onOld("r1", "rest"), onOld("r2", "rest")}, nil,
+			outcome{phases: "canary=Proposed remaining=Pending", propose: "canary:c1"}},
+		{"the canary's pull request is open", time.Minute, []Cluster{onOld("c1", "canary"), onOld("r1", "rest"), onOld("r2", "rest")},
+			map[string][]PullRequest{"canary": {canaryPR}},
+			outcome{phases: "canary=Proposed remaining=Pending", propose: "canary:c1", open: "pr-canary"}},
+		{"merged; Flux has not applied it", 2 * time.Minute, []Cluster{onOld("c1", "canary"), onOld("r1", "rest"), onOld("r2", "rest")},
+			map[string][]PullRequest{"canary": {merged(canaryPR)}},
+			outcome{phases: "canary=Rolling remaining=Pending"}},
+		{"applied: the canary moves", 3 * time.Minute, []Cluster{moving("c1", "canary"), onOld("r1", "rest"), onOld("r2", "rest")},
+			map[string][]PullRequest{"canary": {merged(canaryPR)}},
+			outcome{phases: "canary=Rolling remaining=Pending"}},
+		{"the canary is Available: soaking", 5 * time.Minute, []Cluster{onTarget("c1", "canary", 4*time.Minute), onOld("r1", "rest"), onOld("r2", "rest")},
+			map[string][]PullRequest{"canary": {merged(canaryPR)}},
+			outcome{phases: "canary=Soaking remaining=Pending", requeue: 9 * time.Minute}},
+		{"soaked: the remaining wave is proposed", 14 * time.Minute, []Cluster{onTarget("c1", "canary", 4*time.Minute), onOld("r1", "rest"), onOld("r2", "rest")},
+			map[string][]PullRequest{"canary": {merged(canaryPR)}},
+			outcome{phases: "canary=Done remaining=Proposed", propose: "remaining:r1,r2"}},
+		{"its pull request is open", 15 * time.Minute, []Cluster{onTarget("c1", "canary", 4*time.Minute), onOld("r1", "rest"), onOld("r2", "rest")},
+			map[string][]PullRequest{"canary": {merged(canaryPR)}, Remaining: {restPR}},
+			outcome{phases: "canary=Done remaining=Proposed", propose: "remaining:r1,r2", open: "pr-rest"}},
+		{"merged and applied: done (the remaining wave does not soak)", 20 * time.Minute,
+			[]Cluster{onTarget("c1", "canary", 4*time.Minute), onTarget("r1", "rest", 19*time.Minute), onTarget("r2", "rest", 20*time.Minute)},
+			map[string][]PullRequest{"canary": {merged(canaryPR)}, Remaining: {merged(restPR)}},
+			outcome{phases: "canary=Done remaining=Done"}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			check(t, Decide(Facts{Target: target, Waves: waves, Clusters: step.clusters, PullRequests: step.prs, Now: t0.Add(step.now)}), step.want)
+		})
+	}
+}
+
+func merged(p PullRequest) PullRequest {
+	p.State = StateMerged
+	return p
+}
+
+// A restart during the soak: the same facts later give the same status (no churn), the soak is
+// not reset, and it ends when it should, not earlier.
 func TestSoakSurvivesRestart(t *testing.T) {
-	f := Facts{Target: target, Waves: []Wave{canary(time.Minute, 0)}, Clusters: []Cluster{cl("c1", "canary", true, -10*time.Second), cl("r1", "rest", false, 0)}, Now: t0}
+	f := Facts{Target: target, Waves: []Wave{wave("canary", time.Minute, 0)}, Clusters: []Cluster{onTarget("c1", "canary", -10*time.Second), onOld("r1", "rest")}, Now: t0}
 	first := Decide(f)
 	f.Now = t0.Add(30 * time.Second)
 	second := Decide(f)
-	if !first.Status.Waves[0].SoakingSince.Equal(second.Status.Waves[0].SoakingSince) {
-		t.Fatalf("soak start moved: %v -> %v", first.Status.Waves[0].SoakingSince, second.Status.Waves[0].SoakingSince)
+	if !reflect.DeepEqual(first.Status, second.Status) {
+		t.Errorf("status changed with time alone:\n%+v\n%+v", first.Status, second.Status)
 	}
 	if second.RequeueAfter != 20*time.Second {
 		t.Errorf("requeue %s, want 20s", second.RequeueAfter)
 	}
+	f.Now = t0.Add(49 * time.Second)
+	if p := Decide(f); p.Propose != nil || p.Status.Waves[0].Phase != csv1.WaveSoaking || p.RequeueAfter != time.Second {
+		t.Errorf("a second before the soak ends: %+v", p)
+	}
 	f.Now = t0.Add(50 * time.Second)
-	if p := Decide(f); p.Propose == nil || p.Propose.Wave != Remaining {
-		t.Errorf("after the soak the next wave is proposed: %+v", p.Propose)
+	if p := Decide(f); p.Propose == nil || p.Propose.Wave != Remaining || p.RequeueAfter != 0 {
+		t.Errorf("once the soak ends the next wave is proposed: %+v", p.Propose)
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{time.Hour: "1h", 90 * time.Minute: "1h30m", time.Minute: "1m", 40 * time.Second: "40s"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -18,12 +18,14 @@ import (
 
 // Release is what is known of an existing ClusterStackRelease.
 type Release struct {
+	// Name of the release (tag and ClusterClass name).
 	Name string
 	// Validated is nil while the release was not validated, else whether its stack is valid;
 	// ValidationMessage says why not.
 	Validated         *bool
 	ValidationMessage string
-	// RequirementsMet is nil while unknown; RequirementsMessage says what is missing.
+	// RequirementsMet is nil while unknown, else whether the management cluster meets the
+	// release's requirements; RequirementsMessage says what is missing.
 	RequirementsMet     *bool
 	RequirementsMessage string
 }
@@ -43,7 +45,8 @@ type Facts struct {
 	InUse map[string]bool
 	// Releases are the existing ClusterStackReleases by name.
 	Releases map[string]Release
-	// Discovered is when each release was first seen (from the previous status).
+	// Discovered is when each release was first seen (from the previous status). Releases not
+	// in it are first seen at Now.
 	Discovered map[string]metav1.Time
 	// MinReleaseAge holds back releases first seen less than this long ago.
 	MinReleaseAge time.Duration
@@ -54,8 +57,9 @@ type Facts struct {
 	Declined map[string]string
 	// Lagging are Clusters using a release of the same stack more than one Kubernetes minor
 	// below KubernetesMinor: they cannot take these releases without skipping a minor. This is
-	// a risk only while no Cluster uses the stack itself (then the lagging Clusters are the
-	// only ones that could take its releases); the stack's own Clusters are not held back.
+	// a risk only while no Cluster uses the stack itself (InUse is empty: then the lagging
+	// Clusters are the only ones that could want its releases); the stack's own Clusters skip
+	// no minor by taking them and are not held back by Clusters of other stacks.
 	Lagging []string
 }
 
@@ -63,42 +67,33 @@ type Facts struct {
 type Result struct {
 	// Available are the releases that may be taken, newest first.
 	Available []csv1.StackUpdate
-	// Conditional are the releases held back, newest first, with every risk.
+	// Conditional are the releases held back, newest first, each with every risk.
 	Conditional []csv1.ConditionalUpdate
+	// Discovered is when each listed release (available or conditional) was first seen, to
+	// record; releases no longer listed are left out.
+	Discovered map[string]metav1.Time
 	// RequeueAfter is when the next held-back release reaches MinReleaseAge (0: none).
 	RequeueAfter time.Duration
 }
 
-// Compute lists the updates. Discovery times are truncated to seconds (as metav1.Time is
-// written), so that computing again from the written status gives the same result.
+// Compute lists the updates: the tags that are releases of Provider/Name for KubernetesMinor,
+// in Channel (or stable), newer than Baseline and not InUse. A release with no risk is
+// available; one with risks is conditional. Discovery times are truncated to seconds and kept
+// in UTC (as metav1.Time is written), so that computing again from the written status gives
+// the same result.
 func Compute(f Facts) Result {
-	var res Result
-	now := metav1.NewTime(f.Now.Truncate(time.Second))
-	var candidates []stack.Release
-	for _, tag := range f.Tags {
-		r, err := stack.ParseReleaseName(tag)
-		if err != nil || r.Provider != f.Provider || r.Name != f.Name || r.KubernetesMinor() != strings.TrimPrefix(f.KubernetesMinor, "v") {
-			continue
-		}
-		v, _ := stack.ParseVersion(r.Version)
-		if !v.Stable() && v.Channel != f.Channel {
-			continue
-		}
-		if f.InUse[tag] || (f.Baseline != "" && stack.CompareVersions(r.Version, f.Baseline) <= 0) {
-			continue
-		}
-		candidates = append(candidates, r)
-	}
-	stack.SortReleases(candidates)
+	res := Result{Discovered: map[string]metav1.Time{}}
+	candidates := candidates(f)
 	for i := len(candidates) - 1; i >= 0; i-- {
 		r := candidates[i]
 		name := r.String()
-		found, ok := f.Discovered[name]
-		if !ok {
-			found = now
-		}
+		found := discovered(f, name)
+		res.Discovered[name] = found
 		u := csv1.StackUpdate{Release: name, Version: r.Version, DiscoveredAt: &found}
-		risks := risksOf(f, name, found, &res)
+		risks, wait := risksOf(f, r, found)
+		if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+			res.RequeueAfter = wait
+		}
 		if len(risks) == 0 {
 			res.Available = append(res.Available, u)
 			continue
@@ -108,51 +103,148 @@ func Compute(f Facts) Result {
 	return res
 }
 
-// risksOf lists what holds release name back.
-func risksOf(f Facts, name string, found metav1.Time, res *Result) []csv1.UpdateRisk {
-	var risks []csv1.UpdateRisk
-	if rel, ok := f.Releases[name]; ok {
-		if rel.Validated != nil && !*rel.Validated {
-			risks = append(risks, csv1.UpdateRisk{Type: csv1.RiskValidationFailed,
-				Message: fmt.Sprintf("release %s failed validation: %s", name, rel.ValidationMessage)})
-		}
-		if rel.RequirementsMet != nil && !*rel.RequirementsMet {
-			risks = append(risks, csv1.UpdateRisk{Type: csv1.RiskRequirementsNotMet,
-				Message: fmt.Sprintf("release %s requires what the management cluster does not have: %s", name, rel.RequirementsMessage)})
-		}
-	}
-	if f.MinReleaseAge > 0 {
-		if ready := found.Add(f.MinReleaseAge); f.Now.Before(ready) {
-			risks = append(risks, csv1.UpdateRisk{Type: csv1.RiskMinimumAgeNotReached,
-				Message: fmt.Sprintf("tag %s first seen %s; spec.updates.minReleaseAge %s holds it back until %s",
-					name, found.UTC().Format(time.RFC3339), f.MinReleaseAge, ready.UTC().Format(time.RFC3339))})
-			if wait := ready.Sub(f.Now); res.RequeueAfter == 0 || wait < res.RequeueAfter {
-				res.RequeueAfter = wait
-			}
-		}
-	}
-	if url, ok := f.Declined[name]; ok {
-		risks = append(risks, csv1.UpdateRisk{Type: csv1.RiskDeclined,
-			Message: fmt.Sprintf("pull request %s proposing %s was closed without merging: the version is skipped (pin it in spec.versions to take it anyway)", url, name)})
-	}
-	if len(f.Lagging) > 0 && len(f.InUse) == 0 {
-		lagging := append([]string(nil), f.Lagging...)
-		sort.Strings(lagging)
-		shown := lagging
-		if len(shown) > 3 {
-			shown = shown[:3]
-		}
-		risks = append(risks, csv1.UpdateRisk{Type: csv1.RiskSkipsKubernetesMinor,
-			Message: fmt.Sprintf("%d Cluster(s) (%s) use a release for a Kubernetes minor more than one below %s: they must move to a release for the minor in between first",
-				len(lagging), strings.Join(shown, ", "), f.KubernetesMinor)})
-	}
-	return risks
-}
-
 // Target is the newest available update, or "".
 func Target(r Result) string {
 	if len(r.Available) == 0 {
 		return ""
 	}
 	return r.Available[0].Release
+}
+
+// candidates are the tags that may be updates, oldest first, each once.
+func candidates(f Facts) []stack.Release {
+	minor := strings.TrimPrefix(f.KubernetesMinor, "v")
+	seen := map[string]bool{}
+	var out []stack.Release
+	for _, tag := range f.Tags {
+		r, err := stack.ParseReleaseName(tag)
+		if err != nil || r.Provider != f.Provider || r.Name != f.Name || r.KubernetesMinor() != minor || seen[tag] {
+			continue
+		}
+		v, _ := stack.ParseVersion(r.Version) // valid: ParseReleaseName checked it
+		if !v.Stable() && v.Channel != f.Channel {
+			continue
+		}
+		if f.InUse[tag] || (f.Baseline != "" && stack.CompareVersions(r.Version, f.Baseline) <= 0) {
+			continue
+		}
+		seen[tag] = true
+		out = append(out, r)
+	}
+	stack.SortReleases(out)
+	return out
+}
+
+// discovered is when release name was first seen: as recorded, or now.
+func discovered(f Facts, name string) metav1.Time {
+	t, ok := f.Discovered[name]
+	if !ok {
+		t = metav1.NewTime(f.Now)
+	}
+	return metav1.NewTime(t.UTC().Truncate(time.Second))
+}
+
+// risksOf lists what holds release r back, in a fixed order, and how long until the minimum
+// age is reached (0 when it is not what holds it back).
+func risksOf(f Facts, r stack.Release, found metav1.Time) ([]csv1.UpdateRisk, time.Duration) {
+	name := r.String()
+	var risks []csv1.UpdateRisk
+	add := func(risk *csv1.UpdateRisk) {
+		if risk != nil {
+			risks = append(risks, *risk)
+		}
+	}
+	add(validationRisk(f.Releases[name], name))
+	add(requirementsRisk(f.Releases[name], name))
+	ageRisk, wait := minimumAgeRisk(f, name, found)
+	add(ageRisk)
+	add(declinedRisk(f, r))
+	add(skipsMinorRisk(f))
+	return risks, wait
+}
+
+// validationRisk: the release's stack failed validation.
+func validationRisk(rel Release, name string) *csv1.UpdateRisk {
+	if rel.Validated == nil || *rel.Validated {
+		return nil
+	}
+	return &csv1.UpdateRisk{Type: csv1.RiskValidationFailed,
+		Message: fmt.Sprintf("release %s failed validation: %s", name, orUnknown(rel.ValidationMessage))}
+}
+
+// requirementsRisk: the management cluster does not meet the release's requirements.
+func requirementsRisk(rel Release, name string) *csv1.UpdateRisk {
+	if rel.RequirementsMet == nil || *rel.RequirementsMet {
+		return nil
+	}
+	return &csv1.UpdateRisk{Type: csv1.RiskRequirementsNotMet,
+		Message: fmt.Sprintf("release %s requires what the management cluster does not have: %s", name, orUnknown(rel.RequirementsMessage))}
+}
+
+// minimumAgeRisk: the tag was first seen less than MinReleaseAge ago. wait is the time left.
+func minimumAgeRisk(f Facts, name string, found metav1.Time) (*csv1.UpdateRisk, time.Duration) {
+	if f.MinReleaseAge <= 0 {
+		return nil, 0
+	}
+	ready := found.Add(f.MinReleaseAge)
+	if !f.Now.Before(ready) {
+		return nil, 0
+	}
+	return &csv1.UpdateRisk{Type: csv1.RiskMinimumAgeNotReached,
+		Message: fmt.Sprintf("tag %s first seen %s; spec.updates.minReleaseAge %s holds it back until %s",
+			name, found.UTC().Format(time.RFC3339), shortDuration(f.MinReleaseAge), ready.UTC().Format(time.RFC3339))}, ready.Sub(f.Now)
+}
+
+// declinedRisk: a pull request proposing the release was closed without merging.
+func declinedRisk(f Facts, r stack.Release) *csv1.UpdateRisk {
+	url, ok := f.Declined[r.String()]
+	if !ok {
+		return nil
+	}
+	return &csv1.UpdateRisk{Type: csv1.RiskDeclined,
+		Message: fmt.Sprintf("pull request %s proposing %s was closed without merging: the version is skipped and not proposed again "+
+			"(a newer release is proposed once published); to take it anyway, pin %s in spec.versions and set the Clusters' classRef to %s in the fleet repository",
+			orUnknown(url), r, r.Version, r)}
+}
+
+// skipsMinorRisk: Clusters lagging more than one Kubernetes minor behind could take the
+// release only by skipping a minor (see Facts.Lagging for when this is a risk).
+func skipsMinorRisk(f Facts) *csv1.UpdateRisk {
+	if len(f.Lagging) == 0 || len(f.InUse) > 0 {
+		return nil
+	}
+	lagging := append([]string(nil), f.Lagging...)
+	sort.Strings(lagging)
+	return &csv1.UpdateRisk{Type: csv1.RiskSkipsKubernetesMinor,
+		Message: fmt.Sprintf("%d Cluster(s) (%s) use a release of %s-%s for a Kubernetes minor more than one below %s: "+
+			"they must first move to a release for each minor in between",
+			len(lagging), names(lagging), f.Provider, f.Name, strings.TrimPrefix(f.KubernetesMinor, "v"))}
+}
+
+// names lists at most three names and counts the rest.
+func names(ns []string) string {
+	if len(ns) <= 3 {
+		return strings.Join(ns, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ns[:3], ", "), len(ns)-3)
+}
+
+// shortDuration writes d as a person would: "1h", "1h30m", "90s", not "1h0m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// orUnknown stands in for an empty message.
+func orUnknown(s string) string {
+	if s == "" {
+		return "(no message)"
+	}
+	return s
 }
