@@ -27,6 +27,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -520,7 +521,15 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	f := StackFacts{Releases: rels.Items, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
+	// A release kept only as the candidate of a proposal is not delivered: its failures are
+	// conditional-update risks (status.conditionalUpdates), not the stack's Degraded.
+	delivered := make([]csv1.ClusterStackRelease, 0, len(rels.Items))
+	for _, rel := range rels.Items {
+		if !candidateOnly(cs, rel.Name) {
+			delivered = append(delivered, rel)
+		}
+	}
+	f := StackFacts{Releases: delivered, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
 		PreviousAvailable: cs.Status.Versions.Available}
 	err = updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
 		res := ComputeStackStatus(cs.Name, f)
@@ -779,4 +788,15 @@ func emitTransitions(rec record.EventRecorder, obj client.Object, prev []metav1.
 		}
 		rec.Event(obj, typ, c.Type+string(c.Status), c.Message)
 	}
+}
+
+// candidateOnly reports whether the ClusterStack keeps release name only as the candidate of a
+// proposal (lifecycle.Candidate).
+func candidateOnly(cs *csv1.ClusterStack, name string) bool {
+	for _, r := range cs.Status.Releases {
+		if r.Name == name {
+			return len(r.Reasons) == 1 && r.Reasons[0] == lifecycle.Candidate
+		}
+	}
+	return false
 }

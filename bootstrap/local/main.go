@@ -31,6 +31,7 @@ import (
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
 const (
@@ -178,7 +179,15 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 		tags = []string{""}
 	}
 	for _, tag := range tags {
-		if err := p.Git().Publish(ctx, stacksRepo, cfg.stacksDir, "", tag); err != nil {
+		dir, err := stackTreeFor(cfg.stacksDir, tag)
+		if err != nil {
+			return nil, err
+		}
+		err = p.Git().Publish(ctx, stacksRepo, dir, "", tag)
+		if dir != cfg.stacksDir {
+			_ = os.RemoveAll(dir)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("publish %s: %w", cfg.stacksDir, err)
 		}
 	}
@@ -211,6 +220,31 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 		}
 	}
 	return clusters, nil
+}
+
+// stackTreeFor returns the stacks tree to tag with tag: for a release tag of a stack in the
+// tree, a copy whose cluster-class chart carries the release's version (as a release step
+// sets it; validation checks it), else the tree itself.
+func stackTreeFor(stacksDir, tag string) (string, error) {
+	rel, err := stack.ParseReleaseName(tag)
+	if err != nil {
+		return stacksDir, nil
+	}
+	sub := filepath.Join(rel.Provider, rel.Name, fmt.Sprintf("%d-%d", rel.Major, rel.Minor))
+	if _, err := os.Stat(filepath.Join(stacksDir, sub)); err != nil {
+		return stacksDir, nil
+	}
+	dir, err := os.MkdirTemp("", "stacks-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(dir, os.DirFS(stacksDir)); err != nil {
+		return "", err
+	}
+	if err := stack.SetChartVersion(filepath.Join(dir, sub), rel.Version); err != nil {
+		return "", fmt.Errorf("tag %s: %w", tag, err)
+	}
+	return dir, nil
 }
 
 func splitList(s string) []string {
