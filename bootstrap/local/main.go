@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -70,9 +72,9 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.binDir, "bin-dir", "", "Directory of the binaries from `make tools` and `make build` (default <repo>/bin).")
 	fs.StringVar(&cfg.repoRoot, "repo-root", "", "Checkout of the operator (default: found from the working directory).")
 	fs.StringVar(&cfg.stacksDir, "stacks-dir", "", "Tree published to the Git repository \"stacks\" (default <repo>/stacks).")
-	fs.StringVar(&cfg.examplesDir, "examples-dir", "", "Manifests applied after the plane is up (default <repo>/examples).")
+	fs.StringVar(&cfg.examplesDir, "examples-dir", "", "Manifests committed to the fleet repository Flux applies (default <repo>/examples).")
 	fs.StringVar(&cfg.tags, "tags", "aws-base-1-36-v1,aws-base-1-36-v2", "Comma-separated release tags put on the published stacks commit (v2 is an update the demo's ClusterStack can take).")
-	fs.BoolVar(&cfg.noExamples, "no-examples", false, "Do not publish stacks/ nor apply examples/.")
+	fs.BoolVar(&cfg.noExamples, "no-examples", false, "Do not publish stacks/ nor the fleet repository (and start no forge).")
 	fs.BoolVar(&cfg.noOperator, "no-operator", false, "Do not start the operator (bin/manager); run it yourself with the printed KUBECONFIG.")
 	fs.BoolVar(&cfg.withCAPI, "with-capi", true, "Run Cluster API's core manager (topology controller, webhooks, conversion) and the kubeadm/CAPD providers' webhooks; localinfra then plays the providers by contract (false: localinfra builds a minimal topology itself).")
 	fs.IntVar(&cfg.nodes, "nodes", 1, "kwok Nodes per workload cluster (a Cluster's annotation localinfra.clusterstack.io/nodes overrides it).")
@@ -168,7 +170,9 @@ func run(args []string, out io.Writer) error {
 	return nil
 }
 
-// loadExamples publishes the stacks tree and applies the example manifests. It returns the
+// loadExamples publishes the stacks tree to the Git server, commits the example manifests to
+// the forge's fleet repository and creates the Flux objects that apply it, and the bot's
+// Secret for proposals once Flux created the namespaces (package fleet). It returns the
 // Clusters ("namespace/name") the examples define.
 func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, error) {
 	if _, err := p.Git().CreateRepo(stacksRepo); err != nil {
@@ -215,7 +219,7 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 	}
 	var clusters []string
 	for _, o := range objs {
-		if o.Kind == "Cluster" && strings.HasPrefix(o.APIVersion, "cluster.x-k8s.io/") {
+		if o.IsCluster() {
 			clusters = append(clusters, o.Namespace+"/"+o.Name)
 		}
 	}
@@ -247,6 +251,17 @@ func stackTreeFor(stacksDir, tag string) (string, error) {
 	return dir, nil
 }
 
+// withUser returns rawURL with user and password in it (a local demo's clone URL, so that
+// the push needs no prompt); rawURL itself when it does not parse.
+func withUser(rawURL, user, password string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -274,13 +289,24 @@ The local management plane is up.
 		fmt.Fprintf(out, "Git server: %s (create repositories with the gitserver package, or push to %s/<name>.git after CreateRepo)\n", p.Git().URL(), p.Git().URL())
 	}
 	if f := p.Forge(); f != nil {
+		repoURL := f.RepoURL(f.Owner(), f.Repo())
 		fmt.Fprintf(out, `
-Fleet repository (Gitea %s, user %s, password %s; main is protected: only %s pushes):
-  git clone %s
-  kubectl get kustomizations -A        # what `+"`flux get kustomizations`"+` shows: the fleet applied by Flux
-  Commit a change (e.g. spec.versions of examples' ClusterStack) and push: Flux applies it.
-  The operator's pull requests (spec.updates.proposals) are opened as %s.
-`, f.URL(), f.AdminUser(), f.AdminPassword(), f.AdminUser(), f.RepoURL(f.Owner(), f.Repo()), f.BotUser())
+The fleet: examples/ committed to the repository %s/%s on Gitea, applied by the Flux
+Kustomization %s/%s (health checks on the ClusterStacks).
+  Gitea web:  %s   (user %s, password %s; main is protected: only %s pushes)
+  Clone URL:  %s
+Walkthrough: commit a stack version, Flux applies it, the operator delivers it:
+  git clone -c user.name=%s -c user.email=%s@%s %s && cd %s
+  sed -i 's/    - v1$/    - v1\n    - v2/' 10-clusterstack.yaml
+  git commit -am "demo: deliver v2" && git push
+  kubectl get kustomizations -A        # what `+"`flux get kustomizations`"+` shows
+  kubectl get clusterstacks -A
+The operator's pull requests (spec.updates.proposals, Secret %s in the ClusterStack's namespace) are opened as %s.
+`, f.Owner(), f.Repo(), fleet.FluxNamespace, fleet.Name,
+			f.URL(), f.AdminUser(), f.AdminPassword(), f.AdminUser(),
+			repoURL,
+			f.AdminUser(), f.AdminUser(), forge.EmailDomain, withUser(repoURL, f.AdminUser(), f.AdminPassword()), f.Repo(),
+			fleet.ProposalSecret, f.BotUser())
 	}
 	if ops := p.FixtureOperators(); len(ops) > 0 {
 		fmt.Fprintf(out, "\nFixture operators (manifests at %s/ of each tag), for ManagementOperators:\n", plane.FixtureOperatorPath)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -26,12 +28,14 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // applyExamples commits the manifests in examples/, with ${GIT_URL} pointing at the local Git
-// server, to the forge's fleet repository and has Flux apply it, exactly as `make demo` does.
-func applyExamples(ctx context.Context) {
+// server, to the forge's fleet repository and has Flux apply it, exactly as `make demo` does
+// (package fleet). It returns the commit once Flux applied it, health checks included.
+func applyExamples(ctx context.Context) string {
 	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	objs, err := fleet.Render(filepath.Join(repoRoot, "examples"), pl.Git().URL(), dir)
@@ -40,11 +44,23 @@ func applyExamples(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(fleet.Apply(ctx, k8s, pl.Forge(), objs)).To(Succeed())
 	Expect(fleet.ProposalSecrets(ctx, k8s, pl.Forge(), objs)).To(Succeed())
+	waitFleetApplied(ctx, commit)
+	return commit
+}
+
+// waitFleetApplied waits until the fleet Kustomization is Ready on commit: Flux applied it and
+// its health checks (the ClusterStacks) passed.
+func waitFleetApplied(ctx context.Context, commit string) {
+	GinkgoHelper()
 	Eventually(ctx, func(g Gomega) {
 		ks := &kustomizev1.Kustomization{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fleet.FluxNamespace, Name: fleet.Name}, ks)).To(Succeed())
-		g.Expect(ks.Status.LastAppliedRevision).To(HaveSuffix(commit), "Flux applied the published commit")
-	}).WithTimeout(5 * time.Minute).Should(Succeed())
+		g.Expect(ks.Status.LastAppliedRevision).To(Equal(forge.DefaultBranch+"@sha1:"+commit), "Flux applied the published commit")
+		ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Kustomization %s Ready: %s", fleet.Name, ready.Message)
+		g.Expect(ready.ObservedGeneration).To(Equal(ks.Generation))
+	}).WithTimeout(6 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 }
 
 func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
@@ -54,9 +70,38 @@ func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *m
 var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, func() {
 	const ns = "demo"
 	const release = "aws-base-1-36-v1"
+	var commit string // the fleet commit Flux applied
 
 	BeforeAll(func(ctx SpecContext) {
-		applyExamples(ctx)
+		commit = applyExamples(ctx)
+	})
+
+	It("applies the fleet repository with Flux: Kustomization Ready on the published commit, objects labelled", func(ctx SpecContext) {
+		ks := &kustomizev1.Kustomization{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fleet.FluxNamespace, Name: fleet.Name}, ks)).To(Succeed())
+		Expect(ks.Status.LastAppliedRevision).To(Equal(forge.DefaultBranch + "@sha1:" + commit))
+		Expect(apimeta.IsStatusConditionTrue(ks.Status.Conditions, meta.ReadyCondition)).To(BeTrue(), "%v", ks.Status.Conditions)
+		Expect(ks.Spec.HealthChecks).To(ConsistOf(HaveField("Name", "aws-base-1-36")))
+		Expect(ks.Spec.HealthChecks[0].Kind).To(Equal("ClusterStack"))
+		Expect(ks.Spec.HealthChecks[0].Namespace).To(Equal(ns))
+
+		fluxLabels := And(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/name", fleet.Name),
+			HaveKeyWithValue("kustomize.toolkit.fluxcd.io/namespace", fleet.FluxNamespace))
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		Expect(cs.Labels).To(fluxLabels, "the ClusterStack comes from the fleet")
+		for _, name := range []string{"alpha", "beta"} {
+			c := &clusterv1.Cluster{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
+			Expect(c.Labels).To(fluxLabels, "Cluster %s comes from the fleet", name)
+		}
+		mo := &csv1.ManagementOperator{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "demo-addon-operator"}, mo)).To(Succeed())
+		Expect(mo.Labels).To(fluxLabels, "the ManagementOperator comes from the fleet")
+
+		bot := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleet.ProposalSecret}, bot)).To(Succeed())
+		Expect(string(bot.Data[fleet.ProposalSecretKey])).To(Equal(pl.Forge().BotToken()), "the bot's token for proposals")
 	})
 
 	It("pins a Flux GitRepository to the release tag", func(ctx SpecContext) {
@@ -263,5 +308,58 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 			g.Expect(mo).To(haveOperatorCondition(csv1.DisabledCondition, metav1.ConditionTrue))
 			g.Expect(mo.Status.AvailableUpdates).To(ContainElement("v2.0.0"))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
+	})
+
+	It("walkthrough: a commit to the fleet adding v2 is applied by Flux and delivered by the operator", func(ctx SpecContext) {
+		const v2 = "aws-base-1-36-v2"
+		By("a person commits v2 to the ClusterStack's versions in the fleet repository")
+		dir := GinkgoT().TempDir()
+		_, err := fleet.Render(filepath.Join(repoRoot, "examples"), pl.Git().URL(), dir)
+		Expect(err).NotTo(HaveOccurred())
+		file := filepath.Join(dir, "10-clusterstack.yaml")
+		data, err := os.ReadFile(file)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).To(ContainSubstring("  versions:\n    - v1\n"))
+		edited := strings.Replace(string(data), "  versions:\n    - v1\n", "  versions:\n    - v1\n    - v2\n", 1)
+		Expect(os.WriteFile(file, []byte(edited), 0o644)).To(Succeed())
+		start := time.Now()
+		next, err := fleet.Publish(ctx, pl.Forge(), dir, "demo: deliver v2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(next).NotTo(Equal(commit))
+
+		By("Flux applies it: the ClusterStack's versions change and the release for v2 appears")
+		Eventually(ctx, func(g Gomega) {
+			cs := &csv1.ClusterStack{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+			g.Expect(cs.Spec.Versions).To(Equal([]string{"v1", "v2"}))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("ClusterStack spec.versions = [v1 v2] %s after the commit\n", time.Since(start).Round(time.Second))
+		Eventually(ctx, func(g Gomega) {
+			rel := &csv1.ClusterStackRelease{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v2}, rel)).To(Succeed())
+			g.Expect(rel.Status.ClusterClassName).To(Equal(v2))
+			g.Expect(condition(rel, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			cc := &unstructured.Unstructured{}
+			cc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"})
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v2}, cc)).To(Succeed())
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("release %s Available %s after the commit\n", v2, time.Since(start).Round(time.Second))
+
+		By("the Kustomization is Ready on the new commit, the ClusterStack stays Available, the Clusters stay on v1")
+		waitFleetApplied(ctx, next)
+		GinkgoWriter.Printf("Kustomization %s Ready on %s %s after the commit\n", fleet.Name, next, time.Since(start).Round(time.Second))
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		for _, c := range []string{"alpha", "beta"} {
+			addon := &csv1.ClusterAddon{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c}, addon)).To(Succeed())
+			Expect(addon.Status.LastAppliedRelease).To(Equal(release), "only the fleet moves Clusters")
+		}
+		for _, args := range [][]string{{"get", "kustomizations", "-A"}, {"get", "clusterstacks", "-A"}, {"get", "clusterstackreleases", "-n", ns}} {
+			out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", pl.Kubeconfig()}, args...)...).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), string(out))
+			GinkgoWriter.Printf("$ kubectl %s\n%s\n", strings.Join(args, " "), out)
+		}
 	})
 })
