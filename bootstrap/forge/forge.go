@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -47,6 +46,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
@@ -688,7 +688,7 @@ func (f *Forge) Publish(ctx context.Context, owner, repo, srcDir, message string
 			return "", fmt.Errorf("publish to %s: check out %s: %w", remote, DefaultBranch, err)
 		}
 	}
-	if err := replaceTree(work, srcDir); err != nil {
+	if err := gitserver.ReplaceTree(work, "", srcDir); err != nil {
 		return "", fmt.Errorf("publish %s to %s: %w", srcDir, remote, err)
 	}
 	if _, err := run(work, "add", "--all"); err != nil {
@@ -971,78 +971,6 @@ func (f *Forge) runGit(ctx context.Context, dir, user, password string, args ...
 		return stdout.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
-}
-
-// replaceTree removes everything but .git from the work tree work and copies src there.
-func replaceTree(work, src string) error {
-	entries, err := os.ReadDir(work)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name() == ".git" {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(work, e.Name())); err != nil {
-			return err
-		}
-	}
-	return copyTree(src, work)
-}
-
-// copyTree copies regular files, directories and symbolic links from src to dst, keeping the
-// executable bit, and skipping .git directories.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			if d.Name() == ".git" && p != src {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			return copyFile(p, target, info.Mode().Perm()|0o600)
-		default:
-			return nil // sockets, devices: not content
-		}
-	})
-}
-
-func copyFile(src, dst string, mode fs.FileMode) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = in.Close() }()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	_, err = io.Copy(out, in)
-	return err
 }
 
 func randomHex(n int) (string, error) {

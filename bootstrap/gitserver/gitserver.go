@@ -253,7 +253,7 @@ func (s *Server) Publish(ctx context.Context, repo, srcDir, pathInRepo, tag stri
 		}
 	}
 
-	if err := replaceTree(work, rel, srcDir); err != nil {
+	if err := ReplaceTree(work, rel, srcDir); err != nil {
 		return fmt.Errorf("publish %s to %s at %q: %w", srcDir, url, rel, err)
 	}
 	if _, err := s.run(ctx, work, "add", "--all"); err != nil {
@@ -402,9 +402,10 @@ func displayPath(rel string) string {
 	return rel
 }
 
-// replaceTree removes rel from the work tree work (everything but .git when rel is the root)
-// and copies src there.
-func replaceTree(work, rel, src string) error {
+// ReplaceTree removes rel from the Git work tree work (everything but .git when rel is "", the
+// root) and copies src there: regular files with their executable bit, directories and
+// symbolic links, without .git directories. The forge's Publish uses it too.
+func ReplaceTree(work, rel, src string) error {
 	dst := filepath.Join(work, filepath.FromSlash(rel))
 	if rel == "" {
 		entries, err := os.ReadDir(work)

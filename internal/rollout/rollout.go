@@ -8,13 +8,13 @@ package rollout
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/updates"
 )
 
 // Remaining is the name of the implicit last wave: the Clusters no wave selects. When the
@@ -229,7 +229,7 @@ func done(c Cluster, target string) bool {
 func decideWave(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullRequest, f Facts) {
 	if c, ok := degradedOnTarget(ms, f.Target); ok {
 		st.Phase = csv1.WaveHalted
-		st.Message = fmt.Sprintf("Cluster %s is Degraded on %s: %s", c.Name, f.Target, orUnknown(c.DegradedMessage))
+		st.Message = fmt.Sprintf("Cluster %s is Degraded on %s: %s", c.Name, f.Target, updates.OrUnknown(c.DegradedMessage))
 		plan.Halted = &Halt{Wave: w.Name, Cluster: c.Name, Message: st.Message}
 		return
 	}
@@ -268,7 +268,7 @@ func soak(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, f Facts) {
 			// it triggers the next decision).
 			st.Phase = csv1.WaveSoaking
 			st.Message = fmt.Sprintf("every Cluster Available on %s; the soak of %s cannot start: when Cluster %s became Available is unknown",
-				f.Target, shortDuration(w.Soak), c.Name)
+				f.Target, updates.ShortDuration(w.Soak), c.Name)
 			return
 		}
 		if since == nil || c.AvailableSince.After(*since) {
@@ -286,11 +286,11 @@ func soak(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, f Facts) {
 	end := since.Add(w.Soak)
 	if f.Now.Before(end) {
 		st.Phase = csv1.WaveSoaking
-		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; soaking %s until %s", n, n, f.Target, shortDuration(w.Soak), end.UTC().Format(time.RFC3339))
+		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; soaking %s until %s", n, n, f.Target, updates.ShortDuration(w.Soak), end.UTC().Format(time.RFC3339))
 		plan.RequeueAfter = end.Sub(f.Now)
 		return
 	}
-	st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s, soaked %s", n, n, f.Target, shortDuration(w.Soak))
+	st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s, soaked %s", n, n, f.Target, updates.ShortDuration(w.Soak))
 }
 
 // progress decides a wave with members not done yet: Rolling, Halted or Proposed.
@@ -308,7 +308,7 @@ func progress(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullR
 		st.Phase = csv1.WaveRolling
 		waiting := append(append([]string(nil), inFlight...), notMoved...)
 		sort.Strings(waiting)
-		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; waiting for %s", st.Updated, len(ms), f.Target, names(waiting))
+		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; waiting for %s", st.Updated, len(ms), f.Target, updates.Names(waiting))
 	}
 	capacity := len(notMoved)
 	if w.MaxConcurrent > 0 {
@@ -325,16 +325,16 @@ func progress(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullR
 		rolling() // merged, not applied by Flux yet
 	case newest != nil && newest.State == StateClosed:
 		st.Phase = csv1.WaveHalted
-		st.Message = fmt.Sprintf("pull request %s was closed without merging: nothing more is proposed for %s in this wave", orUnknown(newest.URL), f.Target)
+		st.Message = fmt.Sprintf("pull request %s was closed without merging: nothing more is proposed for %s in this wave", updates.OrUnknown(newest.URL), f.Target)
 		plan.Halted = &Halt{Wave: w.Name, Message: st.Message}
 	default:
 		batch := append([]string(nil), notMoved[:capacity]...)
 		st.Phase = csv1.WaveProposed
 		plan.Propose = &Proposal{Wave: w.Name, Clusters: batch}
 		if newest != nil && newest.State == StateOpen {
-			st.Message = fmt.Sprintf("pull request #%d open to move %s", newest.Number, names(batch))
+			st.Message = fmt.Sprintf("pull request #%d open to move %s", newest.Number, updates.Names(batch))
 		} else {
-			st.Message = fmt.Sprintf("pull request to be opened to move %s", names(batch))
+			st.Message = fmt.Sprintf("pull request to be opened to move %s", updates.Names(batch))
 		}
 	}
 }
@@ -367,32 +367,4 @@ func overlaps(a, b []string) bool {
 		}
 	}
 	return false
-}
-
-// names lists at most three names and counts the rest.
-func names(ns []string) string {
-	if len(ns) <= 3 {
-		return strings.Join(ns, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ns[:3], ", "), len(ns)-3)
-}
-
-// shortDuration writes d as a person would: "1h", "1h30m", "90s", not "1h0m0s".
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// orUnknown stands in for an empty message.
-func orUnknown(s string) string {
-	if s == "" {
-		return "(no message)"
-	}
-	return s
 }

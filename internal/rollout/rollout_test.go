@@ -325,11 +325,3 @@ func TestSoakSurvivesRestart(t *testing.T) {
 		t.Errorf("once the soak ends the next wave is proposed: %+v", p.Propose)
 	}
 }
-
-func TestShortDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{time.Hour: "1h", 90 * time.Minute: "1h30m", time.Minute: "1m", 40 * time.Second: "40s"} {
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
-		}
-	}
-}

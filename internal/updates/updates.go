@@ -169,7 +169,7 @@ func validationRisk(rel Release, name string) *csv1.UpdateRisk {
 		return nil
 	}
 	return &csv1.UpdateRisk{Type: csv1.RiskValidationFailed,
-		Message: fmt.Sprintf("release %s failed validation: %s", name, orUnknown(rel.ValidationMessage))}
+		Message: fmt.Sprintf("release %s failed validation: %s", name, OrUnknown(rel.ValidationMessage))}
 }
 
 // requirementsRisk: the management cluster does not meet the release's requirements.
@@ -178,7 +178,7 @@ func requirementsRisk(rel Release, name string) *csv1.UpdateRisk {
 		return nil
 	}
 	return &csv1.UpdateRisk{Type: csv1.RiskRequirementsNotMet,
-		Message: fmt.Sprintf("release %s requires what the management cluster does not have: %s", name, orUnknown(rel.RequirementsMessage))}
+		Message: fmt.Sprintf("release %s requires what the management cluster does not have: %s", name, OrUnknown(rel.RequirementsMessage))}
 }
 
 // minimumAgeRisk: the tag was first seen less than MinReleaseAge ago. wait is the time left.
@@ -192,7 +192,7 @@ func minimumAgeRisk(f Facts, name string, found metav1.Time) (*csv1.UpdateRisk, 
 	}
 	return &csv1.UpdateRisk{Type: csv1.RiskMinimumAgeNotReached,
 		Message: fmt.Sprintf("tag %s first seen %s; spec.updates.minReleaseAge %s holds it back until %s",
-			name, found.UTC().Format(time.RFC3339), shortDuration(f.MinReleaseAge), ready.UTC().Format(time.RFC3339))}, ready.Sub(f.Now)
+			name, found.UTC().Format(time.RFC3339), ShortDuration(f.MinReleaseAge), ready.UTC().Format(time.RFC3339))}, ready.Sub(f.Now)
 }
 
 // declinedRisk: a pull request proposing the release was closed without merging.
@@ -204,7 +204,7 @@ func declinedRisk(f Facts, r stack.Release) *csv1.UpdateRisk {
 	return &csv1.UpdateRisk{Type: csv1.RiskDeclined,
 		Message: fmt.Sprintf("pull request %s proposing %s was closed without merging: the version is skipped and not proposed again "+
 			"(a newer release is proposed once published); to take it anyway, pin %s in spec.versions and set the Clusters' classRef to %s in the fleet repository",
-			orUnknown(url), r, r.Version, r)}
+			OrUnknown(url), r, r.Version, r)}
 }
 
 // skipsMinorRisk: Clusters lagging more than one Kubernetes minor behind could take the
@@ -218,19 +218,19 @@ func skipsMinorRisk(f Facts) *csv1.UpdateRisk {
 	return &csv1.UpdateRisk{Type: csv1.RiskSkipsKubernetesMinor,
 		Message: fmt.Sprintf("%d Cluster(s) (%s) use a release of %s-%s for a Kubernetes minor more than one below %s: "+
 			"they must first move to a release for each minor in between",
-			len(lagging), names(lagging), f.Provider, f.Name, strings.TrimPrefix(f.KubernetesMinor, "v"))}
+			len(lagging), Names(lagging), f.Provider, f.Name, strings.TrimPrefix(f.KubernetesMinor, "v"))}
 }
 
-// names lists at most three names and counts the rest.
-func names(ns []string) string {
+// Names lists at most three names and counts the rest (for messages; the rollout's too).
+func Names(ns []string) string {
 	if len(ns) <= 3 {
 		return strings.Join(ns, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(ns[:3], ", "), len(ns)-3)
 }
 
-// shortDuration writes d as a person would: "1h", "1h30m", "90s", not "1h0m0s".
-func shortDuration(d time.Duration) string {
+// ShortDuration writes d as a person would: "1h", "1h30m", "90s", not "1h0m0s".
+func ShortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -241,8 +241,8 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// orUnknown stands in for an empty message.
-func orUnknown(s string) string {
+// OrUnknown stands in for an empty message.
+func OrUnknown(s string) string {
 	if s == "" {
 		return "(no message)"
 	}

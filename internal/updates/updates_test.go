@@ -231,10 +231,10 @@ func stackUpdates(cs []csv1.ConditionalUpdate) []csv1.StackUpdate {
 func TestShortDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		time.Hour: "1h", 90 * time.Minute: "1h30m", time.Minute: "1m", 90 * time.Second: "1m30s",
-		15 * time.Second: "15s", time.Hour + time.Second: "1h0m1s", 1500 * time.Millisecond: "1.5s",
+		15 * time.Second: "15s", 40 * time.Second: "40s", time.Hour + time.Second: "1h0m1s", 1500 * time.Millisecond: "1.5s",
 	} {
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
+		if got := ShortDuration(d); got != want {
+			t.Errorf("ShortDuration(%s) = %q, want %q", d, got, want)
 		}
 	}
 }
