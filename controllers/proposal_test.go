@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
@@ -63,5 +66,30 @@ func TestCandidate(t *testing.T) {
 	cs.Spec.Updates.Proposals = nil
 	if got := candidate(cs); got != "" {
 		t.Errorf("without proposals no candidate, got %s", got)
+	}
+}
+
+func TestClusterWaveChanged(t *testing.T) {
+	base := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{"rollout": "canary"}}}
+	paused := base.DeepCopy()
+	paused.Spec.Paused = ptr.To(true)
+	annotated := base.DeepCopy()
+	annotated.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	relabelled := base.DeepCopy()
+	relabelled.Labels["rollout"] = "rest"
+	for _, tc := range []struct {
+		name     string
+		old, new *clusterv1.Cluster
+		want     bool
+	}{
+		{"nothing the updates read", base, base.DeepCopy(), false},
+		{"paused", base, paused, true},
+		{"resumed", paused, base, true},
+		{"paused by annotation", base, annotated, true},
+		{"wave label", base, relabelled, true},
+	} {
+		if got := clusterWaveChanged().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -494,7 +494,8 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 }
 
 // addonUpgrades records, in each of the stack's ClusterAddons, the releases its Cluster may
-// move to next (the only field of a ClusterAddon this controller writes).
+// move to next (the only field of a ClusterAddon this controller writes). A paused Cluster's
+// ClusterAddon is left alone, as every controller leaves it; it is brought up to date on resume.
 func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *updatesScope) error {
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels, client.InNamespace(s.cs.Namespace)); err != nil {
@@ -507,6 +508,9 @@ func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *up
 		}
 	}
 	for name, a := range s.addons {
+		if isPaused(s.clusters[name]) {
+			continue
+		}
 		_, class := webhooks.ClassRef(s.clusters[name])
 		want := updates.Upgrades(class, validated)
 		if slices.Equal(want, a.Status.AvailableUpgrades) {
@@ -678,7 +682,8 @@ func addonRolloutChanged() predicate.Predicate {
 	}}
 }
 
-// clusterWaveChanged passes Cluster updates that change its wave (labels) or its release.
+// clusterWaveChanged passes Cluster updates that change its wave (labels), its release or
+// whether it is paused.
 func clusterWaveChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, okO := e.ObjectOld.(*clusterv1.Cluster)
@@ -688,6 +693,6 @@ func clusterWaveChanged() predicate.Predicate {
 		}
 		_, oc := webhooks.ClassRef(o)
 		_, nc := webhooks.ClassRef(n)
-		return oc != nc || !maps.Equal(o.Labels, n.Labels)
+		return oc != nc || !maps.Equal(o.Labels, n.Labels) || isPaused(o) != isPaused(n)
 	}}
 }
