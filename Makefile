@@ -15,6 +15,11 @@ export GOFLAGS ?= -buildvcs=false
 export GONOSUMDB ?= *
 export KUBEBUILDER_ASSETS := $(BIN)
 
+# VERSION is the operator's version: the Helm chart's version and appVersion (v$(VERSION), the
+# release tag and image tag) are written from it by `make chart`; test/install checks they match.
+VERSION := 0.1.0
+CHART_DIR := config/helm/clusterstack-operator
+
 GO_SOURCES := $(shell find . -name '*.go' -not -path './hack/*' -not -path './bin/*' -not -path './.local/*' 2>/dev/null)
 
 .DEFAULT_GOAL := help
@@ -26,18 +31,41 @@ help: ## Show this help.
 
 ##@ Development
 .PHONY: manifests
-manifests: $(BIN)/controller-gen ## Generate CRDs, RBAC and webhook manifests.
+manifests: $(BIN)/controller-gen ## Generate CRDs, RBAC and webhook manifests; sync the Helm chart (make chart) and the API docs (make docs).
 	$(BIN)/controller-gen crd rbac:roleName=clusterstack-operator webhook paths="./api/...;./controllers/...;./internal/webhooks/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	@$(MAKE) --no-print-directory chart
+	@$(MAKE) --no-print-directory docs
+
+.PHONY: chart
+chart: ## Sync the Helm chart with config/ (CRDs, RBAC rules), and it and config/flux with VERSION.
+	rm -f $(CHART_DIR)/crds/*.yaml
+	mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/files
+	cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	cp config/rbac/role.yaml $(CHART_DIR)/files/role.yaml
+	cp config/rbac/leader_election_role.yaml $(CHART_DIR)/files/leader_election_role.yaml
+	cp config/tenant/cluster_role.yaml $(CHART_DIR)/files/tenant_cluster_role.yaml
+	sed -i -e 's/^version: .*/version: $(VERSION)/' -e 's/^appVersion: .*/appVersion: "v$(VERSION)"/' $(CHART_DIR)/Chart.yaml
+	sed -i -e 's/^\(    tag: \)v.*/\1v$(VERSION)/' config/flux/source/gitrepository.yaml
+	sed -i -e 's/^\(      newTag: \)v.*/\1v$(VERSION)/' config/flux/kustomize/operator.yaml
+
+.PHONY: helm-lint
+helm-lint: ## Lint and render the Helm chart, and check it against config/default (go test ./test/install).
+	go test ./test/install/ -count=1
 
 .PHONY: generate
-generate: $(BIN)/controller-gen ## Generate deepcopy code.
+generate: $(BIN)/controller-gen ## Generate deepcopy code and the docs generated from the API (make docs).
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths="./api/..."
+	@$(MAKE) --no-print-directory docs
+
+.PHONY: docs
+docs: ## Generate docs/api-reference.md and docs/conditions.md from api/v1alpha1 (go test ./hack/apidocs checks them).
+	go run ./hack/apidocs
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generate/manifests leave a diff.
-	@git diff --exit-code -- api config || (echo "generated files are out of date: run 'make generate manifests'" && exit 1)
+	@git diff --exit-code -- api config docs || (echo "generated files are out of date: run 'make generate manifests'" && exit 1)
 
 .PHONY: fmt
 fmt: ## go fmt.
@@ -48,8 +76,8 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: vet lint-stack ## Static checks (go vet, gofmt, stack lint).
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+lint: $(BIN)/golangci-lint lint-stack ## Static checks: golangci-lint (.golangci.yml: go vet, staticcheck, gofmt, goimports, errorlint, unparam, ...) and the stack lint.
+	$(BIN)/golangci-lint run ./...
 
 .PHONY: lint-stack
 lint-stack: ## Lint the reference stacks in stacks/.
@@ -62,6 +90,26 @@ build: $(BIN)/manager ## Build the manager binary into bin/manager.
 
 $(BIN)/manager: $(GO_SOURCES) go.mod go.sum
 	CGO_ENABLED=0 go build -o $@ ./cmd
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-clusterstack (put bin/ on PATH: kubectl clusterstack).
+	CGO_ENABLED=0 go build -o $(BIN)/kubectl-clusterstack ./cmd/kubectl-clusterstack
+
+PLUGIN_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+.PHONY: plugin-release
+plugin-release: ## Cross-compile the kubectl plugin into dist/*.tar.gz and write dist/clusterstack.yaml (config/krew's manifest with v$(VERSION) and the checksums).
+	rm -rf dist && mkdir -p dist
+	sed -e '/^#/d' -E -e 's#(version: |download/)v[0-9][^/ ]*#\1v$(VERSION)#' config/krew/clusterstack.yaml > dist/clusterstack.yaml
+	set -e; for p in $(PLUGIN_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; d=dist/kubectl-clusterstack_$${os}_$${arch}; \
+		mkdir -p $$d; CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w" -o $$d/kubectl-clusterstack$$ext ./cmd/kubectl-clusterstack; \
+		tar -C $$d -czf $$d.tar.gz kubectl-clusterstack$$ext; rm -r $$d; \
+		sum=$$(sha256sum $$d.tar.gz | cut -d' ' -f1); \
+		sed -i "\#/kubectl-clusterstack_$${os}_$${arch}.tar.gz\$$#{n;s/sha256: .*/sha256: \"$$sum\"/}" dist/clusterstack.yaml; \
+	done
+	! grep -q '"0\{64\}"' dist/clusterstack.yaml
+	@echo "dist/: archives and clusterstack.yaml for krew-index"
 
 .PHONY: run
 run: manifests ## Run the manager against the cluster in $KUBECONFIG.
@@ -84,13 +132,20 @@ deploy: manifests ## Deploy the operator (CRDs, RBAC, manager) into the cluster 
 demo: tools build ## Start the local management plane with the examples (Ctrl-C stops it).
 	go run ./bootstrap/local up --state-dir $(STATE_DIR)
 
+# Every package but the end-to-end suite and the benchmarks: unit and envtest tests.
+UNIT_PKGS = $$(go list ./... | grep -v -e /test/e2e -e /test/bench)
+
 .PHONY: test
-test: tools build ## Unit, envtest and end-to-end tests on real components.
-	go test ./... -count=1 -timeout 60m
+test: tools build lint test-race ## Lint, unit and envtest tests with the race detector, then the end-to-end tests (without).
+	go test ./test/e2e/... ./test/bench/... -count=1 -timeout 60m
 
 .PHONY: test-unit
-test-unit: ## Unit and envtest tests only (no end-to-end).
-	go test $$(go list ./... | grep -v /test/e2e) -count=1
+test-unit: ## Unit and envtest tests only (no end-to-end, no race detector: quicker).
+	go test $(UNIT_PKGS) -count=1
+
+.PHONY: test-race
+test-race: ## Unit and envtest tests with the race detector.
+	go test -race $(UNIT_PKGS) -count=1 -timeout 30m
 
 .PHONY: test-e2e
 test-e2e: tools build ## End-to-end tests only.
@@ -111,7 +166,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 TOOL_BINS := $(KUBE_BINS) $(BIN)/etcd $(BIN)/source-controller $(BIN)/kustomize-controller \
 	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager $(BIN)/provider-webhooks \
-	$(BIN)/gitea
+	$(BIN)/gitea $(BIN)/golangci-lint
 
 .PHONY: tools
 tools: $(TOOL_BINS) $(BIN)/crds/.stamp $(BIN)/gitea-assets/.stamp ## Build pinned tools and collect CRDs into bin/ (a no-op when up to date).
@@ -138,6 +193,9 @@ $(BIN)/provider-webhooks: $(TOOLS)/capi/go.mod $(TOOLS)/capi/go.sum $(TOOLS)/cap
 	cd $(TOOLS)/capi && go build -o $@ ./provider-webhooks
 $(BIN)/controller-gen: $(TOOLS)/controller-gen/go.mod $(TOOLS)/controller-gen/go.sum
 	cd $(TOOLS)/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+# golangci-lint for `make lint` (configuration in .golangci.yml): about 2.5 minutes cold.
+$(BIN)/golangci-lint: $(TOOLS)/golangci-lint/go.mod $(TOOLS)/golangci-lint/go.sum
+	cd $(TOOLS)/golangci-lint && go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 # Gitea, the plane's forge (Options.WithForge): cgo for SQLite, about 10 minutes cold. It
 # reports the pinned version, as its release builds do (a module build says "development").
 GITEA_VERSION := $(shell sed -n 's/^require code.gitea.io\/gitea v\([0-9.]*\).*/\1/p' $(TOOLS)/gitea/go.mod)

@@ -215,12 +215,11 @@ func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cl
 	}
 	s := &addonScope{cluster: cluster, addon: addon, desired: class}
 	cond := metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonReleaseNotFound}
-	switch {
-	case cs == nil:
+	if cs == nil {
 		cond.Reason, cond.Message = csv1.ReasonStackNotFound, fmt.Sprintf(
 			"the Cluster uses ClusterClass %s, a release of stack %s, but no ClusterStack in namespace %s delivers that stack: create one, or move the Cluster to a release of an existing ClusterStack; its addons are left as they are",
 			class, key, cluster.Namespace)
-	default:
+	} else {
 		s.stackName = cs.Name
 		cond.Message = fmt.Sprintf("release %s of ClusterStack %s does not exist yet: it is created because the Cluster uses it; the addons are left as they are until then", class, cs.Name)
 		for _, m := range cs.Status.MissingReleases {
@@ -535,7 +534,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 				return false, err
 			}
 			if !exists && !ready {
-				status.Message = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
+				status.WaitingFor = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
 				written[c.Name] = status
 				prev = obj
 				continue
@@ -692,11 +691,16 @@ func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *cs
 	return out, nil
 }
 
-// recordFacts writes what this controller owns in the ClusterAddon status.
+// recordFacts writes what this controller owns in the ClusterAddon status
+// (docs/status-ownership.md): the stack and desired release, its conditions (ReleaseReady,
+// WorkloadClusterReady, ValuesRendered, ObjectsOwned, Paused), the values ConfigMap, the stages
+// and which components are listed with what is delivered of each; never the components'
+// readiness, which the ClusterAddon status reconciler writes.
 func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
-	renderFailed := false              // a new render failure is recorded (counted once written)
-	var skipped *csv1.AddonStageStatus // a gate newly skipped by annotation (an Event once written)
-	err := updateStatus(ctx, r.Client, s.addon, func(a *csv1.ClusterAddon) {
+	renderFailed := false // a new render failure is recorded (counted once written)
+	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		var events []statusEvent
+		renderFailed = false
 		if s.stackName != "" {
 			a.Status.ClusterStack = s.stackName
 		}
@@ -705,50 +709,57 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			fluxstatus.SetCondition(&a.Status.Conditions, metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse,
 				Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused", ObservedGeneration: a.Generation})
 		}
-		for _, c := range []*metav1.Condition{s.releaseReady, s.owned} {
+		for _, c := range []*metav1.Condition{s.releaseReady, s.owned, s.waiting} {
 			if c != nil {
 				c.ObservedGeneration = a.Generation
 				fluxstatus.SetCondition(&a.Status.Conditions, *c)
 			}
 		}
-		if s.waiting != nil {
-			s.waiting.ObservedGeneration = a.Generation
-			fluxstatus.SetCondition(&a.Status.Conditions, *s.waiting)
-		}
 		if s.rendered != nil {
 			s.rendered.ObservedGeneration = a.Generation
-			renderFailed = fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse
-
+			if fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse {
+				renderFailed = true
+				events = append(events, warningEvent(s.rendered.Reason, s.rendered.Message))
+			}
 		}
 		if s.values != "" {
 			a.Status.ValuesConfigMap = s.values
 		}
 		if s.components != nil {
-			old := map[string]csv1.AddonComponentStatus{}
-			for _, c := range a.Status.Components {
-				old[c.Name] = c
-			}
-			for i := range s.components {
-				c := &s.components[i]
-				if o, ok := old[c.Name]; ok && o.FluxObject == c.FluxObject && o.Release == c.Release && c.Message == "" {
-					c.Ready, c.Message = o.Ready, o.Message // the status aggregation's fields
-				}
-			}
-			a.Status.Components = s.components
+			a.Status.Components = mergeComponents(a.Status.Components, s.components)
 		}
 		if s.stagesKnown {
-			skipped = stageSkipped(a.Status.Stages, s.stages)
+			if skipped := stageSkipped(a.Status.Stages, s.stages); skipped != nil {
+				events = append(events, skipEvent(s.cluster, skipped))
+			}
 			a.Status.Stages = s.stages
 		}
+		return true, events
 	})
-	if err == nil && skipped != nil {
-		r.recordSkip(s.cluster, s.addon, skipped)
-	}
 	if err == nil && renderFailed {
-		r.Recorder.Event(s.addon, corev1.EventTypeWarning, s.rendered.Reason, s.rendered.Message)
 		metrics.Default.RenderFailed(s.cluster.Namespace, s.stackName, s.desired)
 	}
 	return err
+}
+
+// mergeComponents is the components list as the ClusterAddon reconciler writes it: the
+// components of want, in its order, with this reconciler's fields (name, kind, release, version,
+// fluxObject, waitingFor) from want and the ClusterAddon status reconciler's (ready, message)
+// kept from the entry of the same name in cur. A component new to the list has no readiness
+// yet; the status reconciler, which the write wakes, judges it.
+func mergeComponents(cur, want []csv1.AddonComponentStatus) []csv1.AddonComponentStatus {
+	old := make(map[string]csv1.AddonComponentStatus, len(cur))
+	for _, c := range cur {
+		old[c.Name] = c
+	}
+	out := make([]csv1.AddonComponentStatus, len(want))
+	for i, c := range want {
+		o := old[c.Name]
+		c.Ready, c.Message = o.Ready, o.Message
+		c.WaitingFor = fluxstatus.Truncate(c.WaitingFor)
+		out[i] = c
+	}
+	return out
 }
 
 // deleteAddon deletes the ClusterAddon of a Cluster that no longer uses a stack or is going away.

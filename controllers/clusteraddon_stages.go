@@ -154,11 +154,11 @@ func (s *addonScope) waitingStatus(c csv1.ReleaseComponent) csv1.AddonComponentS
 	removed := fmt.Sprintf("removed for the upgrade to %s (a delete step of the %s stage of release %s)", p.KubernetesVersion, csv1.StageBeforeClusterUpgrade, s.release.Name)
 	switch {
 	case slices.Contains(p.Remove, c.Name) && !p.Gated:
-		st.Message = removed + "; installed again once its old Flux object is gone"
+		st.WaitingFor = removed + "; installed again once its old Flux object is gone"
 	case slices.Contains(p.Remove, c.Name):
-		st.Message = fmt.Sprintf("%s; installed again after the upgrade: waiting for %s (stage %s)", removed, awaiting, csv1.StageAfterClusterUpgrade)
+		st.WaitingFor = fmt.Sprintf("%s; installed again after the upgrade: waiting for %s (stage %s)", removed, awaiting, csv1.StageAfterClusterUpgrade)
 	default:
-		st.Message = fmt.Sprintf("waiting for %s: the component is installed then (stage %s)", awaiting, csv1.StageAfterClusterUpgrade)
+		st.WaitingFor = fmt.Sprintf("waiting for %s: the component is installed then (stage %s)", awaiting, csv1.StageAfterClusterUpgrade)
 	}
 	return st
 }
@@ -188,7 +188,7 @@ func (r *ClusterAddonReconciler) removeForStage(ctx context.Context, s *addonSco
 }
 
 // heldStatus is the status of a component whose Flux object is left at release rel: what was
-// recorded for it there, or its object.
+// recorded for it there, or its object. Nothing waits: the object exists.
 func (s *addonScope) heldStatus(name, rel string, want map[string]bool) csv1.AddonComponentStatus {
 	o := s.existing[name]
 	kind := o.GetObjectKind().GroupVersionKind().Kind
@@ -196,7 +196,8 @@ func (s *addonScope) heldStatus(name, rel string, want map[string]bool) csv1.Add
 	want[ref] = true
 	for _, old := range s.addon.Status.Components {
 		if old.Name == name && old.Release == rel && old.FluxObject == ref {
-			old.Ready, old.Message = false, "" // recordFacts keeps the status aggregation's
+			// This reconciler's fields only: mergeComponents keeps the status reconciler's.
+			old.Ready, old.Message, old.WaitingFor = false, "", ""
 			return old
 		}
 	}
@@ -287,10 +288,10 @@ func stageSkipped(before, now []csv1.AddonStageStatus) *csv1.AddonStageStatus {
 	return nil
 }
 
-// recordSkip records, after the status write, the Event of a BeforeClusterUpgrade gate skipped
-// by annotation.
-func (r *ClusterAddonReconciler) recordSkip(cluster *clusterv1.Cluster, addon *csv1.ClusterAddon, st *csv1.AddonStageStatus) {
-	r.Recorder.Eventf(addon, corev1.EventTypeWarning, "UpgradeGateSkipped",
+// skipEvent is the Event, recorded after the status write, of a BeforeClusterUpgrade gate
+// skipped by annotation.
+func skipEvent(cluster *clusterv1.Cluster, st *csv1.AddonStageStatus) statusEvent {
+	return warningEvent("UpgradeGateSkipped", fmt.Sprintf(
 		"Cluster %s carries annotation %s: its upgrade to release %s is let through before the BeforeClusterUpgrade components (%s) are Ready",
-		cluster.Name, csv1.SkipBeforeUpgradeGateAnnotation, st.Release, strings.Join(st.Components, ", "))
+		cluster.Name, csv1.SkipBeforeUpgradeGateAnnotation, st.Release, strings.Join(st.Components, ", ")))
 }

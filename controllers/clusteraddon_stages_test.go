@@ -75,8 +75,8 @@ func TestExistingByComponent(t *testing.T) {
 }
 
 // TestComponentStatuses: components written now, held at their release (what was recorded for
-// them there, without the aggregation's fields, which recordFacts merges), and waiting for the
-// control plane; held objects are not pruned.
+// them there, without the status reconciler's fields, which mergeComponents keeps), and waiting
+// for the control plane (waitingFor); held objects are not pruned.
 func TestComponentStatuses(t *testing.T) {
 	rel := &csv1.ClusterStackRelease{}
 	rel.Name = "r2"
@@ -107,7 +107,7 @@ func TestComponentStatuses(t *testing.T) {
 		{Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-cni"},
 		{Name: "ccm", Kind: csv1.ComponentKindHelm, Release: "r1", Version: "1.0.0", FluxObject: "HelmRelease/c1-ccm"},
 		{Name: "info", Kind: csv1.ComponentKindKustomize, Release: "r2", Version: "sha256-abc", FluxObject: "Kustomization/c1-info",
-			Message: "waiting for the control plane of Cluster c1 to run v1.37.2: the component is installed then (stage AfterClusterUpgrade)"},
+			WaitingFor: "waiting for the control plane of Cluster c1 to run v1.37.2: the component is installed then (stage AfterClusterUpgrade)"},
 		{Name: "old", Kind: csv1.ComponentKindKustomize, Release: "r1", FluxObject: "Kustomization/c1-old"},
 	}
 	if diff := cmp.Diff(wantStatus, got); diff != "" {
@@ -150,7 +150,7 @@ func TestComponentStatusesOfRemovedComponents(t *testing.T) {
 			s := &addonScope{cluster: cluster, addon: &csv1.ClusterAddon{}, release: rel, plan: &tt.plan}
 			got := s.componentStatuses(written, map[string]bool{})
 			want := []csv1.AddonComponentStatus{written["cni"],
-				{Name: "ccm", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-ccm", Message: tt.want}}
+				{Name: "ccm", Kind: csv1.ComponentKindHelm, Release: "r2", Version: "2.0.0", FluxObject: "HelmRelease/c1-ccm", WaitingFor: tt.want}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("components (-want +got):\n%s", diff)
 			}
@@ -315,7 +315,7 @@ func TestAddonStatusInputDuringUpgrade(t *testing.T) {
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-info"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rel("r1", "r1@sha1:aaa", "1.0.0"), rel("r2", "r2@sha1:bbb", "2.0.0"), addon, hr, ks).Build()
 	r := &ClusterAddonStatusReconciler{Client: c}
-	in, err := r.input(context.Background(), addon)
+	in, judged, err := r.input(context.Background(), addon)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,5 +328,17 @@ func TestAddonStatusInputDuringUpgrade(t *testing.T) {
 	}
 	if in.Held == nil || in.Held.Reason != csv1.ReasonWaitingForControlPlaneUpgrade || in.Held.Message != addon.Status.Stages[1].Message {
 		t.Errorf("held = %+v", in.Held)
+	}
+	// Each component is judged as the object and release it was read for, so that a component
+	// changed before the write is left to the next reconcile.
+	gotJudged := map[string][2]string{}
+	for name, j := range judged {
+		gotJudged[name] = [2]string{j.fluxObject, j.release}
+		if j.state.Component != name {
+			t.Errorf("component %s judged from the state of %q", name, j.state.Component)
+		}
+	}
+	if diff := cmp.Diff(map[string][2]string{"cni": {"HelmRelease/c1-cni", "r2"}, "info": {"Kustomization/c1-info", "r1"}}, gotJudged); diff != "" {
+		t.Errorf("judged (-want +got):\n%s", diff)
 	}
 }

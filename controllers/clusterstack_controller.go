@@ -141,8 +141,8 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 	}
 	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
 	if err != nil {
-		s.resolveErr = err
-		return nil
+		s.resolveErr = err // ReleasesResolved reports it; the other steps still run
+		return nil         //nolint:nilerr // recorded in the scope, reported as a condition, retried on the interval
 	}
 	rel, ok := stack.LatestRelease(tags, cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, false)
 	if !ok {
@@ -255,7 +255,7 @@ func (r *ClusterStackReconciler) releasesOf(ctx context.Context, cs *csv1.Cluste
 // uses it. When the wanted set could not be resolved, nothing is deleted.
 func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope) error {
 	if s.resolveErr != nil {
-		return nil
+		return nil //nolint:nilerr // nothing is deleted while the wanted set is unknown; ReleasesResolved says why
 	}
 	var live *uses
 	for i := range s.existing {
@@ -290,8 +290,7 @@ func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope
 // setResolved records the releases, the missing ones and the ReleasesResolved condition (facts
 // this controller owns).
 func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope) error {
-	var warn *metav1.Condition
-	err := updateStatus(ctx, r.Client, s.cs, func(cs *csv1.ClusterStack) {
+	return updateStatusEmit(ctx, r.Client, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		old := map[string]csv1.ReleaseSummary{}
 		for _, sum := range cs.Status.Releases {
 			old[sum.Name] = sum
@@ -322,17 +321,15 @@ func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope)
 		if s.resolveErr != nil {
 			c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagListFailed, redact.URLs(oneLine(s.resolveErr))
 		}
+		var events []statusEvent
 		if fluxstatus.SetCondition(&cs.Status.Conditions, c) && s.resolveErr != nil {
-			warn = &c
+			events = append(events, warningEvent(c.Reason, c.Message))
 		}
 		// The spec was observed; what came of it is in the conditions (kstatus needs this to
 		// report a broken stack as Failed rather than not yet observed).
 		cs.Status.ObservedGeneration = cs.Generation
+		return true, events
 	})
-	if err == nil && warn != nil {
-		r.Recorder.Event(s.cs, corev1.EventTypeWarning, warn.Reason, warn.Message)
-	}
-	return err
 }
 
 // reconcileDelete removes the releases nothing uses and waits for the others.

@@ -108,7 +108,7 @@ func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.
 		fmt.Sprintf("stack %q at %s is valid", rel.Spec.Source.Path, repo.Status.Artifact.Revision))
 
 	// The cluster-class into the management cluster, and the shared addon sources.
-	cc := releaseComponent(rel, st.ClusterClass, "")
+	cc := releaseComponent(st.ClusterClass, "")
 	for _, obj := range fluxgen.ClusterClassObjects(rel, cc) {
 		if _, err := r.Applier.Apply(ctx, rel, obj); err != nil {
 			return ctrl.Result{}, err
@@ -173,17 +173,14 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 			"tag %s moved from the validated commit %s to %s; the release keeps delivering %s. Publish the change as a new version, move the tag back, or set spec.followMovedTags on ClusterStack %s to deliver %s",
 			rel.Name, rel.Status.Commit, refs[rel.Name], rel.Status.Commit, rel.Spec.ClusterStack, refs[rel.Name])
 	}
-	var changed *metav1.Condition
-	err = updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+	err = updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
 		c.ObservedGeneration = rel.Generation
 		old := apimeta.FindStatusCondition(rel.Status.Conditions, c.Type)
-		if fluxstatus.SetCondition(&rel.Status.Conditions, c) && (old == nil || old.Status != c.Status) {
-			changed = &c
+		if fluxstatus.SetCondition(&rel.Status.Conditions, c) && (old == nil || old.Status != c.Status) && c.Status == metav1.ConditionFalse {
+			return true, []statusEvent{warningEvent(c.Reason, c.Message)}
 		}
+		return true, nil
 	})
-	if err == nil && changed != nil && changed.Status == metav1.ConditionFalse {
-		r.Recorder.Event(rel, corev1.EventTypeWarning, changed.Reason, changed.Message)
-	}
 	return ctrl.Result{RequeueAfter: every}, err
 }
 
@@ -205,18 +202,19 @@ func validateStack(rel *csv1.ClusterStackRelease, st *stack.Stack) error {
 // setStackValid records what the release controller learned; it owns StackValid and the
 // stack facts in the status.
 func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository, st *stack.Stack, status metav1.ConditionStatus, reason, msg string) {
-	err := updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+	err := updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+		var events []statusEvent
 		old := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition)
 		fluxstatus.SetCondition(&rel.Status.Conditions, metav1.Condition{Type: csv1.StackValidCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation})
 		if old == nil || old.Status != status {
-			eventType := "Normal"
+			e := normalEvent(reason, msg)
 			if status != metav1.ConditionTrue {
-				eventType = "Warning"
+				e.eventType = corev1.EventTypeWarning
 			}
-			r.Recorder.Event(rel, eventType, reason, msg)
+			events = append(events, e)
 		}
 		if st == nil {
-			return // keep what was learned from the last valid revision
+			return true, events // keep what was learned from the last valid revision
 		}
 		rel.Status.Revision = repo.Status.Artifact.Revision
 		if commit := strings.TrimPrefix(fluxstatus.CommitOf(rel.Status.Revision), "sha1:"); commit != "" && (rel.Status.Commit == "" || rel.Spec.FollowMovedTags) {
@@ -224,19 +222,20 @@ func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *
 		}
 		rel.Status.KubernetesVersion = st.KubernetesVersion
 		rel.Status.ClusterClassName = rel.Name
-		cc := releaseComponent(rel, st.ClusterClass, "")
+		cc := releaseComponent(st.ClusterClass, "")
 		rel.Status.ClusterClass = &cc
 		rel.Status.Components = releaseComponents(rel, st)
 		rel.Status.Stages = releaseStages(st)
 		rel.Status.Requirements = releaseRequirements(st)
 		rel.Status.ObservedGeneration = rel.Generation
+		return true, events
 	})
 	if err != nil {
 		log.FromContext(ctx).Error(err, "update status")
 	}
 }
 
-func releaseComponent(rel *csv1.ClusterStackRelease, c stack.Component, source string) csv1.ReleaseComponent {
+func releaseComponent(c stack.Component, source string) csv1.ReleaseComponent {
 	return csv1.ReleaseComponent{
 		Name:      c.Name,
 		Kind:      csv1.ComponentKind(c.Kind),
@@ -255,7 +254,7 @@ func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack) []csv1.Re
 		if c.Kind == stack.KindHelm {
 			source = fluxgen.AddonChartName(rel.Name, c.Name)
 		}
-		out = append(out, releaseComponent(rel, c, source))
+		out = append(out, releaseComponent(c, source))
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 // Package controllers holds the operator's reconcilers. They do I/O and wiring only: the
 // translation into Flux objects lives in internal/fluxgen, value rendering in internal/render,
-// and status computation in internal/fluxstatus.
+// and status computation in internal/fluxstatus and internal/stackstatus. Each status field has
+// one writer (docs/status-ownership.md); Events follow successful status writes
+// (updateStatusEmit).
 //
 //   - ClusterStackReconciler: ClusterStack -> ClusterStackReleases (pinned and discovered
 //     versions; garbage collection of unused releases).
@@ -17,8 +19,10 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -129,8 +133,10 @@ type statusObject interface {
 }
 
 // updateStatus re-reads obj, lets mutate change the fields of status its caller owns, and writes
-// the status only when it changed. Several controllers own different fields of the same status;
-// each re-reads and retries on conflict, so none overwrites another's fields.
+// the status only when it changed. Several controllers write the same status, each its own
+// fields (the API documents the writer of each field, docs/status-ownership.md has the table):
+// each re-reads and retries on conflict, and mutate sets only its caller's fields, so none
+// overwrites another's. mutate may run several times, once per attempt.
 func updateStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
 	return updateStatusIf(ctx, c, obj, func(o T) bool { mutate(o); return true })
 }
@@ -142,8 +148,27 @@ var errStaleStatus = errors.New("status was computed from a stale object")
 // updateStatusIf is updateStatus whose mutate may give up (return false) after seeing the
 // re-read object; nothing is written then and errStaleStatus is returned.
 func updateStatusIf[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T) bool) error {
+	_, err := writeStatus(ctx, c, obj, func(o T) (bool, []statusEvent) { return mutate(o), nil })
+	return err
+}
+
+// updateStatusEmit is updateStatusIf whose mutate also returns the Events its change means (a
+// condition's transition, say): they are recorded on obj once, after the write that made the
+// change succeeded; never from inside the retried mutation, and never for a write that failed,
+// was given up or found nothing to change.
+func updateStatusEmit[T statusObject](ctx context.Context, c client.Client, rec record.EventRecorder, obj T, mutate func(T) (bool, []statusEvent)) error {
+	events, err := writeStatus(ctx, c, obj, mutate)
+	return emitAfter(rec, obj, events, err)
+}
+
+// writeStatus is the one status write: re-read, mutate, write when changed, retry on conflict.
+// It returns the events mutate decided on the attempt whose write succeeded (none when nothing
+// was written).
+func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T) (bool, []statusEvent)) ([]statusEvent, error) {
 	var reader client.Reader = c
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	var written []statusEvent
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		written = nil
 		err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if uncachedReader != nil {
 			reader = uncachedReader // after a conflict the cache may lag behind: read the API
@@ -152,12 +177,46 @@ func updateStatusIf[T statusObject](ctx context.Context, c client.Client, obj T,
 			return client.IgnoreNotFound(err)
 		}
 		before := obj.DeepCopyObject()
-		if !mutate(obj) {
+		ok, events := mutate(obj)
+		if !ok {
 			return errStaleStatus
 		}
 		if equality.Semantic.DeepEqual(before, runtime.Object(obj)) {
 			return nil
 		}
-		return c.Status().Update(ctx, obj)
+		if err := c.Status().Update(ctx, obj); err != nil {
+			return err
+		}
+		written = events
+		return nil
 	})
+	return written, err
+}
+
+// statusEvent is an Event decided while a status is computed, recorded only once the status
+// write succeeded (updateStatusEmit).
+type statusEvent struct {
+	// eventType is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	eventType, reason, message string
+}
+
+// normalEvent and warningEvent make statusEvents.
+func normalEvent(reason, message string) statusEvent {
+	return statusEvent{eventType: corev1.EventTypeNormal, reason: reason, message: message}
+}
+
+func warningEvent(reason, message string) statusEvent {
+	return statusEvent{eventType: corev1.EventTypeWarning, reason: reason, message: message}
+}
+
+// emitAfter records events on obj when err is nil (the write they describe succeeded) and
+// returns err.
+func emitAfter(rec record.EventRecorder, obj runtime.Object, events []statusEvent, err error) error {
+	if err != nil || rec == nil {
+		return err
+	}
+	for _, e := range events {
+		rec.Event(obj, e.eventType, e.reason, e.message)
+	}
+	return nil
 }

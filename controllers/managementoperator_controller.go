@@ -306,20 +306,16 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 		Now:         r.Options.now(),
 		Grace:       r.Options.Grace,
 	})
-	var prev []metav1.Condition
-	changed := false
-	err := updateStatus(ctx, r.Client, s.op, func(op *csv1.ManagementOperator) {
-		prev = append([]metav1.Condition(nil), op.Status.Conditions...)
-		changed = res.ApplyTo(&op.Status, op.Generation)
-	})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if changed {
-		emitTransitions(r.Recorder, s.op, prev, fluxstatus.Result{
+	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.op, func(op *csv1.ManagementOperator) (bool, []statusEvent) {
+		events := transitionEvents(op.Status.Conditions, fluxstatus.Result{
 			Available: findCondition(res.Conditions, csv1.AvailableCondition),
 			Degraded:  findCondition(res.Conditions, csv1.DegradedCondition),
 		})
+		res.ApplyTo(&op.Status, op.Generation)
+		return true, events
+	})
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	after := res.RequeueAfter
 	if s.op.Spec.Source.Git != nil && r.Tags != nil {

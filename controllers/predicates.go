@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 
-	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -11,6 +10,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/client-go/util/workqueue"

@@ -91,7 +91,7 @@ func findFleetSource(ctx context.Context, c client.Reader, cs *csv1.ClusterStack
 func gitRepositoryOf(ctx context.Context, c client.Reader, ks *kustomizev1.Kustomization) (*sourcev1.GitRepository, error) {
 	src := ks.Spec.SourceRef
 	if src.Kind != sourcev1.GitRepositoryKind {
-		return nil, fmt.Errorf("Kustomization %s/%s applies a %s, not a GitRepository: pull requests need a Git repository", ks.Namespace, ks.Name, src.Kind)
+		return nil, fmt.Errorf("the Kustomization %s/%s applies a %s, not a GitRepository: pull requests need a Git repository", ks.Namespace, ks.Name, src.Kind)
 	}
 	ns := src.Namespace
 	if ns == "" {

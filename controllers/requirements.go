@@ -122,5 +122,5 @@ func stackUpgradeable(name string, rels []csv1.ClusterStackRelease) metav1.Condi
 	}
 	sort.Strings(blocked)
 	return metav1.Condition{Type: csv1.UpgradeableCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonRequirementsNotMet,
-		Message: fluxstatus.Truncate(fmt.Sprintf("ClusterStack %s: Clusters cannot move to every release yet: %s", name, summarize(blocked)))}
+		Message: fluxstatus.Truncate(fmt.Sprintf("ClusterStack %s: Clusters cannot move to every release yet: %s", name, fluxstatus.JoinLimited(blocked, 3)))}
 }

@@ -62,7 +62,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if tags == nil {
 		tags = &TagLister{Reader: mgr.GetAPIReader()}
 	}
-	rec := mgr.GetEventRecorderFor
+	rec := mgr.GetEventRecorderFor //nolint:staticcheck // SA1019: core/v1 Events through record.EventRecorder, which every reconciler and test uses; the events.k8s.io recorder is a separate change
 	mgmtNS := cfg.ManagementNamespace
 	if mgmtNS == "" {
 		mgmtNS = DefaultManagementNamespace

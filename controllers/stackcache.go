@@ -5,32 +5,41 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/fluxcd/pkg/http/fetch"
 	"github.com/fluxcd/pkg/tar"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
+// Bounds of the StackCache.
+const (
+	// DefaultStackCacheEntries is the number of stacks kept when MaxEntries is not set.
+	DefaultStackCacheEntries = 256
+	// stackCacheTTL is how long a loaded stack is kept. A stack is keyed by its artifact's
+	// digest and never changes: the TTL only makes a stack that is used again load again.
+	stackCacheTTL = time.Hour
+)
+
 // StackCache fetches the artifact of a release's GitRepository from source-controller, loads
-// the stack in it and keeps the result by artifact digest. It holds no state of its own that
-// matters: after a restart the stacks are fetched again.
+// the stack in it and keeps the result by artifact digest and path, in an LRU cache with expiry
+// (k8s.io/apimachinery's LRUExpireCache: at most MaxEntries stacks, each for an hour). It holds
+// no state of its own that matters: after a restart the stacks are fetched again.
 type StackCache struct {
 	// HostnameOverride replaces the host of artifact URLs (like Flux's SOURCE_CONTROLLER_LOCALHOST)
 	// when the operator does not run inside the cluster.
 	HostnameOverride string
-	// MaxEntries bounds the cache; the least recently used stack is dropped first.
+	// MaxEntries bounds the cache (DefaultStackCacheEntries when not positive); the least
+	// recently used stack is dropped first. Read once, at the first Get.
 	MaxEntries int
 
-	mu      sync.Mutex
-	entries map[string]*cacheEntry
-	tick    uint64
-}
-
-type cacheEntry struct {
-	stack *stack.Stack
-	used  uint64
+	// clock is the cache's clock (tests); nil means the real one.
+	clock   cache.Clock
+	once    sync.Once
+	entries *cache.LRUExpireCache // artifact digest + "/" + path -> *stack.Stack
 }
 
 // ArtifactError is a failure to fetch a source artifact.
@@ -46,20 +55,26 @@ func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path
 		return nil, &ArtifactError{Err: fmt.Errorf("GitRepository %s has no artifact yet", repo.Name)}
 	}
 	key := art.Digest + "/" + path
-	c.mu.Lock()
-	c.tick++
-	if e, ok := c.entries[key]; ok {
-		e.used = c.tick
-		c.mu.Unlock()
-		return e.stack, nil
+	c.once.Do(func() {
+		size := c.MaxEntries
+		if size <= 0 {
+			size = DefaultStackCacheEntries
+		}
+		var clock cache.Clock = clockFunc(time.Now)
+		if c.clock != nil {
+			clock = c.clock
+		}
+		c.entries = cache.NewLRUExpireCacheWithClock(size, clock)
+	})
+	if s, ok := c.entries.Get(key); ok {
+		return s.(*stack.Stack), nil
 	}
-	c.mu.Unlock()
 
 	dir, err := os.MkdirTemp("", "stack-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	f := fetch.New(fetch.WithRetries(3), fetch.WithHostnameOverwrite(c.HostnameOverride), fetch.WithMaxDownloadSize(64<<20),
 		fetch.WithUntar(tar.WithMaxUntarSize(256<<20)))
 	if err := f.FetchWithContext(ctx, art.URL, art.Digest, dir); err != nil {
@@ -74,28 +89,15 @@ func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path
 		return nil, err
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[string]*cacheEntry{}
-	}
-	c.entries[key] = &cacheEntry{stack: s, used: c.tick}
-	max := c.MaxEntries
-	if max <= 0 {
-		max = 256
-	}
-	for len(c.entries) > max {
-		var oldest string
-		var oldestUse uint64
-		for k, e := range c.entries {
-			if oldest == "" || e.used < oldestUse {
-				oldest, oldestUse = k, e.used
-			}
-		}
-		delete(c.entries, oldest)
-	}
+	c.entries.Add(key, s, stackCacheTTL)
 	return s, nil
 }
+
+// clockFunc is a function as the clock of an LRUExpireCache.
+type clockFunc func() time.Time
+
+// Now returns f().
+func (f clockFunc) Now() time.Time { return f() }
 
 func joinPath(dir, p string) string {
 	if p == "" || p == "." {

@@ -29,7 +29,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stackstatus"
 )
 
 // StatusOptions configure the status aggregation.
@@ -69,26 +69,23 @@ func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if !addon.DeletionTimestamp.IsZero() || apimeta.IsStatusConditionTrue(addon.Status.Conditions, csv1.PausedCondition) {
 		return ctrl.Result{}, nil // a paused Cluster is left alone; its Paused condition says so
 	}
-	in, err := r.input(ctx, addon)
+	in, judged, err := r.input(ctx, addon)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	res := fluxstatus.Compute(in)
-	err = updateStatusIf(ctx, r.Client, addon, func(a *csv1.ClusterAddon) bool {
+	err = updateStatusEmit(ctx, r.Client, r.Recorder, addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 		if a.Status.DesiredRelease != in.Desired || a.Status.LastAppliedRelease != in.Delivered {
-			return false // computed for another release: give up and compute again
+			return false, nil // computed for another release: give up and compute again
 		}
+		// This reconciler's fields only: components' ready and message, progress, unhealthy,
+		// the last applied release, the aggregated conditions (docs/status-ownership.md).
 		a.Status.Unhealthy = res.Unhealthy
 		for i := range a.Status.Components {
 			c := &a.Status.Components[i]
-			for _, o := range in.Objects {
-				if o.Ref() == c.FluxObject {
-					c.Ready = o.Healthy()
-					if !strings.HasPrefix(c.Message, "waiting for ") || o.Exists {
-						c.Message = o.Describe()
-					}
-				}
-			}
+			if j, ok := judged[c.Name]; ok && j.fluxObject == c.FluxObject && j.release == c.Release {
+				c.Ready, c.Message = componentReadiness(*c, j.state)
+			} // else the component changed since it was judged: the change requeues us
 		}
 		ready := 0
 		for _, c := range a.Status.Components {
@@ -103,18 +100,41 @@ func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 			now := metav1.NewTime(r.Options.now())
 			a.Status.LastAppliedTime = &now
 		}
-		emitTransitions(r.Recorder, a, a.Status.Conditions, res)
+		events := transitionEvents(a.Status.Conditions, res)
 		fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
 		a.Status.ObservedGeneration = a.Generation
-		return true
+		return true, events
 	})
 	if errors.Is(err, errStaleStatus) {
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: staleRecheck}, nil
 	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
-func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, error) {
+// staleRecheck is when a ClusterAddon whose status was computed from a stale read is looked at
+// again (the change that made the read stale requeues it too).
+const staleRecheck = 100 * time.Millisecond
+
+// judgement is the state of a component's Flux object as the status reconciler read it, and
+// which object and release it judged.
+type judgement struct {
+	fluxObject, release string
+	state               fluxstatus.ObjectState
+}
+
+// componentReadiness is a component's ready and message: whether its Flux object is healthy and
+// what Flux said about it; while the object does not exist, why the ClusterAddon reconciler has
+// not written it (waitingFor), when it says.
+func componentReadiness(c csv1.AddonComponentStatus, o fluxstatus.ObjectState) (ready bool, message string) {
+	if !o.Exists && c.WaitingFor != "" {
+		return false, c.WaitingFor
+	}
+	return o.Healthy(), o.Describe()
+}
+
+// input gathers what the ClusterAddon's conditions are computed from, and the state of each
+// component's Flux object by component name.
+func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, map[string]judgement, error) {
 	in := fluxstatus.Input{
 		Subject:   fmt.Sprintf("cluster %s/%s", addon.Namespace, addon.Spec.ClusterName),
 		Delivered: addon.Status.LastAppliedRelease,
@@ -124,6 +144,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		Now:       r.Options.now(),
 		Grace:     r.Options.Grace,
 	}
+	judged := map[string]judgement{}
 	for _, t := range []string{csv1.ValuesRenderedCondition, csv1.ObjectsOwnedCondition} {
 		if p := problemIfFalse(addon.Status.Conditions, t); p != nil {
 			in.Invalid = p
@@ -136,7 +157,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		default:
 			in.Waiting = p
 		}
-		return in, nil
+		return in, judged, nil
 	}
 	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
 		p := &fluxstatus.Problem{Reason: csv1.ReasonUnknown, Message: "the cluster's addons have not been reconciled yet", Since: addon.CreationTimestamp.Time}
@@ -146,15 +167,15 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		in.Waiting = p
 	}
 	if addon.Status.DesiredRelease == "" {
-		return in, nil
+		return in, judged, nil
 	}
 	rel := &csv1.ClusterStackRelease{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: addon.Status.DesiredRelease}, rel); err != nil {
 		if apierrors.IsNotFound(err) {
 			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonReleaseNotFound, Message: "release " + addon.Status.DesiredRelease + " does not exist", Since: addon.CreationTimestamp.Time}
-			return in, nil
+			return in, judged, nil
 		}
-		return in, err
+		return in, nil, err
 	}
 	heldAndStepStarted(&in, addon)
 	// Components are judged at the release they are at: while an upgrade holds some at the
@@ -170,7 +191,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 			cr = &csv1.ClusterStackRelease{}
 			if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: at}, cr); err != nil {
 				if !apierrors.IsNotFound(err) {
-					return in, err
+					return in, nil, err
 				}
 				cr = nil
 			}
@@ -193,7 +214,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 			o := &helmv2.HelmRelease{}
 			if err := r.Get(ctx, key, o); err != nil {
 				if !apierrors.IsNotFound(err) {
-					return in, err
+					return in, nil, err
 				}
 				st = fluxstatus.Missing(helmv2.HelmReleaseKind, name, c.Name)
 			} else {
@@ -203,7 +224,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 			o := &kustomizev1.Kustomization{}
 			if err := r.Get(ctx, key, o); err != nil {
 				if !apierrors.IsNotFound(err) {
-					return in, err
+					return in, nil, err
 				}
 				st = fluxstatus.Missing(kustomizev1.KustomizationKind, name, c.Name)
 			} else {
@@ -212,8 +233,9 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		}
 		st.Component = c.Name
 		in.Objects = append(in.Objects, st)
+		judged[c.Name] = judgement{fluxObject: c.FluxObject, release: c.Release, state: st}
 	}
-	return in, nil
+	return in, judged, nil
 }
 
 // heldAndStepStarted reads the addon stages: while the AfterClusterUpgrade stage of the desired
@@ -303,24 +325,20 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 		return ctrl.Result{}, err
 	}
 	res := fluxstatus.Compute(in)
-	var unmet *metav1.Condition // RequirementsMet newly False (an Event once written)
-	err = updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
+	err = updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
 		rel.Status.Clusters = counts
 		rel.Status.Unhealthy = res.Unhealthy
-		emitTransitions(r.Recorder, rel, rel.Status.Conditions, res)
+		events := transitionEvents(rel.Status.Conditions, res)
 		fluxstatus.Apply(&rel.Status.Conditions, rel.Generation, res)
 		// RequirementsMet is computed from the release's own requirements as re-read here.
 		met := requirementsMetCondition(rel, delivered)
 		met.ObservedGeneration = rel.Generation
-		unmet = nil
 		if old := apimeta.FindStatusCondition(rel.Status.Conditions, met.Type); met.Status == metav1.ConditionFalse && (old == nil || old.Status != met.Status) {
-			unmet = &met
+			events = append(events, warningEvent(met.Reason, met.Message))
 		}
 		fluxstatus.SetCondition(&rel.Status.Conditions, met)
+		return true, events
 	})
-	if err == nil && unmet != nil && r.Recorder != nil {
-		r.Recorder.Event(rel, corev1.EventTypeWarning, unmet.Reason, unmet.Message)
-	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
@@ -435,28 +453,9 @@ func countClusters(ctx context.Context, c client.Reader, ns string, opts ...clie
 	}
 	var n csv1.ClusterCounts
 	for i := range list.Items {
-		tally(&n, &list.Items[i])
+		stackstatus.Tally(&n, &list.Items[i])
 	}
 	return n, nil
-}
-
-// tally counts one ClusterAddon into n: total, up to date (its desired release is the one last
-// applied), Available, Degraded.
-func tally(n *csv1.ClusterCounts, a *csv1.ClusterAddon) {
-	n.Total++
-	if upToDate(a) {
-		n.UpToDate++
-	}
-	if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition) {
-		n.Available++
-	}
-	if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.DegradedCondition) {
-		n.Degraded++
-	}
-}
-
-func upToDate(a *csv1.ClusterAddon) bool {
-	return a.Status.LastAppliedRelease != "" && a.Status.LastAppliedRelease == a.Status.DesiredRelease
 }
 
 // SetupWithManager watches releases, their Flux objects and the ClusterAddons using them.
@@ -529,24 +528,26 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 			delivered = append(delivered, rel)
 		}
 	}
-	f := StackFacts{Releases: delivered, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
+	f := stackstatus.Facts{Releases: delivered, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
 		PreviousAvailable: cs.Status.Versions.Available}
-	err = updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
-		res := ComputeStackStatus(cs.Name, f)
+	err = updateStatusEmit(ctx, r.Client, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+		res := stackstatus.Compute(cs.Name, f)
 		cs.Status.Versions.Available = res.AvailableVersion
 		cs.Status.Clusters = res.Clusters
 		cs.Status.ClustersSummary = fmt.Sprintf("%d/%d", res.Clusters.Available, res.Clusters.Total)
 		cs.Status.RelatedObjects = related
+		// status.releases lists what the ClusterStack reconciler keeps; these two fields are ours.
 		for i := range cs.Status.Releases {
 			s := &cs.Status.Releases[i]
 			s.Available = res.ReleaseAvailable[s.Name]
 			s.Clusters = res.ReleaseClusters[s.Name]
 		}
-		emitTransitions(r.Recorder, cs, cs.Status.Conditions, res.Result)
+		events := transitionEvents(cs.Status.Conditions, res.Result)
 		fluxstatus.Apply(&cs.Status.Conditions, cs.Generation, res.Result)
 		up := stackUpgradeable(cs.Name, rels.Items)
 		up.ObservedGeneration = cs.Generation
 		fluxstatus.SetCondition(&cs.Status.Conditions, up)
+		return true, events
 	})
 	if err == nil {
 		// The same recount as status.clusters, so the metrics agree with the status.
@@ -606,7 +607,7 @@ func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *c
 func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toStack := func(label string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name := ""
+			var name string
 			switch t := o.(type) {
 			case *csv1.ClusterStackRelease:
 				name = t.Spec.ClusterStack
@@ -629,151 +630,11 @@ func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Complete(r)
 }
 
-// StackFacts is what a ClusterStack's status is computed from.
-type StackFacts struct {
-	Releases []csv1.ClusterStackRelease
-	Addons   []csv1.ClusterAddon
-	Resolved *metav1.Condition
-	// PreviousAvailable is the status.versions.available reported so far.
-	PreviousAvailable string
-}
-
-// StackResult is the computed status of a ClusterStack.
-type StackResult struct {
-	fluxstatus.Result
-	AvailableVersion string
-	Clusters         csv1.ClusterCounts
-	ReleaseAvailable map[string]bool
-	ReleaseClusters  map[string]csv1.ClusterCounts
-}
-
-// ComputeStackStatus derives a ClusterStack's status from its releases and ClusterAddons. A
-// version is fully available when its release is Available and every Cluster that wants it has
-// it applied and Available; status.versions.available is the newest such version, so it moves
-// only when a rollout has completed.
-func ComputeStackStatus(name string, f StackFacts) StackResult {
-	res := StackResult{ReleaseAvailable: map[string]bool{}, ReleaseClusters: map[string]csv1.ClusterCounts{}}
-	subject := "ClusterStack " + name
-	var degraded, progressing []string
-	degradedReason := ""
-	for _, rel := range f.Releases {
-		avail := apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)
-		res.ReleaseAvailable[rel.Name] = avail
-		if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
-			degraded = append(degraded, c.Message)
-			if degradedReason == "" {
-				degradedReason = c.Reason
-			}
-		} else if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ProgressingCondition); c == nil || c.Status != metav1.ConditionFalse {
-			msg := "release " + rel.Name + " is being reconciled"
-			if c != nil {
-				msg = c.Message
-			}
-			progressing = append(progressing, msg)
-		}
-	}
-	pending := map[string]bool{}   // releases some Cluster wants but does not have yet
-	delivered := map[string]bool{} // releases some Cluster has applied and is Available with
-	allAvailable := true
-	for i := range f.Addons {
-		a := &f.Addons[i]
-		counts := res.ReleaseClusters[a.Status.DesiredRelease]
-		tally(&counts, a)
-		tally(&res.Clusters, a)
-		res.ReleaseClusters[a.Status.DesiredRelease] = counts
-		avail := apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition)
-		if !avail {
-			allAvailable = false
-		}
-		if !upToDate(a) || !avail {
-			pending[a.Status.DesiredRelease] = true
-		}
-		if avail && a.Status.LastAppliedRelease != "" {
-			delivered[a.Status.LastAppliedRelease] = true
-		}
-		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
-			degraded = append(degraded, c.Message)
-			if degradedReason == "" {
-				degradedReason = c.Reason
-			}
-		} else if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil && c.Status == metav1.ConditionTrue {
-			progressing = append(progressing, c.Message)
-		}
-	}
-	// With Clusters, only versions delivered to some Cluster count: a release no Cluster uses
-	// yet is not "the version delivered", however healthy its ClusterClass is.
-	for _, rel := range f.Releases {
-		if !res.ReleaseAvailable[rel.Name] || pending[rel.Name] || (len(f.Addons) > 0 && !delivered[rel.Name]) {
-			continue
-		}
-		if res.AvailableVersion == "" || stack.CompareVersions(rel.Spec.Version, res.AvailableVersion) > 0 {
-			res.AvailableVersion = rel.Spec.Version
-		}
-	}
-	// Nothing qualifies (say the newest version is applied everywhere but one cluster broke):
-	// the version reported before stays, while its release exists. It moves only forward to a
-	// version that is fully available.
-	if res.AvailableVersion == "" && f.PreviousAvailable != "" {
-		for _, rel := range f.Releases {
-			if rel.Spec.Version == f.PreviousAvailable {
-				res.AvailableVersion = f.PreviousAvailable
-			}
-		}
-	}
-	if f.Resolved != nil && f.Resolved.Status == metav1.ConditionFalse {
-		if f.Resolved.Reason == csv1.ReasonInUse {
-			progressing = append([]string{f.Resolved.Message}, progressing...)
-		} else {
-			degraded = append([]string{f.Resolved.Message}, degraded...)
-			degradedReason = f.Resolved.Reason
-		}
-	}
-
-	mk := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: fluxstatus.Truncate(msg)}
-	}
-	if len(degraded) > 0 {
-		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionTrue, degradedReason, subject+": "+summarize(degraded))
-	} else {
-		res.Degraded = mk(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": no release or cluster is degraded")
-	}
-	if len(progressing) > 0 {
-		res.Progressing = mk(csv1.ProgressingCondition, metav1.ConditionTrue, csv1.ReasonReconciling, subject+": "+summarize(progressing))
-	} else {
-		res.Progressing = mk(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": nothing is rolling out")
-	}
-	switch {
-	case len(f.Releases) == 0:
-		res.Available = mk(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonNoReleases, subject+": no release yet")
-	case res.AvailableVersion == "":
-		res.Available = mk(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonReconciling, subject+": no version is fully available yet")
-	case !allAvailable:
-		res.Available = mk(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonFluxNotReady,
-			fmt.Sprintf("%s: %s is available, but only %d/%d clusters are", subject, res.AvailableVersion, res.Clusters.Available, res.Clusters.Total))
-	default:
-		res.Available = mk(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected,
-			fmt.Sprintf("%s: %s is available on %d/%d clusters", subject, res.AvailableVersion, res.Clusters.Available, res.Clusters.Total))
-	}
-	res.Ready = fluxstatus.ReadyFrom(res.Available, res.Progressing, res.Degraded)
-	res.Stalled, res.Reconciling = fluxstatus.KstatusFrom(res.Ready, res.Degraded)
-	res.Healthy = res.Ready.Status == metav1.ConditionTrue
-	return res
-}
-
-func summarize(msgs []string) string {
-	const max = 3
-	if len(msgs) <= max {
-		return strings.Join(msgs, "; ")
-	}
-	return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
-}
-
-// emitTransitions records an Event when Available or Degraded changes status: on transitions
-// only, never on every reconcile.
-func emitTransitions(rec record.EventRecorder, obj client.Object, prev []metav1.Condition, res fluxstatus.Result) {
-	if rec == nil {
-		return
-	}
+// transitionEvents are the Events of a subject whose Available or Degraded condition changes
+// status from prev to res: on transitions only, never on every reconcile. Degraded True and a
+// lost Available are Warnings.
+func transitionEvents(prev []metav1.Condition, res fluxstatus.Result) []statusEvent {
+	var out []statusEvent
 	for _, c := range []metav1.Condition{res.Available, res.Degraded} {
 		old := apimeta.FindStatusCondition(prev, c.Type)
 		if old != nil && old.Status == c.Status {
@@ -782,12 +643,13 @@ func emitTransitions(rec record.EventRecorder, obj client.Object, prev []metav1.
 		if old == nil && c.Status == metav1.ConditionFalse && c.Type == csv1.DegradedCondition {
 			continue // "not degraded" at birth is no news
 		}
-		typ := corev1.EventTypeNormal
+		e := normalEvent(c.Type+string(c.Status), c.Message)
 		if (c.Type == csv1.DegradedCondition && c.Status == metav1.ConditionTrue) || (c.Type == csv1.AvailableCondition && c.Status == metav1.ConditionFalse && old != nil) {
-			typ = corev1.EventTypeWarning
+			e.eventType = corev1.EventTypeWarning
 		}
-		rec.Event(obj, typ, c.Type+string(c.Status), c.Message)
+		out = append(out, e)
 	}
+	return out
 }
 
 // candidateOnly reports whether the ClusterStack keeps release name only as the candidate of a

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -19,29 +20,43 @@ import (
 // tagListTimeout bounds one listing of a repository's tags.
 const tagListTimeout = 60 * time.Second
 
+// DefaultTagCacheEntries is the number of listings the TagLister keeps when MaxEntries is not
+// set.
+const DefaultTagCacheEntries = 1024
+
 // TagLister lists a Git repository's tags, with the credentials of a Flux-format Secret in the
 // ClusterStack's own namespace (internal/gitauth: basic auth, bearer token, CA, TLS client
 // certificate, SSH identity with known_hosts; credentials over plain http are refused; Secret
 // values larger than gitauth.MaxSecretValueBytes are refused). Results are kept for a while so
-// that frequent reconciles do not each reach the remote. Every error names the repository (URL
-// without credentials) and the Secret, says what to fix, and is free of credentials.
+// that frequent reconciles do not each reach the remote: in an LRU cache with expiry
+// (k8s.io/apimachinery's LRUExpireCache), each listing for the maxAge its caller gave, at most
+// MaxEntries repositories. Every error names the repository (URL without credentials) and the
+// Secret, says what to fix, and is free of credentials.
 type TagLister struct {
 	// Reader reads credential Secrets by name (an uncached reader: Secrets are not cached).
 	Reader client.Reader
 	// List, when set, replaces the remote listing (for tests of the controller wiring).
 	List func(ctx context.Context, remote *gitauth.Remote) (map[string]string, error)
+	// MaxEntries bounds the cache (DefaultTagCacheEntries when not positive); the least
+	// recently used listing is dropped first. Read once, at the first call.
+	MaxEntries int
 
-	mu    sync.Mutex
-	cache map[string]tagCacheEntry
+	// clock is the cache's clock (tests); nil means the real one.
+	clock cache.Clock
+	once  sync.Once
+	cache *cache.LRUExpireCache // cacheKey -> tagCacheEntry
+	// mu orders the caching of a listing against Forget; forgets counts the Forget calls: a
+	// listing during which Forget was called (for any source) is returned to its caller but
+	// not cached, so that the call after Forget lists again. (Per source would need a mark
+	// that outlives the listing in a cache that may drop it.)
+	mu      sync.Mutex
+	forgets uint64
 }
 
-// tagCacheEntry is a cached listing; refs == nil marks a forgotten one.
+// tagCacheEntry is a cached listing.
 type tagCacheEntry struct {
 	refs map[string]string
 	at   time.Time // when the listing started
-	// gen counts the Forget calls on the key: a listing started before the last Forget is
-	// returned to its caller but not cached, so that the call after Forget lists again.
-	gen uint64
 }
 
 // Tags returns the repository's tag names, sorted. maxAge bounds how old a cached answer may be.
@@ -61,21 +76,47 @@ func cacheKey(ns string, src csv1.StackSource) string {
 	return key
 }
 
+// entries returns the cache, made at the first call.
+func (l *TagLister) entries() *cache.LRUExpireCache {
+	l.once.Do(func() {
+		size := l.MaxEntries
+		if size <= 0 {
+			size = DefaultTagCacheEntries
+		}
+		l.cache = cache.NewLRUExpireCacheWithClock(size, clockFunc(l.now))
+	})
+	return l.cache
+}
+
+// now is the cache's clock.
+func (l *TagLister) now() time.Time {
+	if l.clock != nil {
+		return l.clock.Now()
+	}
+	return time.Now()
+}
+
+// cached returns the cache entry of key, if any.
+func (l *TagLister) cached(key string) (tagCacheEntry, bool) {
+	if v, ok := l.entries().Get(key); ok {
+		return v.(tagCacheEntry), true
+	}
+	return tagCacheEntry{}, false
+}
+
 // Refs returns every tag of the repository with the commit it points to (peeled for annotated
 // tags). maxAge bounds how old a cached answer may be; Tags shares the cache. The returned map
 // is shared with the cache and must not be changed.
 func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) (map[string]string, error) {
 	key := cacheKey(ns, src)
-	l.mu.Lock()
-	e := l.cache[key]
-	if e.refs != nil && time.Since(e.at) < maxAge {
-		l.mu.Unlock()
+	if e, ok := l.cached(key); ok && l.now().Sub(e.at) < maxAge {
 		return e.refs, nil
 	}
-	gen := e.gen
+	l.mu.Lock()
+	forgets := l.forgets
 	l.mu.Unlock()
+	start := l.now()
 
-	start := time.Now()
 	remote, err := l.remote(ctx, ns, src)
 	if err != nil {
 		return nil, err
@@ -99,25 +140,20 @@ func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, m
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cache == nil {
-		l.cache = map[string]tagCacheEntry{}
-	}
-	if cur := l.cache[key]; cur.gen == gen && (cur.refs == nil || !cur.at.After(start)) {
-		l.cache[key] = tagCacheEntry{refs: refs, at: start, gen: gen}
+	// Not when Forget was called meanwhile, nor over a listing that started later.
+	if cur, ok := l.cached(key); l.forgets == forgets && (!ok || !cur.at.After(start)) {
+		l.entries().Add(key, tagCacheEntry{refs: refs, at: start}, maxAge)
 	}
 	return refs, nil
 }
 
-// Forget drops the cached tags of a source so the next call lists them again, and keeps a
-// listing already under way from caching what it finds.
+// Forget drops the cached tags of a source so the next call lists them again, and keeps the
+// listings already under way (of any source) from caching what they find.
 func (l *TagLister) Forget(ns string, src csv1.StackSource) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cache == nil {
-		l.cache = map[string]tagCacheEntry{}
-	}
-	key := cacheKey(ns, src)
-	l.cache[key] = tagCacheEntry{gen: l.cache[key].gen + 1}
+	l.forgets++
+	l.entries().Remove(cacheKey(ns, src))
 }
 
 // remote resolves the source's URL and the credentials Secret in the ClusterStack's own

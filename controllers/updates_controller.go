@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,14 +54,26 @@ type ClusterStackUpdatesReconciler struct {
 	// NewForge builds a forge client; nil means forge.New.
 	NewForge func(provider csv1.ForgeProvider, repo forge.Repository, token string) (forge.Client, error)
 
-	// refused remembers, per ClusterStack, when the forge last refused a push: the push is
-	// retried after pushRetry, not at every event. (Only a throttle: after a restart the push
-	// is tried once more.)
-	refused sync.Map
+	// refused remembers, per ClusterStack, when the forge last refused a push, for pushRetry,
+	// in an LRU cache with expiry of at most maxRefusedPushes ClusterStacks: the push is
+	// retried after pushRetry, not at every event. (Only a throttle: after a restart, or for a
+	// ClusterStack dropped from a full cache, the push is tried once more.) Use refusedPushes.
+	refused     *cache.LRUExpireCache
+	refusedOnce sync.Once
 }
 
 // pushRetry is how long after a refused push the operator tries again.
 const pushRetry = time.Minute
+
+// maxRefusedPushes bounds the number of ClusterStacks whose refused push is remembered.
+const maxRefusedPushes = 4096
+
+// refusedPushes returns the cache of refused pushes (ClusterStack key to the time of the
+// refusal), made at the first call with the reconciler's clock.
+func (r *ClusterStackUpdatesReconciler) refusedPushes() *cache.LRUExpireCache {
+	r.refusedOnce.Do(func() { r.refused = cache.NewLRUExpireCacheWithClock(maxRefusedPushes, clockFunc(r.now)) })
+	return r.refused
+}
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch
@@ -313,7 +326,7 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 		// than report no updates, and propose nothing new.
 		s.upd = updates.Result{Available: cs.Status.AvailableUpdates, Conditional: cs.Status.ConditionalUpdates}
 		s.target = ""
-		return nil
+		return nil //nolint:nilerr // ReleasesResolved reports the tag error; the updates keep what was known
 	}
 	s.upd = updates.Compute(facts)
 	s.requeueAfter(s.upd.RequeueAfter)
@@ -445,7 +458,7 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 		return nil
 	}
 	key := client.ObjectKeyFromObject(s.cs).String()
-	if last, ok := r.refused.Load(key); ok && r.now().Sub(last.(time.Time)) < pushRetry {
+	if last, ok := r.refusedPushes().Get(key); ok && r.now().Sub(last.(time.Time)) < pushRetry {
 		// The forge refused the last push: do not retry at every event (no retry storm).
 		if c := apimeta.FindStatusCondition(s.cs.Status.Conditions, csv1.UpdatesProposedCondition); c != nil && c.Reason == csv1.ReasonPushRefused {
 			s.cond = *c
@@ -455,10 +468,10 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 	}
 	res, err := proposeWave(ctx, r.Client, s, rel)
 	if errors.Is(err, forge.ErrPushRefused) || errors.Is(err, forge.ErrProtectedTarget) {
-		r.refused.Store(key, r.now())
+		r.refusedPushes().Add(key, r.now(), pushRetry)
 		s.requeueAfter(pushRetry)
 	} else {
-		r.refused.Delete(key)
+		r.refusedPushes().Remove(key)
 	}
 	switch {
 	case errors.Is(err, forge.ErrForeignCommits):
@@ -525,8 +538,8 @@ func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *up
 
 // writeStatus records the updates, the rollout and the UpdatesProposed condition.
 func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *updatesScope) error {
-	var events []func(*csv1.ClusterStack)
-	err := updateStatus(ctx, r.Client, s.cs, func(cs *csv1.ClusterStack) {
+	return updateStatusEmit(ctx, r.Client, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+		var events []statusEvent
 		cs.Status.AvailableUpdates = s.upd.Available
 		cs.Status.ConditionalUpdates = s.upd.Conditional
 		var prev *csv1.RolloutStatus
@@ -537,7 +550,7 @@ func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *upda
 		case s.plan != nil:
 			st := s.plan.Status
 			cs.Status.Rollout = &st
-			events = waveEvents(r.Recorder, prev, &st)
+			events = waveEvents(prev, &st)
 		case proposals(cs) != nil && s.cond.Status == metav1.ConditionFalse:
 			// Keep the last known rollout while the forge or the fleet cannot be read.
 		default:
@@ -545,41 +558,33 @@ func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *upda
 		}
 		if proposals(cs) == nil {
 			apimeta.RemoveStatusCondition(&cs.Status.Conditions, csv1.UpdatesProposedCondition)
-			return
+			return true, events
 		}
 		c := s.cond
 		c.ObservedGeneration = cs.Generation
 		apimeta.SetStatusCondition(&cs.Status.Conditions, c)
+		return true, events
 	})
-	if err == nil {
-		for _, e := range events {
-			e(s.cs)
-		}
-	}
-	return err
 }
 
 // waveEvents returns one Event per wave whose phase changed.
-func waveEvents(rec record.EventRecorder, prev, cur *csv1.RolloutStatus) []func(*csv1.ClusterStack) {
+func waveEvents(prev, cur *csv1.RolloutStatus) []statusEvent {
 	old := map[string]csv1.WavePhase{}
 	if prev != nil && prev.Target == cur.Target {
 		for _, w := range prev.Waves {
 			old[w.Name] = w.Phase
 		}
 	}
-	var out []func(*csv1.ClusterStack)
+	var out []statusEvent
 	for _, w := range cur.Waves {
 		if old[w.Name] == w.Phase || (prev == nil && w.Phase == csv1.WavePending) {
 			continue
 		}
-		w, target := w, cur.Target
-		typ := corev1.EventTypeNormal
+		e := normalEvent("Wave"+string(w.Phase), fmt.Sprintf("wave %s of the rollout of %s is %s: %s", w.Name, cur.Target, w.Phase, w.Message))
 		if w.Phase == csv1.WaveHalted {
-			typ = corev1.EventTypeWarning
+			e.eventType = corev1.EventTypeWarning
 		}
-		out = append(out, func(cs *csv1.ClusterStack) {
-			rec.Eventf(cs, typ, "Wave"+string(w.Phase), "wave %s of the rollout of %s is %s: %s", w.Name, target, w.Phase, w.Message)
-		})
+		out = append(out, e)
 	}
 	return out
 }

@@ -17,62 +17,83 @@ type ClusterAddonSpec struct {
 	ClusterName string `json:"clusterName"`
 }
 
-// AddonComponentStatus is the state of one addon component in one cluster.
+// AddonComponentStatus is the state of one addon component in one cluster. Two reconcilers
+// write it, each its own fields: the ClusterAddon reconciler says what is delivered (name,
+// kind, release, version, fluxObject, waitingFor), the ClusterAddon status reconciler how it is
+// doing (ready, message). Each keeps the other's fields as they are.
 type AddonComponentStatus struct {
-	// name of the component.
+	// name of the component. Written by the ClusterAddon reconciler.
 	Name string `json:"name"`
-	// kind says how it is delivered.
+	// kind says how it is delivered. Written by the ClusterAddon reconciler.
 	Kind ComponentKind `json:"kind"`
-	// release whose version of the component is wanted.
+	// release whose version of the component is wanted: the desired release, or the release an
+	// upgrade holds the component at (addon stages). Written by the ClusterAddon reconciler.
 	Release string `json:"release"`
-	// version of the component in that release.
+	// version of the component in that release. Written by the ClusterAddon reconciler.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// fluxObject is "<Kind>/<name>" of the Flux object delivering the component.
+	// fluxObject is "<Kind>/<name>" of the Flux object delivering the component. Written by the
+	// ClusterAddon reconciler.
 	// +optional
 	FluxObject string `json:"fluxObject,omitempty"`
-	// ready is true when the Flux object is Ready at the wanted revision.
+	// waitingFor says why the component's Flux object is not written for the release yet: it
+	// waits for its predecessor of another kind to be Ready, for the Cluster's upgrade (stage
+	// AfterClusterUpgrade), or for a delete step of the upgrade. Empty once the object is
+	// written. Written by the ClusterAddon reconciler.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+	// ready is true when the Flux object is Ready at the wanted revision. Written by the
+	// ClusterAddon status reconciler.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
-	// message is what Flux last said about the object.
+	// message is what Flux last said about the object; while the object does not exist and the
+	// component waits, waitingFor. Written by the ClusterAddon status reconciler.
 	// +optional
 	Message string `json:"message,omitempty"`
 }
 
-// ClusterAddonStatus is the observed state of a cluster's addons.
+// ClusterAddonStatus is the observed state of a cluster's addons. Every field has one writer,
+// named in its documentation (docs/status-ownership.md has the table); conditions have one
+// writer per type.
 type ClusterAddonStatus struct {
-	// observedGeneration is the generation last reconciled successfully.
+	// observedGeneration is the generation last reconciled successfully. Written by the
+	// ClusterAddon status reconciler.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling (status
-	// aggregation), ReleaseReady, ValuesRendered, WorkloadClusterReady, ObjectsOwned and Paused
-	// (addon controller).
+	// conditions: Available, Progressing, Degraded, Ready, Stalled and Reconciling are written
+	// by the ClusterAddon status reconciler; ReleaseReady, ValuesRendered, WorkloadClusterReady,
+	// ObjectsOwned and Paused by the ClusterAddon reconciler.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// clusterStack is the ClusterStack the Cluster's ClusterClass belongs to.
+	// clusterStack is the ClusterStack the Cluster's ClusterClass belongs to. Written by the
+	// ClusterAddon reconciler.
 	// +optional
 	ClusterStack string `json:"clusterStack,omitempty"`
 
 	// desiredRelease is the ClusterStackRelease whose ClusterClass the Cluster's topology uses.
+	// Written by the ClusterAddon reconciler.
 	// +optional
 	DesiredRelease string `json:"desiredRelease,omitempty"`
 
 	// lastAppliedRelease is the release whose addons were last Ready everywhere in the cluster.
+	// Written by the ClusterAddon status reconciler.
 	// +optional
 	LastAppliedRelease string `json:"lastAppliedRelease,omitempty"`
 
 	// lastAppliedTime is when lastAppliedRelease last changed (rollout waves measure their soak
-	// time from it). Written with lastAppliedRelease by the status aggregation.
+	// time from it). Written by the ClusterAddon status reconciler, with lastAppliedRelease.
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
 
 	// availableUpgrades are the releases the Cluster may move to next: validated releases of
 	// its stack in its namespace, newer than the one it uses, for the same Kubernetes minor or
-	// the next one (the moves the Cluster webhook allows), newest first.
+	// the next one (the moves the Cluster webhook allows), newest first. Written by the
+	// ClusterStack updates reconciler.
 	// +listType=atomic
 	// +optional
 	AvailableUpgrades []string `json:"availableUpgrades,omitempty"`
@@ -80,10 +101,13 @@ type ClusterAddonStatus struct {
 	// valuesConfigMap is the name of the generated ConfigMap holding the cluster's values for the
 	// desired release. Each release has its own ConfigMap, which the Flux objects switch to in the
 	// same write as their chart or source; a ConfigMap no Flux object uses any more is deleted.
+	// Written by the ClusterAddon reconciler.
 	// +optional
 	ValuesConfigMap string `json:"valuesConfigMap,omitempty"`
 
-	// components is the state of each addon component, in install order.
+	// components is the state of each addon component, in install order. The ClusterAddon
+	// reconciler decides which components are listed; within each, fields have the writers their
+	// documentation names.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
@@ -93,20 +117,22 @@ type ClusterAddonStatus struct {
 	// or moves to a release of another Kubernetes version (BeforeClusterUpgrade, then
 	// AfterClusterUpgrade), for releases whose stack has a clusteraddon.yaml. Empty once the
 	// desired release is applied, and for moves that keep the Kubernetes version. Written by
-	// the ClusterAddon controller; the operator's BeforeClusterUpgrade hook answers from it.
+	// the ClusterAddon reconciler; the operator's BeforeClusterUpgrade hook answers from it.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=3
 	// +optional
 	Stages []AddonStageStatus `json:"stages,omitempty"`
 
-	// progress is "<ready>/<total>" components at the desired release.
+	// progress is "<ready>/<total>" components at the desired release. Written by the
+	// ClusterAddon status reconciler.
 	// +optional
 	Progress string `json:"progress,omitempty"`
 
 	// unhealthy lists the cluster's Flux objects that are not healthy, with how long they have
 	// been so (the grace clock of the Degraded condition, kept across operator restarts and Flux's
-	// retries) and what Flux last said about the failure. Written by the status aggregation.
+	// retries) and what Flux last said about the failure. Written by the ClusterAddon status
+	// reconciler.
 	// +listType=map
 	// +listMapKey=object
 	// +optional

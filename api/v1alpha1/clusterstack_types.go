@@ -133,23 +133,30 @@ type MissingRelease struct {
 	Message string `json:"message"`
 }
 
-// ReleaseSummary is what a ClusterStack reports of one of its releases.
+// ReleaseSummary is what a ClusterStack reports of one of its releases. Two reconcilers write
+// it, each its own fields: the ClusterStack reconciler which releases are kept and why (name,
+// version, reasons), the ClusterStack status reconciler how they are doing (available,
+// clusters). Each keeps the other's fields as they are.
 type ReleaseSummary struct {
-	// name of the ClusterStackRelease (and of its tag and ClusterClass).
+	// name of the ClusterStackRelease (and of its tag and ClusterClass). Written by the
+	// ClusterStack reconciler.
 	Name string `json:"name"`
-	// version of the stack, e.g. "v2".
+	// version of the stack, e.g. "v2". Written by the ClusterStack reconciler.
 	Version string `json:"version"`
 	// reasons the release is kept: Pinned (in spec.versions), Latest (the newest published, with
 	// autoSubscribe), InUse (a Cluster's topology uses its ClusterClass), Applied (a Cluster's
 	// addons were last applied from it, e.g. the previous release of a Cluster that is upgrading
 	// or failed to upgrade), Referenced (a generated Flux object still uses its sources or charts),
-	// RollbackTarget (one of the spec.rollbackReleases newest older releases).
+	// RollbackTarget (one of the spec.rollbackReleases newest older releases). Written by the
+	// ClusterStack reconciler.
 	// +optional
 	Reasons []string `json:"reasons,omitempty"`
-	// available is true when the release's Available condition is True.
+	// available is true when the release's Available condition is True. Written by the
+	// ClusterStack status reconciler.
 	// +optional
 	Available bool `json:"available,omitempty"`
-	// clusters counts the Clusters that use the release.
+	// clusters counts the Clusters that use the release. Written by the ClusterStack status
+	// reconciler.
 	// +optional
 	Clusters ClusterCounts `json:"clusters,omitempty"`
 }
@@ -169,10 +176,12 @@ type ClusterCounts struct {
 // StackVersions reports which version of the stack is delivered.
 type StackVersions struct {
 	// available is the newest version that is fully available: its release is Available and
-	// every Cluster using it is Available. It moves only when a rollout has completed.
+	// every Cluster using it is Available. It moves only when a rollout has completed. Written by
+	// the ClusterStack status reconciler.
 	// +optional
 	Available string `json:"available,omitempty"`
-	// desired is the newest version the ClusterStack asks for.
+	// desired is the newest version the ClusterStack asks for. Written by the ClusterStack
+	// reconciler.
 	// +optional
 	Desired string `json:"desired,omitempty"`
 }
@@ -190,69 +199,79 @@ type RelatedObject struct {
 	Name string `json:"name"`
 }
 
-// ClusterStackStatus is the observed state of a ClusterStack.
+// ClusterStackStatus is the observed state of a ClusterStack. Every field has one writer,
+// named in its documentation (docs/status-ownership.md has the table); conditions have one
+// writer per type.
 type ClusterStackStatus struct {
-	// observedGeneration is the generation last reconciled successfully.
+	// observedGeneration is the generation last reconciled successfully. Written by the
+	// ClusterStack reconciler.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Available, Progressing, Degraded and Ready (set by the status aggregation),
-	// and ReleasesResolved.
+	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling and Upgradeable
+	// are written by the ClusterStack status reconciler; ReleasesResolved by the ClusterStack
+	// reconciler; UpdatesProposed by the ClusterStack updates reconciler.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// releases known for this stack, oldest first.
+	// releases known for this stack, oldest first. The ClusterStack reconciler decides which
+	// releases are listed; within each, fields have the writers their documentation names.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	Releases []ReleaseSummary `json:"releases,omitempty"`
 
 	// latestRelease is the newest release published for the stack and Kubernetes minor
-	// (only known with autoSubscribe), or the newest pinned version.
+	// (only known with autoSubscribe), or the newest pinned version. Written by the ClusterStack
+	// reconciler.
 	// +optional
 	LatestRelease string `json:"latestRelease,omitempty"`
 
-	// versions reports the available and desired versions.
+	// versions reports the available and desired versions (each field names its writer).
 	// +optional
 	Versions StackVersions `json:"versions,omitempty"`
 
-	// clusters counts the Clusters using any release of the stack.
+	// clusters counts the Clusters using any release of the stack. Written by the ClusterStack
+	// status reconciler.
 	// +optional
 	Clusters ClusterCounts `json:"clusters,omitempty"`
 
-	// clustersSummary is "<available>/<total>" for kubectl.
+	// clustersSummary is "<available>/<total>" for kubectl. Written by the ClusterStack status
+	// reconciler.
 	// +optional
 	ClustersSummary string `json:"clustersSummary,omitempty"`
 
 	// missingReleases are releases Clusters use that do not exist and cannot be created (their tag
 	// is not published); the Clusters' ClusterAddons are Degraded until the tag is published or
-	// the Clusters move.
+	// the Clusters move. Written by the ClusterStack reconciler.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	MissingReleases []MissingRelease `json:"missingReleases,omitempty"`
 
 	// relatedObjects lists every object generated for the stack's releases (not per-cluster objects,
-	// which the ClusterAddons list).
+	// which the ClusterAddons list). Written by the ClusterStack status reconciler.
 	// +optional
 	RelatedObjects []RelatedObject `json:"relatedObjects,omitempty"`
 
 	// availableUpdates are published releases newer than every release the stack's Clusters
 	// use, in spec.updates.channel, that no Cluster uses yet and nothing holds back; newest first.
+	// Written by the ClusterStack updates reconciler.
 	// +listType=atomic
 	// +optional
 	AvailableUpdates []StackUpdate `json:"availableUpdates,omitempty"`
 
 	// conditionalUpdates are newer releases that exist but may not be taken, with the risks
 	// (requirements unmet, a skipped Kubernetes minor, a failed validation, too young, declined).
+	// Written by the ClusterStack updates reconciler.
 	// +listType=atomic
 	// +optional
 	ConditionalUpdates []ConditionalUpdate `json:"conditionalUpdates,omitempty"`
 
 	// rollout is the state of the rollout of the newest available update, wave by wave, when
-	// spec.updates.proposals is set.
+	// spec.updates.proposals is set. Written by the ClusterStack updates reconciler.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }

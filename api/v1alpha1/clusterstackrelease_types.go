@@ -118,44 +118,53 @@ type StackRequirement struct {
 	CAPIContract string `json:"capiContract,omitempty"`
 }
 
-// ClusterStackReleaseStatus is the observed state of a release.
+// ClusterStackReleaseStatus is the observed state of a release. Every field has one writer,
+// named in its documentation (docs/status-ownership.md has the table); conditions have one
+// writer per type.
 type ClusterStackReleaseStatus struct {
-	// observedGeneration is the generation last reconciled successfully.
+	// observedGeneration is the generation last reconciled successfully. Written by the
+	// ClusterStackRelease reconciler.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling (status
-	// aggregation), StackValid and TagVerified (release controller), RequirementsMet.
+	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling and
+	// RequirementsMet are written by the ClusterStackRelease status reconciler; StackValid and
+	// TagVerified by the ClusterStackRelease reconciler.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// revision is the Git revision of the tag, as Flux reports it ("<tag>@sha1:<commit>").
+	// Written by the ClusterStackRelease reconciler.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
 	// commit is the Git commit the release was validated at. Unless the ClusterStack sets
 	// followMovedTags, the release's GitRepository is pinned to it, so a tag moved later is not
-	// delivered.
+	// delivered. Written by the ClusterStackRelease reconciler.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Commit string `json:"commit,omitempty"`
 
 	// kubernetesVersion is the exact Kubernetes version the release was tested with, e.g. "v1.33.4";
-	// Clusters using the release must have it as `spec.topology.version`.
+	// Clusters using the release must have it as `spec.topology.version`. Written by the
+	// ClusterStackRelease reconciler.
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
 	// clusterClassName is the name of the ClusterClass the release produces (the release's name).
+	// Written by the ClusterStackRelease reconciler.
 	// +optional
 	ClusterClassName string `json:"clusterClassName,omitempty"`
 
-	// clusterClass describes the cluster-class component.
+	// clusterClass describes the cluster-class component. Written by the ClusterStackRelease
+	// reconciler.
 	// +optional
 	ClusterClass *ReleaseComponent `json:"clusterClass,omitempty"`
 
-	// components are the addon components, in install order.
+	// components are the addon components, in install order. Written by the ClusterStackRelease
+	// reconciler.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
@@ -164,7 +173,8 @@ type ClusterStackReleaseStatus struct {
 	// stages are the addon stages of the release's clusteraddon.yaml, in hook order
 	// (AfterControlPlaneInitialized, BeforeClusterUpgrade, AfterClusterUpgrade); empty when the
 	// stack has no clusteraddon.yaml. A Cluster upgrading to the release moves the components of
-	// the BeforeClusterUpgrade stage first (stacks/README.md).
+	// the BeforeClusterUpgrade stage first (stacks/README.md). Written by the ClusterStackRelease
+	// reconciler.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=3
@@ -174,19 +184,21 @@ type ClusterStackReleaseStatus struct {
 	// requirements are the operators of the management plane (with version ranges) and the
 	// Cluster API contract the stack requires (`requires:` in its stack.yaml). While the
 	// delivered ManagementOperators do not meet them, the release is RequirementsMet=False and no
-	// Cluster's addons are moved to it.
+	// Cluster's addons are moved to it. Written by the ClusterStackRelease reconciler.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Requirements []StackRequirement `json:"requirements,omitempty"`
 
-	// clusters counts the Clusters using the release.
+	// clusters counts the Clusters using the release. Written by the ClusterStackRelease status
+	// reconciler.
 	// +optional
 	Clusters ClusterCounts `json:"clusters,omitempty"`
 
 	// unhealthy lists the release's Flux objects that are not healthy, with how long they have
 	// been so (the grace clock of the Degraded condition, kept across operator restarts and Flux's
-	// retries) and what Flux last said about the failure. Written by the status aggregation.
+	// retries) and what Flux last said about the failure. Written by the ClusterStackRelease
+	// status reconciler.
 	// +listType=map
 	// +listMapKey=object
 	// +optional

@@ -13,23 +13,32 @@ const (
 	// AvailableCondition is True when the version being reported works: every Flux object it
 	// needs is Ready at its current generation and has applied exactly the expected revision.
 	// It does not go False during a normal upgrade.
+	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
 	AvailableCondition = "Available"
 	// ProgressingCondition is True while moving from one version or configuration to another.
 	// It is not set for routine reconciles of an unchanged state.
+	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
 	ProgressingCondition = "Progressing"
 	// DegradedCondition is True when the desired state is persistently not met: a Flux object
 	// is Stalled, or not Ready for longer than the grace period, or the input is invalid.
+	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
 	DegradedCondition = "Degraded"
 	// ReadyCondition summarises the others for kstatus: True when Available and neither
 	// Progressing nor Degraded.
+	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
+	// +docs:mirrors=Degraded,Progressing,Available
 	ReadyCondition = meta.ReadyCondition
 	// StalledCondition follows kstatus: True when the object cannot reach its desired state
 	// without a change (invalid input, a Flux object that stalled, a failure that outlasted the
 	// grace period). kstatus, `kubectl wait` and Flux health checks then report it Failed.
 	// Set together with Degraded, with the same reason and message.
+	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
+	// +docs:mirrors=Degraded
 	StalledCondition = meta.StalledCondition
 	// ReconcilingCondition follows kstatus: True while the object is not Ready yet and not
 	// Stalled (work in progress), so kstatus reports it InProgress rather than Current.
+	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
+	// +docs:mirrors=Degraded,Progressing,Available
 	ReconcilingCondition = meta.ReconcilingCondition
 )
 
@@ -38,123 +47,239 @@ const (
 const (
 	// ReleasesResolvedCondition on a ClusterStack is False when the wanted releases could not
 	// be determined (for example the repository's tags could not be listed).
+	// +docs:kinds=ClusterStack
 	ReleasesResolvedCondition = "ReleasesResolved"
 	// StackValidCondition on a ClusterStackRelease is False when the stack at the release's tag
 	// could not be fetched or is malformed; the message names the tag, the file and the cause.
+	// +docs:kinds=ClusterStackRelease
 	StackValidCondition = "StackValid"
 	// ValuesRenderedCondition on a ClusterAddon is False when the stack's value templates could
 	// not be rendered for the cluster; the message names the component, the file and the cause.
+	// +docs:kinds=ClusterAddon
 	ValuesRenderedCondition = "ValuesRendered"
 	// WorkloadClusterReadyCondition on a ClusterAddon is False while the Cluster's control plane
 	// is not initialized or its kubeconfig Secret does not exist yet.
+	// +docs:kinds=ClusterAddon
 	WorkloadClusterReadyCondition = "WorkloadClusterReady"
 	// ReleaseReadyCondition on a ClusterAddon is False while the ClusterStackRelease the Cluster
 	// uses does not exist (it is being created, or its tag is not published) or has not been
 	// validated yet; the message names the release and the ClusterStack.
+	// +docs:kinds=ClusterAddon
 	ReleaseReadyCondition = "ReleaseReady"
 	// ObjectsOwnedCondition on a ClusterAddon is False when an object the operator would generate
 	// for the Cluster exists and is controlled by someone else (another ClusterAddon, a person):
 	// the operator reports the conflict instead of taking the object over.
+	// +docs:kinds=ClusterAddon
 	ObjectsOwnedCondition = "ObjectsOwned"
 	// PausedCondition on a ClusterAddon is True while the Cluster is paused (spec.paused or
 	// CAPI's paused annotation): the operator writes nothing for the Cluster until it resumes.
+	// +docs:kinds=ClusterAddon
 	PausedCondition = "Paused"
 	// TagVerifiedCondition on a ClusterStackRelease is False when the release's tag no longer
 	// points at the commit the release was validated at (and the ClusterStack does not follow
 	// moved tags), or when the tag's commit could not be checked.
+	// +docs:kinds=ClusterStackRelease
 	TagVerifiedCondition = "TagVerified"
 	// UpgradeableCondition follows ClusterOperator's Upgradeable. On a ManagementOperator it is
 	// False when spec.version is outside a version range that a stack release in use by Clusters
 	// requires of the operator: the version is not applied unless spec.overrideStackRequirements
 	// is set. On a ClusterStack it is False when one of its releases does not have its
 	// requirements met (RequirementsMet=False); the message names the release and the operator.
+	// +docs:kinds=ManagementOperator,ClusterStack
 	UpgradeableCondition = "Upgradeable"
 	// DisabledCondition on a ManagementOperator is True when no stack in the cluster requires the
 	// operator (as cluster-baremetal-operator reports on platforms it does not support): it is
 	// then Available too, rather than reported missing or broken.
+	// +docs:kinds=ManagementOperator
 	DisabledCondition = "Disabled"
 	// RequirementsMetCondition on a ClusterStackRelease is False when the operator versions or the
 	// Cluster API contract its stack requires (`requires:` in stack.yaml) are not delivered: no
 	// Cluster's addons are moved to it until they are. The message names the release, the
 	// operator, the range and the delivered version.
+	// +docs:kinds=ClusterStackRelease
 	RequirementsMetCondition = "RequirementsMet"
 )
 
 // Condition reasons.
 const (
-	// ReasonAsExpected: the condition holds as it should.
+	// ReasonAsExpected: the condition holds as it should. What to do: nothing.
+	// +docs:on=ClusterStack/Available,ClusterStack/Progressing,ClusterStack/Degraded,ClusterStack/ReleasesResolved,ClusterStack/Upgradeable,ClusterStackRelease/Available,ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStackRelease/StackValid,ClusterStackRelease/TagVerified,ClusterStackRelease/RequirementsMet,ClusterAddon/Available,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterAddon/ValuesRendered,ClusterAddon/WorkloadClusterReady,ClusterAddon/ReleaseReady,ClusterAddon/ObjectsOwned,ManagementOperator/Available,ManagementOperator/Progressing,ManagementOperator/Degraded,ManagementOperator/Upgradeable
 	ReasonAsExpected = "AsExpected"
-	// ReasonReconciling: a Flux object is reconciling or has not observed its latest generation.
+	// ReasonReconciling: a Flux object is reconciling or has not observed its latest generation; on a
+	// ClusterStack, a release or Cluster of the stack is progressing, or no version is fully available
+	// yet. What to do: usually nothing: Flux is applying. The message names the object; `kubectl
+	// clusterstack tree` shows every object's state. If it lasts longer than the grace period it turns
+	// into Degraded with reason FluxObjectNotReady.
+	// +docs:on=ClusterStack/Progressing,ClusterStack/Available,ClusterStackRelease/Progressing,ClusterAddon/Progressing,ManagementOperator/Progressing
 	ReasonReconciling = "Reconciling"
-	// ReasonRevisionPending: a Flux object has not yet applied the expected revision.
+	// ReasonRevisionPending: a Flux object has not yet applied the expected revision. What to do:
+	// usually nothing: Flux fetches and applies it at its next reconcile. If it stays, look at the
+	// release's GitRepository (`kubectl describe gitrepository <release>`) and at source-controller.
+	// +docs:on=ClusterStackRelease/Progressing,ClusterAddon/Progressing,ManagementOperator/Progressing
 	ReasonRevisionPending = "RevisionPending"
-	// ReasonUpgrading: a newer release is being rolled out.
+	// ReasonUpgrading: a newer release is being rolled out. What to do: nothing; follow it with
+	// `kubectl get caddon -o wide` or `kubectl clusterstack tree`. The version delivered before stays
+	// Available meanwhile.
+	// +docs:on=ClusterAddon/Progressing,ManagementOperator/Progressing
 	ReasonUpgrading = "Upgrading"
-	// ReasonFluxStalled: a Flux object reports Stalled.
+	// ReasonFluxStalled: a Flux object reports Stalled: Flux cannot go on without a change. What to
+	// do: the message names the object and what Flux said; fix the cause (the chart or manifests of
+	// the stack, the values, the target cluster) and deliver the fix as a new stack version, or change
+	// what the object depends on. `kubectl clusterstack why CLUSTER` shows the failing component.
+	// +docs:on=ClusterStackRelease/Degraded,ClusterAddon/Degraded,ManagementOperator/Degraded,ClusterStack/Degraded
 	ReasonFluxStalled = "FluxObjectStalled"
-	// ReasonFluxNotReady: a Flux object has not been Ready for longer than the grace period.
+	// ReasonFluxNotReady: a Flux object has not been Ready for longer than the grace period (the
+	// operator's --degraded-grace-period); on a ClusterStack's Available, some of its Clusters are not
+	// Available. What to do: the message names the object and what Flux last said (a failed install,
+	// an unreachable workload API server, a "forbidden" of the service account); `kubectl describe`
+	// the object, fix the cause, and Flux retries by itself.
+	// +docs:on=ClusterStack/Available,ClusterStackRelease/Degraded,ClusterAddon/Degraded,ManagementOperator/Degraded,ClusterStack/Degraded
 	ReasonFluxNotReady = "FluxObjectNotReady"
-	// ReasonInvalidStack: the stack at the release's tag is malformed.
+	// ReasonInvalidStack: the stack at the release's tag is malformed; the message names the tag, the
+	// file and the problem. What to do: run `stackctl lint` on the stack at that tag, fix it, and
+	// publish the fix as a new version (do not move the tag); then pin the new version, or move the
+	// Clusters to it.
+	// +docs:on=ClusterStackRelease/StackValid,ClusterStackRelease/Degraded,ClusterStack/Degraded
 	ReasonInvalidStack = "InvalidStack"
-	// ReasonArtifactUnavailable: the release's source artifact could not be fetched.
+	// ReasonArtifactUnavailable: the release's source artifact could not be fetched from
+	// source-controller. What to do: usually nothing: it is retried. If it lasts, check that
+	// source-controller runs and serves its storage to the operator (--artifact-host-override), and
+	// the release's GitRepository.
+	// +docs:on=ClusterStackRelease/StackValid,ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStack/Degraded
 	ReasonArtifactUnavailable = "ArtifactUnavailable"
-	// ReasonSourceNotReady: the release's GitRepository is not Ready (tag missing, repository unreachable).
+	// ReasonSourceNotReady: the release's GitRepository is not Ready (tag missing, repository
+	// unreachable). What to do: `kubectl describe gitrepository <release>` says why; check that the
+	// tag exists (`git ls-remote --tags <url>`), the URL, and the Secret in spec.source.secretRef.
+	// +docs:on=ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStack/Degraded
 	ReasonSourceNotReady = "SourceNotReady"
-	// ReasonTagListFailed: the repository's tags could not be listed.
+	// ReasonTagListFailed: the repository's tags could not be listed, so the operator cannot tell
+	// which releases exist. What to do: the message has the error (credentials removed); check
+	// spec.source.url, the credentials Secret in spec.source.secretRef (Flux's GitRepository format)
+	// and that the operator reaches the Git server. It is retried every spec.interval.
+	// +docs:on=ClusterStack/ReleasesResolved,ClusterStack/Degraded,ClusterStackRelease/TagVerified,ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Progressing,ClusterAddon/Degraded
 	ReasonTagListFailed = "TagListFailed"
-	// ReasonNoReleases: no release matches the ClusterStack.
+	// ReasonNoReleases: no release matches the ClusterStack. What to do: pin a published version in
+	// spec.versions, or publish a tag <provider>-<name>-<major>-<minor>-<version> (with
+	// spec.autoSubscribe).
+	// +docs:on=ClusterStack/Available
 	ReasonNoReleases = "NoReleases"
-	// ReasonRenderFailed: a value template failed to render.
+	// ReasonRenderFailed: a value template failed to render; the message names the release, the
+	// component, the file and the error. What to do: `kubectl clusterstack values CLUSTER` and
+	// `stackctl template` show the rendering. A printed value missing from the data (often a field the
+	// Cluster does not have yet, such as the control plane endpoint) is retried on every change of the
+	// Cluster; a broken template needs a fixed stack version.
+	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonRenderFailed = "RenderFailed"
-	// ReasonRenderLimitExceeded: a value template hit a rendering limit (time, output size, a
-	// count or allocation cap); the message names the function and the limit.
+	// ReasonRenderLimitExceeded: a value template hit a rendering limit (time, output size, a count or
+	// allocation cap); the message names the function and the limit. What to do: make the template do
+	// less (smaller output, fewer iterations) and publish it as a new stack version; the limits are
+	// fixed.
+	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonRenderLimitExceeded = "RenderLimitExceeded"
-	// ReasonWaitingForControlPlane: the Cluster's control plane is not initialized yet.
+	// ReasonWaitingForControlPlane: the Cluster's control plane is not initialized yet. What to do:
+	// nothing until Cluster API initializes it; if that takes long, look at the Cluster and its
+	// control plane (`kubectl describe cluster`, `kubectl get kubeadmcontrolplanes`).
+	// +docs:on=ClusterAddon/WorkloadClusterReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonWaitingForControlPlane = "WaitingForControlPlane"
-	// ReasonWaitingForKubeconfig: the Cluster's kubeconfig Secret does not exist yet.
+	// ReasonWaitingForKubeconfig: the Cluster's kubeconfig Secret does not exist yet. What to do:
+	// nothing until Cluster API writes Secret <cluster>-kubeconfig; if the control plane is
+	// initialized and it does not appear, look at the control plane provider.
+	// +docs:on=ClusterAddon/WorkloadClusterReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonWaitingForKubeconfig = "WaitingForKubeconfig"
-	// ReasonWaitingForRelease: the ClusterStackRelease the Cluster uses is not ready to deliver yet.
+	// ReasonWaitingForRelease: the ClusterStackRelease the Cluster uses is not ready to deliver yet
+	// (not validated, its requirements not checked, or its GitRepository not at the validated
+	// revision). What to do: usually nothing; if it stays, the message and the release's own
+	// conditions (`kubectl describe clusterstackrelease <release>`) say what it waits for.
+	// +docs:on=ClusterAddon/ReleaseReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonWaitingForRelease = "WaitingForRelease"
-	// ReasonInUse: the object cannot be removed because Clusters still use it.
+	// ReasonInUse: the object cannot be removed because Clusters still use it. What to do: move the
+	// Clusters the message names to another release, or delete them; the deletion then completes.
+	// +docs:on=ClusterStack/ReleasesResolved
 	ReasonInUse = "InUse"
-	// ReasonNoClusters: no Cluster uses the stack; nothing to report for clusters.
+	// ReasonNoClusters: no Cluster uses the stack; nothing to report for clusters. What to do:
+	// nothing.
+	// +docs:on=none
 	ReasonNoClusters = "NoClusters"
-	// ReasonTagMoved: the release tag points at another commit than the validated one.
+	// ReasonTagMoved: the release tag points at another commit than the validated one; the message
+	// names the tag and both commits. The validated commit keeps being delivered. What to do: move the
+	// tag back to the validated commit, or publish the change as a new version; set
+	// spec.followMovedTags on the ClusterStack only if moved tags are meant to be delivered.
+	// +docs:on=ClusterStackRelease/TagVerified,ClusterStackRelease/Degraded,ClusterStack/Degraded
 	ReasonTagMoved = "TagMoved"
-	// ReasonTagNotFound: a Cluster uses a release whose tag is not published.
+	// ReasonTagNotFound: a Cluster uses a release whose tag is not published. The ClusterStack lists
+	// it in status.missingReleases; nothing delivered is removed. What to do: publish the tag, or move
+	// the Cluster to a published release (the ClusterStack's status.releases).
+	// +docs:on=ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonTagNotFound = "TagNotFound"
 	// ReasonReleaseNotFound: the release a Cluster uses does not exist (yet); it is being created.
+	// What to do: usually nothing: the ClusterStack creates it when its tag is published. If it stays,
+	// look at the ClusterStack's status.missingReleases and ReleasesResolved condition.
+	// +docs:on=ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonReleaseNotFound = "ReleaseNotFound"
-	// ReasonStackNotFound: a Cluster uses a release-shaped ClusterClass for which no ClusterStack
-	// in its namespace exists.
+	// ReasonStackNotFound: a Cluster uses a release-shaped ClusterClass for which no ClusterStack in
+	// its namespace exists. What to do: create the ClusterStack for that provider, stack and
+	// Kubernetes minor in the Cluster's namespace, or move the Cluster to a release of an existing
+	// one.
+	// +docs:on=ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Degraded
 	ReasonStackNotFound = "StackNotFound"
-	// ReasonOwnershipConflict: a generated object's name is taken by an object someone else controls.
+	// ReasonOwnershipConflict: a generated object's name is taken by an object someone else controls;
+	// the operator does not take it over. What to do: rename or delete the object the message names
+	// (or its owner); the operator looks again every minute.
+	// +docs:on=ClusterAddon/ObjectsOwned,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonOwnershipConflict = "OwnershipConflict"
-	// ReasonClusterPaused: the Cluster is paused.
+	// ReasonClusterPaused: the Cluster is paused (spec.paused or the cluster.x-k8s.io/paused
+	// annotation); nothing is written for it. What to do: nothing while the pause is meant; resume the
+	// Cluster and the operator catches up.
+	// +docs:on=ClusterAddon/Paused
 	ReasonClusterPaused = "ClusterPaused"
-	// ReasonNotPaused: the Cluster is not paused.
+	// ReasonNotPaused: the Cluster is not paused. What to do: nothing.
+	// +docs:on=ClusterAddon/Paused
 	ReasonNotPaused = "NotPaused"
-	// ReasonUnknown: the controller cannot tell yet.
+	// ReasonUnknown: the controller cannot tell yet (the object has not been reconciled, or no version
+	// was accepted yet). What to do: wait for the first reconcile; if it stays, check that the
+	// operator runs and read its log.
+	// +docs:on=ClusterAddon/Progressing,ClusterAddon/Degraded,ManagementOperator/Progressing,ClusterStack/Degraded
 	ReasonUnknown = "Unknown"
 	// ReasonDowngradeNotSupported: a ManagementOperator's spec.version has a lower minor than the
-	// delivered version; it is refused and nothing is applied.
+	// delivered version; it is refused and nothing is applied. What to do: set spec.version to a
+	// version of the delivered minor or later (the delivered version itself rolls back a failed
+	// upgrade).
+	// +docs:on=ManagementOperator/Degraded,ManagementOperator/Upgradeable
 	ReasonDowngradeNotSupported = "DowngradeNotSupported"
 	// ReasonRequirementsNotMet: a version is outside a range a stack release requires (on a
 	// ManagementOperator), or the delivered operators do not meet a release's requirements (on a
-	// ClusterStackRelease and its ClusterStack).
+	// ClusterStackRelease, the ClusterAddons waiting for it and its ClusterStack). What to do: on a
+	// ManagementOperator, move the Clusters to releases that allow spec.version, or set
+	// spec.overrideStackRequirements; otherwise deliver the operator version (or the Cluster API
+	// contract) the message names, and the Clusters move by themselves.
+	// +docs:on=ClusterStack/Upgradeable,ClusterStackRelease/RequirementsMet,ClusterAddon/ReleaseReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ManagementOperator/Upgradeable,ManagementOperator/Progressing,ClusterStack/Degraded
 	ReasonRequirementsNotMet = "RequirementsNotMet"
-	// ReasonRequirementsOverridden: a ManagementOperator's spec.version is outside a range an
-	// in-use release requires, and is applied anyway because spec.overrideStackRequirements is set.
+	// ReasonRequirementsOverridden: a ManagementOperator's spec.version is outside a range an in-use
+	// release requires, and is applied anyway because spec.overrideStackRequirements is set. What to
+	// do: nothing required (status.history records the accepted risk); move the Clusters to releases
+	// that allow the version, then remove the override.
+	// +docs:on=ManagementOperator/Upgradeable
 	ReasonRequirementsOverridden = "RequirementsOverridden"
-	// ReasonInvalidChannel: a ManagementOperator's spec.channel is not a semantic version range.
+	// ReasonInvalidChannel: a ManagementOperator's spec.channel is not a semantic version range. What
+	// to do: fix spec.channel (e.g. ">=1.10.0 <1.12.0"); the delivered version is not affected.
+	// +docs:on=ManagementOperator/Degraded
 	ReasonInvalidChannel = "InvalidChannel"
-	// ReasonInvalidVersion: a ManagementOperator's spec.version is not a semantic version.
+	// ReasonInvalidVersion: a ManagementOperator's spec.version is not a semantic version. What to do:
+	// set spec.version to an exact version with a leading v, e.g. v1.10.3.
+	// +docs:on=ManagementOperator/Degraded,ManagementOperator/Upgradeable
 	ReasonInvalidVersion = "InvalidVersion"
-	// ReasonNotRequired: no stack in the cluster requires the ManagementOperator (Disabled=True).
+	// ReasonNotRequired: no stack in the cluster requires the ManagementOperator (Disabled=True). What
+	// to do: nothing; it is still delivered. Delete it if nothing else needs it.
+	// +docs:on=ManagementOperator/Disabled,ManagementOperator/Available
 	ReasonNotRequired = "NotRequired"
-	// ReasonRequired: a stack in the cluster requires the ManagementOperator (Disabled=False).
+	// ReasonRequired: a stack in the cluster requires the ManagementOperator (Disabled=False). What to
+	// do: nothing.
+	// +docs:on=ManagementOperator/Disabled
 	ReasonRequired = "Required"
 	// ReasonDeploymentUnavailable: a Deployment of a ManagementOperator has no available replicas.
+	// What to do: `kubectl describe deployment` the Deployment the message names and fix its pods
+	// (image, configuration, variables in spec.kustomize.variablesSecretRef, resources).
+	// +docs:on=ManagementOperator/Available
 	ReasonDeploymentUnavailable = "DeploymentUnavailable"
 )
 

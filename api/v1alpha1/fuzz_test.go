@@ -441,7 +441,8 @@ func (g *fuzzGen) clusterStack() *unstructured.Unstructured {
 		// A version whose release name is just at, or just over, the limit of 63.
 		if n := 63 - len(stack.ReleaseName(provider, stackName, minor, "")) + g.r.Intn(2); n >= 2 && n <= 64 {
 			if v := g.versionOfLen(n); !slices.Contains(list, any(v)) {
-				versions = append(list, v)
+				list = append(list, v)
+				versions = list
 			}
 		}
 	}
@@ -604,7 +605,7 @@ var _ = Describe("Fuzzed admission", func() {
 		if len(failures) > 10 {
 			failures = append(failures[:10], fmt.Sprintf("... and %d more", len(failures)-10))
 		}
-		Expect(len(failures)).To(BeZero(), "replay with API_FUZZ_SEED=%d API_FUZZ_N=%d:\n%s", seed, n, strings.Join(failures, "\n"))
+		Expect(failures).To(BeEmpty(), "replay with API_FUZZ_SEED=%d API_FUZZ_N=%d:\n%s", seed, n, strings.Join(failures, "\n"))
 		// Both outcomes must be exercised, or the generator has drifted.
 		Expect(stats["ClusterStack accepted"]).To(BeNumerically(">", n/10))
 		Expect(stats["ClusterStack refused"]).To(BeNumerically(">", n/10))

@@ -310,7 +310,8 @@ type OperatorHistoryEntry struct {
 }
 
 // ManagementOperatorStatus is the observed state of a ManagementOperator, with the semantics of
-// OpenShift's ClusterOperator.
+// OpenShift's ClusterOperator. Written by the ManagementOperator reconciler alone, every field
+// (docs/status-ownership.md).
 type ManagementOperatorStatus struct {
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional

@@ -50,12 +50,17 @@ const SkipBeforeUpgradeGateAnnotation = "clusterstack.io/skip-before-upgrade-gat
 
 // Reasons of the addon stages.
 const (
-	// ReasonWaitingForControlPlaneUpgrade: components of the AfterClusterUpgrade stage wait for
-	// the control plane to run the Kubernetes version of the release the Cluster moves to.
+	// ReasonWaitingForControlPlaneUpgrade: components of the AfterClusterUpgrade stage wait for the
+	// control plane to run the Kubernetes version of the release the Cluster moves to. What to do:
+	// nothing: Cluster API upgrades the control plane. If it does not move, look at the ClusterAddon's
+	// status.stages (the BeforeClusterUpgrade gate) and the control plane object.
+	// +docs:on=ClusterAddon/Progressing
 	ReasonWaitingForControlPlaneUpgrade = "WaitingForControlPlaneUpgrade"
-	// ReasonWaitingForWorkersUpgrade: the control plane runs the Kubernetes version of the
-	// release the Cluster moves to; components of the AfterClusterUpgrade stage wait for the
-	// Cluster's MachineDeployments and MachinePools to be rolled out at it.
+	// ReasonWaitingForWorkersUpgrade: the control plane runs the Kubernetes version of the release the
+	// Cluster moves to; components of the AfterClusterUpgrade stage wait for the Cluster's
+	// MachineDeployments and MachinePools to be rolled out at it. What to do: nothing; if the rollout
+	// stalls, look at the MachineDeployments the stage's message names.
+	// +docs:on=ClusterAddon/Progressing
 	ReasonWaitingForWorkersUpgrade = "WaitingForWorkersUpgrade"
 )
 

@@ -50,7 +50,9 @@ type ForgeProvider string
 
 // Forge providers.
 const (
-	ForgeGitea  ForgeProvider = "gitea"
+	// ForgeGitea: Gitea, through go-git-providers and Gitea's SDK.
+	ForgeGitea ForgeProvider = "gitea"
+	// ForgeGitHub: GitHub or GitHub Enterprise (go-git-providers).
 	ForgeGitHub ForgeProvider = "github"
 )
 
@@ -126,16 +128,21 @@ type UpdateRiskType string
 
 // Risks of a conditional update.
 const (
-	// RiskRequirementsNotMet: the release requires management operators or a Cluster API
-	// contract the management cluster does not have.
+	// RiskRequirementsNotMet: the release requires management operators or a Cluster API contract the
+	// management cluster does not have. What to do: deliver the operator versions the message names
+	// (ManagementOperators' spec.version).
 	RiskRequirementsNotMet UpdateRiskType = "RequirementsNotMet"
-	// RiskValidationFailed: the release's stack failed validation.
+	// RiskValidationFailed: the release's stack failed validation. What to do: see the release's
+	// StackValid condition; publish a fixed version.
 	RiskValidationFailed UpdateRiskType = "ValidationFailed"
-	// RiskSkipsKubernetesMinor: Clusters would have to skip a Kubernetes minor to take it.
+	// RiskSkipsKubernetesMinor: Clusters would have to skip a Kubernetes minor to take it. What to do:
+	// move the Clusters through the minors in between first, one ClusterStack per minor.
 	RiskSkipsKubernetesMinor UpdateRiskType = "SkipsKubernetesMinor"
-	// RiskMinimumAgeNotReached: the tag is younger than spec.updates.minReleaseAge.
+	// RiskMinimumAgeNotReached: the tag is younger than spec.updates.minReleaseAge. What to do: wait
+	// until the time the message names, or lower spec.updates.minReleaseAge.
 	RiskMinimumAgeNotReached UpdateRiskType = "MinimumAgeNotReached"
-	// RiskDeclined: a pull request proposing it was closed without merging.
+	// RiskDeclined: a pull request proposing it was closed without merging. What to do: nothing: a
+	// newer release is proposed when it comes; to take this one anyway, change the fleet by hand.
 	RiskDeclined UpdateRiskType = "Declined"
 )
 
@@ -248,27 +255,51 @@ type RolloutStatus struct {
 // nothing needs proposing) and False, with a reason, when the operator cannot propose: the
 // fleet file is not found, the forge refuses the push, someone else committed on the branch,
 // or the rollout is halted.
+// +docs:kinds=ClusterStack
 const UpdatesProposedCondition = "UpdatesProposed"
 
 // Reasons of the UpdatesProposed condition.
 const (
-	// ReasonNothingToPropose: no update, or every Cluster is at the newest one.
+	// ReasonNothingToPropose: no update, or every Cluster is at the newest one. What to do: nothing.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonNothingToPropose = "NothingToPropose"
-	// ReasonProposed: the wave's pull request is open.
+	// ReasonProposed: the wave's pull request is open. What to do: review it and merge it (or close it
+	// to decline the version); status.rollout.openPullRequest is its URL.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonProposed = "Proposed"
-	// ReasonWaitingForWave: the rollout waits for a wave to roll out or soak.
+	// ReasonWaitingForWave: the rollout waits for a wave to roll out or soak. What to do: nothing;
+	// `kubectl clusterstack updates STACK` shows each wave's phase.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonWaitingForWave = "WaitingForWave"
 	// ReasonFleetSourceNotFound: the ClusterStack or its Clusters were not applied by a Flux
-	// Kustomization from a GitRepository, or their manifests were not found in it.
+	// Kustomization from a GitRepository, or their manifests were not found in it. What to do: apply
+	// them from the fleet repository with a Flux Kustomization (its kustomize.toolkit.fluxcd.io labels
+	// on them and its inventory name them), or remove spec.updates.proposals.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonFleetSourceNotFound = "FleetSourceNotFound"
-	// ReasonPushRefused: the forge refused the push of the proposal branch.
+	// ReasonPushRefused: the forge refused the push of the proposal branch (a Warning Event says what
+	// it answered). What to do: let the token in spec.updates.proposals.secretRef push branches named
+	// <branchPrefix>/...; the push is retried once a minute.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonPushRefused = "PushRefused"
-	// ReasonBranchModified: someone else committed on the proposal branch.
+	// ReasonBranchModified: someone else committed on the proposal branch, so the operator stops
+	// pushing to it; the message names the commit. What to do: merge or close the pull request as it
+	// is, or delete the branch to let the operator propose afresh.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonBranchModified = "BranchModifiedByOthers"
 	// ReasonForgeError: the forge's API or the repository could not be reached or answered an error.
+	// What to do: check spec.updates.proposals.apiURL, the token, and that the operator reaches the
+	// forge; it is retried.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonForgeError = "ForgeError"
-	// ReasonRolloutHalted: a Cluster of a rolling wave is Degraded.
+	// ReasonRolloutHalted: a Cluster of a rolling wave is Degraded; nothing more is proposed. What to
+	// do: fix the Cluster the message names (`kubectl clusterstack why CLUSTER`), or move it back to
+	// the release it came from; the rollout goes on once no Cluster of the wave is Degraded.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonRolloutHalted = "RolloutHalted"
-	// ReasonInvalidProposalConfig: spec.updates.proposals cannot be used (Secret missing, ...).
+	// ReasonInvalidProposalConfig: spec.updates.proposals cannot be used (Secret missing, ...). What
+	// to do: fix what the message names: the Secret in spec.updates.proposals.secretRef must exist in
+	// the ClusterStack's namespace with a key "token", and each wave's selector must be valid.
+	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonInvalidProposalConfig = "InvalidProposalConfig"
 )

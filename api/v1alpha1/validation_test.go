@@ -112,7 +112,7 @@ var _ = Describe("ClusterStack validation", func() {
 		// The autoSubscribe rule allows size(provider)+size(name)+size(kubernetesVersion) <= 44:
 		// with the three '-' and the one before the version, 47, leaving 16.
 		Expect(csv1.MaxReleaseName - 44 - 3).To(Equal(csv1.MinAutoSubscribeVersionRoom))
-		Expect(len(stack.ReleaseName("aws", "base", "1.33", versionOfLength(49)))).To(Equal(csv1.MaxReleaseName))
+		Expect(stack.ReleaseName("aws", "base", "1.33", versionOfLength(49))).To(HaveLen(csv1.MaxReleaseName))
 	})
 
 	DescribeTable("keeps identity fields immutable",

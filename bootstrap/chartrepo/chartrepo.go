@@ -160,7 +160,7 @@ func pack(ch *chart.Chart) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	file, err := chartutil.Save(ch, tmp)
 	if err != nil {
 		return "", nil, fmt.Errorf("package chart %s: %w", ch.Name(), err)

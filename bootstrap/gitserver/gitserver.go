@@ -298,7 +298,7 @@ func (s *Server) DeleteTag(ctx context.Context, repo, tag string) error {
 	lock.Lock()
 	defer lock.Unlock()
 	if _, err := s.run(ctx, "", "--git-dir", dir, "rev-parse", "--verify", "--quiet", "refs/tags/"+tag); err != nil {
-		return nil //nolint:nilerr // the tag does not exist: nothing to delete
+		return nil // the tag does not exist: nothing to delete
 	}
 	if _, err := s.run(ctx, "", "--git-dir", dir, "update-ref", "-d", "refs/tags/"+tag); err != nil {
 		return fmt.Errorf("delete tag %s from repository %q: %w", tag, repo, err)

@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/signal"
@@ -102,7 +103,7 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	var logOut io.Writer = logFile
 	if cfg.verbose {
 		logOut = io.MultiWriter(logFile, os.Stderr)
@@ -232,11 +233,13 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 func stackTreeFor(stacksDir, tag string) (string, error) {
 	rel, err := stack.ParseReleaseName(tag)
 	if err != nil {
-		return stacksDir, nil
+		return stacksDir, nil //nolint:nilerr // not a release tag: the tree itself
 	}
 	sub := filepath.Join(rel.Provider, rel.Name, fmt.Sprintf("%d-%d", rel.Major, rel.Minor))
-	if _, err := os.Stat(filepath.Join(stacksDir, sub)); err != nil {
-		return stacksDir, nil
+	if _, err := os.Stat(filepath.Join(stacksDir, sub)); errors.Is(err, fs.ErrNotExist) {
+		return stacksDir, nil // a release of a stack that is not in the tree: the tree itself
+	} else if err != nil {
+		return "", fmt.Errorf("tag %s: %w", tag, err)
 	}
 	dir, err := os.MkdirTemp("", "stacks-")
 	if err != nil {

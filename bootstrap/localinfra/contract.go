@@ -285,7 +285,7 @@ func (r *Reconciler) patchProviderStatus(ctx context.Context, u *unstructured.Un
 func setReadyCondition(u *unstructured.Unstructured, message string) error {
 	raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
 	if err != nil {
-		return nil // not a list of objects: not ours to set
+		return nil //nolint:nilerr // not a list of objects: not ours to set
 	}
 	var conds []metav1.Condition
 	for _, c := range raw {
@@ -298,7 +298,7 @@ func setReadyCondition(u *unstructured.Unstructured, message string) error {
 		}
 		var cond metav1.Condition
 		if err := runtimeFromUnstructured(m, &cond); err != nil {
-			return nil
+			return nil //nolint:nilerr // not a metav1.Condition: not ours to set
 		}
 		conds = append(conds, cond)
 	}

@@ -180,7 +180,7 @@ var _ = Describe("Cluster API core on the local plane", Ordered, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cp), cp)).To(Succeed())
 			g.Expect(cp.Spec.Version).To(Equal("v1.36.3"))
-			g.Expect(cp.Status.Version).To(Equal("v1.36.3"))
+			g.Expect(cp.Status.Versions).To(ConsistOf(HaveField("Version", "v1.36.3")), "every control-plane replica at the new version")
 			machines := &clusterv1.MachineList{}
 			g.Expect(c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: "c1"})).To(Succeed())
 			g.Expect(machines.Items).To(HaveLen(2))

@@ -47,6 +47,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -728,7 +729,7 @@ func (p *Plane) startFlux(ctx context.Context) error {
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return fmt.Errorf("plane: %w", err)
 		}
-		args := append(c.args, "--enable-leader-election=false", watchAll, "--log-encoding=console")
+		args := append(slices.Clone(c.args), "--enable-leader-election=false", watchAll, "--log-encoding=console")
 		if c.name != "source-controller" {
 			// Flux's multi-tenancy lockdown: no reference across namespaces, and every object
 			// without spec.serviceAccountName applied as the namespace's default account.

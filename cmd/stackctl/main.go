@@ -1,4 +1,5 @@
-// Command stackctl works with cluster stack directories (see stacks/README.md).
+// Command stackctl works with cluster stack directories (see stacks/README.md). lint and
+// template share their code (internal/stackcli) with the kubectl plugin's (kubectl-clusterstack).
 //
 //	stackctl lint <dir> [--version v1]    report every problem as "file: problem"; exit 1 if any
 //	stackctl show <dir>                   print the loaded stack as JSON
@@ -14,9 +15,8 @@ import (
 	"os"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stackcli"
 )
 
 const usage = `usage:
@@ -90,14 +90,7 @@ func lint(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	problems := stack.Lint(dir, version)
-	if len(problems) > 0 {
-		fmt.Fprint(stdout, stack.FormatProblems(dir, problems))
-		fmt.Fprintf(stderr, "%d problem(s)\n", len(problems))
-		return 1
-	}
-	fmt.Fprintf(stderr, "%s: ok\n", dir)
-	return 0
+	return stackcli.Lint(dir, version, stdout, stderr)
 }
 
 func templateCmd(args []string, stdout, stderr io.Writer) int {
@@ -105,25 +98,7 @@ func templateCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	objs, err := stack.RenderClusterClass(dir, version)
-	if err != nil {
-		var ps stack.Problems
-		if errors.As(err, &ps) {
-			fmt.Fprint(stdout, stack.FormatProblems(dir, ps))
-		} else {
-			fmt.Fprintf(stderr, "stackctl template: %v\n", err)
-		}
-		return 1
-	}
-	for _, o := range objs {
-		data, err := yaml.Marshal(o)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "---\n%s", data)
-	}
-	return 0
+	return stackcli.Template("stackctl", dir, version, stdout, stderr)
 }
 
 func show(args []string, stdout, stderr io.Writer) int {

@@ -157,7 +157,7 @@ func Scan(root fs.FS, dir, defaultNamespace, targetNamespace string) (Index, err
 		docs, err := parse(text)
 		if err != nil {
 			skipped = append(skipped, Skipped{Path: p, Err: err})
-			return nil
+			return nil //nolint:nilerr // recorded in skipped; the walk goes on with the next file
 		}
 		for i, doc := range docs {
 			key, ok := keyOf(doc, defaultNamespace, targetNamespace)

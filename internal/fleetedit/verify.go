@@ -15,7 +15,7 @@ import (
 func verify(docs []*yaml.Node, out []byte, changes map[int]docChanges) error {
 	after, err := parse(out)
 	if err != nil {
-		return fmt.Errorf("the edited file does not parse (%v): refusing to write it; please report this", err)
+		return fmt.Errorf("the edited file does not parse (%w): refusing to write it; please report this", err)
 	}
 	if len(after) != len(docs) {
 		return fmt.Errorf("the edited file has %d documents instead of %d: refusing to write it; please report this", len(after), len(docs))
@@ -26,7 +26,7 @@ func verify(docs []*yaml.Node, out []byte, changes map[int]docChanges) error {
 		dc, edited := changes[i]
 		if errWant != nil {
 			if edited {
-				return fmt.Errorf("%s: the manifest does not decode (%v): fix it first", dc.key, errWant)
+				return fmt.Errorf("%s: the manifest does not decode (%w): fix it first", dc.key, errWant)
 			}
 			if errGot == nil {
 				return fmt.Errorf("document %d decodes after the edit but not before: refusing to write it; please report this", i+1)
@@ -43,7 +43,7 @@ func verify(docs []*yaml.Node, out []byte, changes map[int]docChanges) error {
 			}
 		}
 		if errGot != nil {
-			return fmt.Errorf("%s does not decode after the edit (%v): refusing to write it; please report this", what, errGot)
+			return fmt.Errorf("%s does not decode after the edit (%w): refusing to write it; please report this", what, errGot)
 		}
 		same, err := equal(want, got)
 		if err != nil {

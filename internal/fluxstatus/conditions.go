@@ -91,144 +91,18 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Compute derives Available, Progressing, Degraded and Ready.
+// Compute derives Available, Progressing, Degraded and Ready (and kstatus' Stalled and
+// Reconciling from them). Each condition is set by its own function of the facts observe
+// gathers: degradedCondition, progressingCondition, availableCondition, alertCondition.
 func Compute(in Input) Result {
-	var r Result
-	r.Healthy = in.Invalid == nil && in.Waiting == nil && in.Held == nil
-	var firstUnhealthy *ObjectState
-	var stalled []ObjectState
-	var notReadyTooLong *ObjectState
-	notReadyFailure := ""
-	prev := map[string]csv1.UnhealthyObject{}
-	for _, u := range in.Unhealthy {
-		prev[u.Object] = u
+	f := observe(in)
+	r := Result{Unhealthy: f.unhealthy, Healthy: f.healthy, RequeueAfter: f.requeueAfter}
+	r.Degraded = degradedCondition(in, f)
+	r.Progressing = progressingCondition(in, f, r.Degraded)
+	r.Available = availableCondition(in, f, r.Degraded, r.Progressing)
+	if alert, ok := alertCondition(in, r.Degraded); ok {
+		r.Degraded, r.Healthy = alert, false
 	}
-	for i := range in.Objects {
-		o := in.Objects[i]
-		rec, wasUnhealthy := prev[o.Ref()]
-		// A retry of a failed object looks like a routine reconcile (Ready Unknown at the
-		// expected revision): it is still unhealthy until Flux reports it Ready again.
-		if o.Healthy() && !(wasUnhealthy && o.routineReconcile()) {
-			continue
-		}
-		rec = unhealthyRecord(o, rec, wasUnhealthy, in.Now)
-		r.Unhealthy = append(r.Unhealthy, rec)
-		r.Healthy = false
-		if firstUnhealthy == nil {
-			firstUnhealthy = &in.Objects[i]
-		}
-		if o.Stalled {
-			stalled = append(stalled, o)
-			continue
-		}
-		if o.Exists && (o.Ready == metav1.ConditionFalse || rec.LastFailure != "") && notReadyTooLong == nil {
-			if left := in.Grace - in.Now.Sub(rec.Since.Time); left <= 0 {
-				notReadyTooLong = &in.Objects[i]
-				notReadyFailure = rec.LastFailure
-			} else {
-				r.RequeueAfter = minPositive(r.RequeueAfter, left)
-			}
-		}
-	}
-	sort.Slice(r.Unhealthy, func(i, j int) bool { return r.Unhealthy[i].Object < r.Unhealthy[j].Object })
-
-	// Progressing starts when the subject stops being healthy; its start is kept across reconciles.
-	progressingSince := in.Now
-	if prev := apimeta.FindStatusCondition(in.Previous, csv1.ProgressingCondition); prev != nil && prev.Status == metav1.ConditionTrue {
-		progressingSince = prev.LastTransitionTime.Time
-	}
-	if in.Waiting != nil && !in.Waiting.Since.IsZero() && in.Waiting.Since.Before(progressingSince) {
-		progressingSince = in.Waiting.Since
-	}
-	if in.StepStarted.After(progressingSince) {
-		progressingSince = in.StepStarted
-	}
-	onlyHeld := in.Held != nil && in.Waiting == nil && firstUnhealthy == nil
-	rolloutTooLong := false
-	if !r.Healthy && in.Invalid == nil && len(stalled) == 0 && !onlyHeld {
-		if left := in.Grace - in.Now.Sub(progressingSince); left <= 0 {
-			rolloutTooLong = true
-		} else {
-			r.RequeueAfter = minPositive(r.RequeueAfter, left)
-		}
-	}
-
-	// Degraded.
-	switch {
-	case in.Invalid != nil:
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Invalid.Reason, in.Subject+": "+in.Invalid.Message)
-	case len(stalled) > 0:
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxStalled, in.Subject+": "+describeAll(stalled))
-	case notReadyTooLong != nil:
-		what := notReadyTooLong.Describe()
-		if notReadyTooLong.Ready != metav1.ConditionFalse && notReadyFailure != "" {
-			what = fmt.Sprintf("%s: %s (Flux is retrying)", notReadyTooLong.Ref(), notReadyFailure)
-		}
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
-			fmt.Sprintf("%s: %s (not Ready for more than %s)", in.Subject, componentPrefix(*notReadyTooLong)+what, in.Grace))
-	case rolloutTooLong && in.Waiting != nil:
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Waiting.Reason,
-			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Waiting.Message, in.Grace))
-	case rolloutTooLong:
-		msg := "no Flux objects"
-		if firstUnhealthy != nil {
-			msg = componentPrefix(*firstUnhealthy) + firstUnhealthy.Describe()
-		}
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
-			fmt.Sprintf("%s: %s (not converged for more than %s)", in.Subject, msg, in.Grace))
-	default:
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, in.Subject+": desired state is met or converging")
-	}
-	degraded := r.Degraded.Status == metav1.ConditionTrue
-
-	// Progressing: moving towards the desired state, and able to.
-	switch {
-	case r.Healthy:
-		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is applied", in.Subject, orDefault(in.Desired, "the desired state")))
-	case in.Invalid != nil || len(stalled) > 0:
-		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionFalse, r.Degraded.Reason, in.Subject+": not progressing until the problem is fixed")
-	case in.Waiting != nil:
-		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Waiting.Reason, in.Subject+": "+in.Waiting.Message)
-	case onlyHeld:
-		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Held.Reason, in.Subject+": "+in.Held.Message)
-	default:
-		reason := csv1.ReasonReconciling
-		if firstUnhealthy != nil && firstUnhealthy.Exists && firstUnhealthy.Current && firstUnhealthy.Ready == metav1.ConditionTrue {
-			reason = csv1.ReasonRevisionPending
-		}
-		if in.Delivered != "" && in.Desired != "" && in.Delivered != in.Desired {
-			reason = csv1.ReasonUpgrading
-		}
-		msg := "reconciling"
-		if firstUnhealthy != nil {
-			msg = componentPrefix(*firstUnhealthy) + firstUnhealthy.Describe()
-		}
-		if reason == csv1.ReasonUpgrading {
-			msg = fmt.Sprintf("%s from %s to %s: %s", orDefault(in.MoveVerb, "upgrading"), in.Delivered, in.Desired, msg)
-		}
-		r.Progressing = cond(csv1.ProgressingCondition, metav1.ConditionTrue, reason, in.Subject+": "+msg)
-	}
-
-	// Available: the desired version works, or the delivered one still does while another rolls out.
-	switch {
-	case r.Healthy:
-		r.Available = cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, orDefault(in.Desired, "the desired state")))
-	case in.Unavailable != nil:
-		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, in.Unavailable.Reason, in.Subject+": "+in.Unavailable.Message)
-	case in.Delivered != "" && (!degraded || in.AvailabilityObserved):
-		r.Available = cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, in.Delivered))
-	case degraded:
-		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, r.Degraded.Reason, r.Degraded.Message)
-	default:
-		r.Available = cond(csv1.AvailableCondition, metav1.ConditionFalse, r.Progressing.Reason, r.Progressing.Message)
-	}
-
-	if in.Alert != nil && !degraded {
-		// The delivered state keeps working: Available is left as computed.
-		r.Degraded = cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Alert.Reason, in.Subject+": "+in.Alert.Message)
-		r.Healthy = false
-	}
-
 	r.Ready = ReadyFrom(r.Available, r.Progressing, r.Degraded)
 	r.Stalled, r.Reconciling = KstatusFrom(r.Ready, r.Degraded)
 	// A condition whose status changes transitions at in.Now (Apply keeps the time of an
@@ -239,6 +113,183 @@ func Compute(in Input) Result {
 		}
 	}
 	return r
+}
+
+// facts is what observe learns from the Flux objects and the grace clocks, before any
+// condition is set.
+type facts struct {
+	// healthy: every object is healthy and nothing is invalid, awaited or held.
+	healthy bool
+	// unhealthy are the new records of the objects that are not healthy.
+	unhealthy []csv1.UnhealthyObject
+	// firstUnhealthy is the first object (in the subject's order) that is not healthy.
+	firstUnhealthy *ObjectState
+	// stalled are the objects Flux gave up on.
+	stalled []ObjectState
+	// notReadyTooLong is the first object not Ready (or failing through retries) for longer
+	// than the grace period, with the failure Flux last reported for it.
+	notReadyTooLong *ObjectState
+	notReadyFailure string
+	// onlyHeld: the subject waits for a held rollout step and for nothing else.
+	onlyHeld bool
+	// rolloutTooLong: the subject has been converging for longer than the grace period.
+	rolloutTooLong bool
+	// requeueAfter is when the next grace period runs out.
+	requeueAfter time.Duration
+}
+
+// observe gathers the facts: which objects are unhealthy (their records keep the grace clock
+// running through Flux's retries), which are stalled or not Ready for too long, and whether the
+// rollout has been under way for too long.
+func observe(in Input) facts {
+	f := facts{healthy: in.Invalid == nil && in.Waiting == nil && in.Held == nil}
+	prev := map[string]csv1.UnhealthyObject{}
+	for _, u := range in.Unhealthy {
+		prev[u.Object] = u
+	}
+	for i := range in.Objects {
+		o := in.Objects[i]
+		rec, wasUnhealthy := prev[o.Ref()]
+		// A retry of a failed object looks like a routine reconcile (Ready Unknown at the
+		// expected revision): it is still unhealthy until Flux reports it Ready again.
+		if o.Healthy() && (!wasUnhealthy || !o.routineReconcile()) {
+			continue
+		}
+		rec = unhealthyRecord(o, rec, wasUnhealthy, in.Now)
+		f.unhealthy = append(f.unhealthy, rec)
+		f.healthy = false
+		if f.firstUnhealthy == nil {
+			f.firstUnhealthy = &in.Objects[i]
+		}
+		if o.Stalled {
+			f.stalled = append(f.stalled, o)
+			continue
+		}
+		if o.Exists && (o.Ready == metav1.ConditionFalse || rec.LastFailure != "") && f.notReadyTooLong == nil {
+			if left := in.Grace - in.Now.Sub(rec.Since.Time); left <= 0 {
+				f.notReadyTooLong = &in.Objects[i]
+				f.notReadyFailure = rec.LastFailure
+			} else {
+				f.requeueAfter = minPositive(f.requeueAfter, left)
+			}
+		}
+	}
+	sort.Slice(f.unhealthy, func(i, j int) bool { return f.unhealthy[i].Object < f.unhealthy[j].Object })
+
+	f.onlyHeld = in.Held != nil && in.Waiting == nil && f.firstUnhealthy == nil
+	if !f.healthy && in.Invalid == nil && len(f.stalled) == 0 && !f.onlyHeld {
+		if left := in.Grace - in.Now.Sub(rolloutStart(in)); left <= 0 {
+			f.rolloutTooLong = true
+		} else {
+			f.requeueAfter = minPositive(f.requeueAfter, left)
+		}
+	}
+	return f
+}
+
+// rolloutStart is when the subject stopped being healthy: the start of Progressing, kept
+// across reconciles, or of the prerequisite waited for if earlier; a rollout step that began
+// later (a hold ended) restarts the clock.
+func rolloutStart(in Input) time.Time {
+	since := in.Now
+	if prev := apimeta.FindStatusCondition(in.Previous, csv1.ProgressingCondition); prev != nil && prev.Status == metav1.ConditionTrue {
+		since = prev.LastTransitionTime.Time
+	}
+	if in.Waiting != nil && !in.Waiting.Since.IsZero() && in.Waiting.Since.Before(since) {
+		since = in.Waiting.Since
+	}
+	if in.StepStarted.After(since) {
+		since = in.StepStarted
+	}
+	return since
+}
+
+// degradedCondition is True for invalid input, a stalled object, an object not Ready for longer
+// than the grace period, or a rollout (or a prerequisite) that has not converged within it.
+func degradedCondition(in Input, f facts) metav1.Condition {
+	switch {
+	case in.Invalid != nil:
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Invalid.Reason, in.Subject+": "+in.Invalid.Message)
+	case len(f.stalled) > 0:
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxStalled, in.Subject+": "+describeAll(f.stalled))
+	case f.notReadyTooLong != nil:
+		o := f.notReadyTooLong
+		what := o.Describe()
+		if o.Ready != metav1.ConditionFalse && f.notReadyFailure != "" {
+			what = fmt.Sprintf("%s: %s (Flux is retrying)", o.Ref(), f.notReadyFailure)
+		}
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
+			fmt.Sprintf("%s: %s (not Ready for more than %s)", in.Subject, componentPrefix(*o)+what, in.Grace))
+	case f.rolloutTooLong && in.Waiting != nil:
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Waiting.Reason,
+			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Waiting.Message, in.Grace))
+	case f.rolloutTooLong:
+		msg := "no Flux objects"
+		if f.firstUnhealthy != nil {
+			msg = componentPrefix(*f.firstUnhealthy) + f.firstUnhealthy.Describe()
+		}
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
+			fmt.Sprintf("%s: %s (not converged for more than %s)", in.Subject, msg, in.Grace))
+	default:
+		return cond(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, in.Subject+": desired state is met or converging")
+	}
+}
+
+// progressingCondition is True while the subject moves towards the desired state and is able to
+// (False once it is there, and while a problem needs a fix first).
+func progressingCondition(in Input, f facts, degraded metav1.Condition) metav1.Condition {
+	switch {
+	case f.healthy:
+		return cond(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is applied", in.Subject, orDefault(in.Desired, "the desired state")))
+	case in.Invalid != nil || len(f.stalled) > 0:
+		return cond(csv1.ProgressingCondition, metav1.ConditionFalse, degraded.Reason, in.Subject+": not progressing until the problem is fixed")
+	case in.Waiting != nil:
+		return cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Waiting.Reason, in.Subject+": "+in.Waiting.Message)
+	case f.onlyHeld:
+		return cond(csv1.ProgressingCondition, metav1.ConditionTrue, in.Held.Reason, in.Subject+": "+in.Held.Message)
+	}
+	reason := csv1.ReasonReconciling
+	if o := f.firstUnhealthy; o != nil && o.Exists && o.Current && o.Ready == metav1.ConditionTrue {
+		reason = csv1.ReasonRevisionPending
+	}
+	if in.Delivered != "" && in.Desired != "" && in.Delivered != in.Desired {
+		reason = csv1.ReasonUpgrading
+	}
+	msg := "reconciling"
+	if f.firstUnhealthy != nil {
+		msg = componentPrefix(*f.firstUnhealthy) + f.firstUnhealthy.Describe()
+	}
+	if reason == csv1.ReasonUpgrading {
+		msg = fmt.Sprintf("%s from %s to %s: %s", orDefault(in.MoveVerb, "upgrading"), in.Delivered, in.Desired, msg)
+	}
+	return cond(csv1.ProgressingCondition, metav1.ConditionTrue, reason, in.Subject+": "+msg)
+}
+
+// availableCondition is True when the desired version works, or while the delivered one still
+// does as another rolls out.
+func availableCondition(in Input, f facts, degraded, progressing metav1.Condition) metav1.Condition {
+	isDegraded := degraded.Status == metav1.ConditionTrue
+	switch {
+	case f.healthy:
+		return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, orDefault(in.Desired, "the desired state")))
+	case in.Unavailable != nil:
+		return cond(csv1.AvailableCondition, metav1.ConditionFalse, in.Unavailable.Reason, in.Subject+": "+in.Unavailable.Message)
+	case in.Delivered != "" && (!isDegraded || in.AvailabilityObserved):
+		return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, in.Delivered))
+	case isDegraded:
+		return cond(csv1.AvailableCondition, metav1.ConditionFalse, degraded.Reason, degraded.Message)
+	default:
+		return cond(csv1.AvailableCondition, metav1.ConditionFalse, progressing.Reason, progressing.Message)
+	}
+}
+
+// alertCondition is the Degraded condition of an alert (a problem that leaves the delivered
+// state working, so Available stays as computed), when nothing degrades the subject already.
+func alertCondition(in Input, degraded metav1.Condition) (metav1.Condition, bool) {
+	if in.Alert == nil || degraded.Status == metav1.ConditionTrue {
+		return metav1.Condition{}, false
+	}
+	return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Alert.Reason, in.Subject+": "+in.Alert.Message), true
 }
 
 // ReadyFrom is the kstatus summary: True when Available and neither Progressing nor Degraded.
@@ -353,6 +404,15 @@ func minPositive(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// JoinLimited joins items with "; ", naming at most n of them and counting the rest ("a; b;
+// and 3 more"), for condition messages that list what is failing or waiting.
+func JoinLimited(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }
 
 // Truncate shortens a condition message to the length conditions allow here, on a character boundary.

@@ -11,7 +11,7 @@ import (
 )
 
 // gitCLI runs the git command line in dir (for the test's "person").
-func gitCLI(t *testing.T, dir string, args ...string) string {
+func gitCLI(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -22,7 +22,6 @@ func gitCLI(t *testing.T, dir string, args ...string) string {
 	if err != nil {
 		t.Fatalf("git %v: %v: %s", args, err, out)
 	}
-	return strings.TrimSpace(string(out))
 }
 
 // remote makes a bare repository with one commit on main and returns its file URL.

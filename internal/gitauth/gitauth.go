@@ -3,17 +3,23 @@
 // the repository's tags with the commits they point to, and keeps credentials out of every
 // string it returns.
 //
-// Supported Secret keys, as for Flux's GitRepository:
+// The Secret is read by Flux's own code, as source-controller v1.7.3 reads it
+// (github.com/fluxcd/pkg/git v0.37.0 NewAuthOptions), and the options are turned into go-git
+// authentication as Flux's go-git client does (fluxcd/pkg/git/gogit v0.41.0, whose helpers are
+// unexported and whose package changes go-git's global capabilities when imported):
 //
-//   - https: `username` and `password` (basic auth), or `bearerToken` (which wins over
-//     username/password, as in Flux); `ca.crt` (legacy `caFile`) adds a CA bundle to the system
-//     pool; `tls.crt` and `tls.key` (legacy `certFile` and `keyFile`) are a TLS client
-//     certificate. Userinfo in the URL (https://user:pass@host/...) is used when the Secret has
-//     no username/password, as Flux does.
+//   - https: `username` and `password` (basic auth), or `bearerToken` (when the key is present,
+//     username and password of the Secret are not read); `ca.crt` (legacy `caFile`) adds a CA
+//     bundle to the system pool; `tls.crt` and `tls.key` are a TLS client certificate (Flux
+//     does not read the legacy `certFile` and `keyFile` for Git). Userinfo in the URL
+//     (https://user:pass@host/...) fills in what the Secret lacks; with a bearer token it is
+//     refused, as Flux refuses basic auth and a bearer token together.
 //   - ssh: `identity` (a PEM private key), optional `password` (the key's passphrase) and the
-//     mandatory `known_hosts`; the SSH user is the URL's user, else "git".
+//     `known_hosts` the server's host key must match (mandatory here: there is no fallback to
+//     the process's known_hosts); the SSH user is the URL's user, else "git".
 //   - http: no credential at all. A Secret with credentials (or a URL with userinfo) over plain
-//     http is refused before the remote is contacted.
+//     http is refused before the remote is contacted, as Flux does; so is a CA or client
+//     certificate, which plain http would ignore.
 //
 // The package keeps no global state: it installs no go-git protocol and changes no default
 // HTTP transport.
@@ -29,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	fluxgit "github.com/fluxcd/pkg/git"
 	"github.com/fluxcd/pkg/ssh/knownhosts"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -42,7 +49,8 @@ const (
 	KeyUsername = "username"
 	// KeyPassword is the basic auth password (https), or the passphrase of KeyIdentity (ssh).
 	KeyPassword = "password"
-	// KeyBearerToken is a bearer token sent in the Authorization header (https).
+	// KeyBearerToken is a bearer token sent in the Authorization header (https). When the key
+	// is present, KeyUsername and KeyPassword are not read.
 	KeyBearerToken = "bearerToken"
 	// KeyCACert is a PEM CA bundle trusted in addition to the system roots (https).
 	KeyCACert = "ca.crt"
@@ -52,19 +60,19 @@ const (
 	KeyTLSCert = "tls.crt"
 	// KeyTLSKey is the PEM key of KeyTLSCert.
 	KeyTLSKey = "tls.key"
-	// KeyCertFile is the legacy name of KeyTLSCert; KeyTLSCert wins when both are set.
-	KeyCertFile = "certFile"
-	// KeyKeyFile is the legacy name of KeyTLSKey; KeyTLSKey wins when both are set.
-	KeyKeyFile = "keyFile"
 	// KeyIdentity is the PEM SSH private key (ssh).
 	KeyIdentity = "identity"
 	// KeyKnownHosts holds the known_hosts lines the SSH server's host key must match (ssh).
 	KeyKnownHosts = "known_hosts"
 )
 
-// knownKeys are the Secret keys this package reads, for the size check.
+// knownKeys are the Secret keys Flux reads for Git, for the size check.
 var knownKeys = []string{KeyUsername, KeyPassword, KeyBearerToken, KeyCACert, KeyCAFile, KeyTLSCert,
-	KeyTLSKey, KeyCertFile, KeyKeyFile, KeyIdentity, KeyKnownHosts}
+	KeyTLSKey, KeyIdentity, KeyKnownHosts}
+
+// legacyTLSKeys are the names of a TLS client certificate and key that Flux reads for Helm
+// repositories but not for Git: a Secret holding them gets a hint.
+var legacyTLSKeys = []string{"certFile", "keyFile"}
 
 // Limits on what is read from a Secret and from a remote.
 const (
@@ -147,75 +155,120 @@ func NewRemote(rawURL, secretName string, data map[string][]byte) (*Remote, erro
 		r.addSecrets(urlUser)
 	}
 
-	var secret func(string) []byte
 	if secretName == "" {
-		secret = func(string) []byte { return nil }
+		data = nil
 	} else {
 		for _, k := range knownKeys {
 			if n := len(data[k]); n > MaxSecretValueBytes {
 				return nil, fmt.Errorf("credentials Secret %s: key %q holds %d bytes, more than the %d allowed", secretName, k, n, MaxSecretValueBytes)
 			}
 		}
-		secret = func(k string) []byte { return data[k] }
 	}
-	first := func(keys ...string) []byte {
-		for _, k := range keys {
-			if v := secret(k); len(v) > 0 {
-				return v
-			}
-		}
-		return nil
-	}
-
 	switch scheme {
 	case "ssh":
-		return r.resolveSSH(secretName, urlUser, first)
+		if err := r.checkSSHSecret(secretName, data); err != nil {
+			return nil, err
+		}
 	case "https", "http":
-		return r.resolveHTTP(secretName, urlUser, urlPass, first)
+		if err := r.checkHTTPSecret(secretName, data); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("unsupported URL scheme %q in %s: use https:// or ssh://", u.Scheme, safeURL)
 	}
+	// The Secret as source-controller reads it.
+	parsed := *u
+	parsed.Scheme = scheme
+	opts, err := fluxgit.NewAuthOptions(parsed, data)
+	if err != nil {
+		what := "credentials for " + r.shown
+		if secretName != "" {
+			what = "credentials Secret " + secretName + " for " + r.shown
+		}
+		return nil, fmt.Errorf("%s: %s", what, r.redactString(err.Error()))
+	}
+	// What Flux uses, and what it leaves unread (a password beside a bearer token).
+	r.addSecrets(opts.Password, opts.BearerToken, string(data[KeyPassword]), string(data[KeyBearerToken]))
+	if scheme == "ssh" {
+		return r.resolveSSH(secretName, opts)
+	}
+	secretCreds := false
+	for _, k := range []string{KeyUsername, KeyPassword, KeyBearerToken, KeyTLSCert, KeyTLSKey} {
+		secretCreds = secretCreds || len(data[k]) > 0
+	}
+	return r.resolveHTTP(secretName, secretCreds, u.User != nil, opts)
 }
 
-func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...string) []byte) (*Remote, error) {
-	token := string(first(KeyBearerToken))
-	user, pass := string(first(KeyUsername)), string(first(KeyPassword))
-	ca := first(KeyCACert, KeyCAFile)
-	cert, key := first(KeyTLSCert, KeyCertFile), first(KeyTLSKey, KeyKeyFile)
-	r.addSecrets(token, pass)
-	if secretName != "" && token == "" && user == "" && pass == "" && ca == nil && cert == nil && key == nil {
-		hint := ""
-		if first(KeyIdentity) != nil {
-			hint = ": it holds an SSH identity, which needs an ssh:// URL"
-		}
-		return nil, fmt.Errorf("credentials Secret %s has none of the keys %s, %s, %s, %s, %s/%s for %s%s",
-			secretName, KeyUsername, KeyPassword, KeyBearerToken, KeyCACert, KeyTLSCert, KeyTLSKey, r.shown, hint)
+// checkHTTPSecret reports, for an http(s) URL, a Secret that holds none of the keys Flux reads
+// for http(s), with a hint at what it holds instead.
+func (r *Remote) checkHTTPSecret(secretName string, data map[string][]byte) error {
+	if secretName == "" {
+		return nil
 	}
-	if token == "" { // as in Flux, a bearer token wins and URL userinfo fills in what the Secret lacks
-		if user == "" {
-			user = urlUser
-		}
-		if pass == "" {
-			pass = urlPass
+	for _, k := range []string{KeyUsername, KeyPassword, KeyBearerToken, KeyCACert, KeyCAFile, KeyTLSCert, KeyTLSKey} {
+		if len(data[k]) > 0 {
+			return nil
 		}
 	}
-	if r.scheme == "http" && (token != "" || user != "" || pass != "" || cert != nil || key != nil) {
+	hint := ""
+	switch {
+	case len(data[KeyIdentity]) > 0:
+		hint = ": it holds an SSH identity, which needs an ssh:// URL"
+	case len(data[legacyTLSKeys[0]]) > 0 || len(data[legacyTLSKeys[1]]) > 0:
+		hint = fmt.Sprintf(": Flux does not read %s/%s for Git, rename them %s/%s", legacyTLSKeys[0], legacyTLSKeys[1], KeyTLSCert, KeyTLSKey)
+	}
+	return fmt.Errorf("credentials Secret %s has none of the keys %s, %s, %s, %s, %s/%s for %s%s",
+		secretName, KeyUsername, KeyPassword, KeyBearerToken, KeyCACert, KeyTLSCert, KeyTLSKey, r.shown, hint)
+}
+
+// checkSSHSecret reports, for an ssh URL, a missing Secret, identity or known_hosts (which
+// Flux's option validation would report less precisely).
+func (r *Remote) checkSSHSecret(secretName string, data map[string][]byte) error {
+	switch {
+	case secretName == "":
+		return fmt.Errorf("%s is an ssh URL: it needs a credentials Secret with %s and %s", r.shown, KeyIdentity, KeyKnownHosts)
+	case len(data[KeyIdentity]) == 0:
+		return fmt.Errorf("credentials Secret %s has no %s: an ssh URL (%s) needs an SSH private key", secretName, KeyIdentity, r.shown)
+	case len(data[KeyKnownHosts]) == 0:
+		return fmt.Errorf("credentials Secret %s has no %s: refusing SSH to %s without known host keys", secretName, KeyKnownHosts, r.shown)
+	}
+	return nil
+}
+
+// resolveHTTP turns Flux's options for an http(s) URL into go-git authentication and a TLS
+// configuration, with the checks of Flux's go-git client (no basic auth together with a bearer
+// token, no credentials over plain http). secretCreds says whether the Secret holds
+// credentials (rather than only a CA), urlUserinfo whether the URL has userinfo.
+func (r *Remote) resolveHTTP(secretName string, secretCreds, urlUserinfo bool, opts *fluxgit.AuthOptions) (*Remote, error) {
+	basic := opts.Username != "" || opts.Password != ""
+	if basic && opts.BearerToken != "" {
+		return nil, fmt.Errorf("credentials Secret %s has a %s and the URL %s has userinfo: Flux refuses basic auth and a bearer token together; remove the userinfo from the URL",
+			secretName, KeyBearerToken, r.shown)
+	}
+	// An empty value counts as absent.
+	nonEmpty := func(b []byte) []byte {
+		if len(b) == 0 {
+			return nil
+		}
+		return b
+	}
+	ca, cert, key := nonEmpty(opts.CAFile), nonEmpty(opts.ClientCert), nonEmpty(opts.ClientKey)
+	if opts.Transport == fluxgit.HTTP && (basic || opts.BearerToken != "" || urlUserinfo || cert != nil || key != nil) {
 		from := "the URL's userinfo"
-		if secretName != "" {
+		if secretCreds {
 			from = "credentials Secret " + secretName
 		}
 		return nil, fmt.Errorf("refusing to send credentials (from %s) over plain http to %s: use an https URL", from, r.shown)
 	}
-	if r.scheme == "http" && ca != nil {
+	if opts.Transport == fluxgit.HTTP && ca != nil {
 		return nil, fmt.Errorf("credentials Secret %s holds a CA certificate but %s is plain http: use https", secretName, r.shown)
 	}
+	// As Flux's go-git client: basic auth when a user name or password is set, else the token.
 	switch {
-	case token != "":
-		r.method, r.auth = Bearer, &githttp.TokenAuth{Token: token}
-	case user != "":
-		r.method, r.auth = Basic, &githttp.BasicAuth{Username: user, Password: pass}
-	case pass != "":
-		return nil, fmt.Errorf("credentials for %s: %q requires %q", r.shown, KeyPassword, KeyUsername)
+	case basic:
+		r.method, r.auth = Basic, &githttp.BasicAuth{Username: opts.Username, Password: opts.Password}
+	case opts.BearerToken != "":
+		r.method, r.auth = Bearer, &githttp.TokenAuth{Token: opts.BearerToken}
 	}
 	if ca == nil && cert == nil && key == nil {
 		return r, nil
@@ -245,30 +298,17 @@ func (r *Remote) resolveHTTP(secretName, urlUser, urlPass string, first func(...
 	return r, nil
 }
 
-func (r *Remote) resolveSSH(secretName, urlUser string, first func(...string) []byte) (*Remote, error) {
-	if secretName == "" {
-		return nil, fmt.Errorf("%s is an ssh URL: it needs a credentials Secret with %s and %s", r.shown, KeyIdentity, KeyKnownHosts)
-	}
-	identity, hosts, passphrase := first(KeyIdentity), first(KeyKnownHosts), string(first(KeyPassword))
-	r.addSecrets(passphrase)
-	if identity == nil {
-		return nil, fmt.Errorf("credentials Secret %s has no %s: an ssh URL (%s) needs an SSH private key", secretName, KeyIdentity, r.shown)
-	}
-	if hosts == nil {
-		return nil, fmt.Errorf("credentials Secret %s has no %s: refusing SSH to %s without known host keys", secretName, KeyKnownHosts, r.shown)
-	}
-	user := urlUser
-	if user == "" {
-		user = "git"
-	}
-	if _, err := ssh.ParsePrivateKey(identity); passphrase == "" && errors.As(err, new(*ssh.PassphraseMissingError)) {
+// resolveSSH turns Flux's options for an ssh URL into go-git public key authentication that
+// checks the host key against known_hosts, as Flux's go-git client does.
+func (r *Remote) resolveSSH(secretName string, opts *fluxgit.AuthOptions) (*Remote, error) {
+	if _, err := ssh.ParsePrivateKey(opts.Identity); opts.Password == "" && errors.As(err, new(*ssh.PassphraseMissingError)) {
 		return nil, fmt.Errorf("credentials Secret %s: %s is protected by a passphrase: give it as %s", secretName, KeyIdentity, KeyPassword)
 	}
-	pk, err := gitssh.NewPublicKeys(user, identity, passphrase)
+	pk, err := gitssh.NewPublicKeys(opts.Username, opts.Identity, opts.Password)
 	if err != nil {
 		return nil, fmt.Errorf("credentials Secret %s: invalid %s: %s", secretName, KeyIdentity, r.redactString(err.Error()))
 	}
-	callback, algos, err := knownhosts.New(hosts)
+	callback, algos, err := knownhosts.New(opts.KnownHosts)
 	if err != nil {
 		return nil, fmt.Errorf("credentials Secret %s: invalid %s: %s", secretName, KeyKnownHosts, r.redactString(err.Error()))
 	}

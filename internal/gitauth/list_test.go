@@ -142,7 +142,8 @@ func TestListTagsOverHTTPSWithCredentials(t *testing.T) {
 		{"username and password", url, map[string][]byte{"username": []byte("dev"), "password": []byte(testPassword), "ca.crt": pki.caPEM}, ""},
 		{"bearer token", url, map[string][]byte{"bearerToken": []byte(testToken), "caFile": pki.caPEM}, ""},
 		{"client certificate", url, map[string][]byte{"tls.crt": clientCert, "tls.key": clientKey, "ca.crt": pki.caPEM}, ""},
-		{"legacy client certificate keys", url, map[string][]byte{"certFile": clientCert, "keyFile": clientKey, "ca.crt": pki.caPEM}, ""},
+		// Flux reads tls.crt/tls.key for Git, not the legacy names: no certificate is sent.
+		{"legacy client certificate keys are not read", url, map[string][]byte{"certFile": clientCert, "keyFile": clientKey, "ca.crt": pki.caPEM}, "authentication required"},
 		{"URL userinfo", strings.Replace(url, "https://", "https://dev:"+testPassword+"@", 1), map[string][]byte{"ca.crt": pki.caPEM}, ""},
 		{"wrong password", strings.Replace(url, "https://", "https://dev:"+testURLPass+"@", 1), map[string][]byte{"ca.crt": pki.caPEM}, "authentication required"},
 		{"wrong token", url, map[string][]byte{"bearerToken": []byte(testToken + "x"), "ca.crt": pki.caPEM}, "authentication required"},

@@ -123,7 +123,10 @@ func TestRuntimeExtensionOnAPIServer(t *testing.T) {
 			return resp, err
 		}
 		defer r.Body.Close()
-		return resp, json.NewDecoder(r.Body).Decode(&resp)
+		// Decode before the return: the order in which a return statement reads resp and calls
+		// Decode is unspecified.
+		err = json.NewDecoder(r.Body).Decode(&resp)
+		return resp, err
 	}
 	eventually(t, "the gate is closed while cni is not Ready", func() error {
 		resp, err := ask()

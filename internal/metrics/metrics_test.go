@@ -90,8 +90,11 @@ func TestSetStackRecountsAndDeletesVanishedSeries(t *testing.T) {
 	r := New(reg)
 	healthy := conds(T, F, F)
 
-	// v1 serves three clusters (one degraded), v2 rolls out to one; another stack has one cluster.
+	// v1 serves three clusters (one degraded), v2 rolls out to one, v0 is degraded and serves
+	// none, v4 has no status yet; another stack has one cluster.
 	r.SetStack("tenant", "aws", []csv1.ClusterStackRelease{
+		release("aws-v0", conds(F, F, T)),
+		release("aws-v4", nil),
 		release("aws-v1", healthy),
 		release("aws-v2", conds(F, T, F)),
 	}, []csv1.ClusterAddon{
@@ -103,19 +106,22 @@ func TestSetStackRecountsAndDeletesVanishedSeries(t *testing.T) {
 	r.SetStack("tenant", "gcp", []csv1.ClusterStackRelease{release("gcp-v1", healthy)}, []csv1.ClusterAddon{addon("e", "gcp-v1", nil)})
 
 	want := clustersHeader +
+		clusterSeries("aws", "aws-v0", 0, 0, 0, 0) +
 		clusterSeries("aws", "aws-v1", 2, 0, 1, 0) +
 		clusterSeries("aws", "aws-v2", 0, 1, 0, 0) +
+		clusterSeries("aws", "aws-v4", 0, 0, 0, 0) +
 		clusterSeries("gcp", "gcp-v1", 0, 0, 0, 1)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), ClustersMetric); err != nil {
 		t.Fatal(err)
 	}
-	want = releasesHeader + releaseSeries("aws", 1, 1, 0, 0) + releaseSeries("gcp", 1, 0, 0, 0)
+	want = releasesHeader + releaseSeries("aws", 1, 1, 1, 1) + releaseSeries("gcp", 1, 0, 0, 0)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), ReleasesMetric); err != nil {
 		t.Fatal(err)
 	}
 
-	// Recount: v1 is gone (all clusters moved to v2, the release was removed); a cluster of v2
-	// wants v3, which has no release object yet. Nothing of v1 is left behind.
+	// Recount: v0, v1 and v4 are gone (all clusters moved to v2, the releases were removed); a
+	// cluster of v2 wants v3, which has no release object yet. Nothing of the others is left
+	// behind.
 	r.SetStack("tenant", "aws", []csv1.ClusterStackRelease{release("aws-v2", healthy)}, []csv1.ClusterAddon{
 		addon("a", "aws-v2", healthy),
 		addon("b", "aws-v2", healthy),

@@ -21,7 +21,6 @@ package opstatus
 
 import (
 	"fmt"
-	"strings"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
@@ -88,7 +87,7 @@ func Decide(op *csv1.ManagementOperator, inUse []requirements.Release) Decision 
 		return Decision{Target: desired, Apply: true}
 	}
 	if op.Spec.OverrideStackRequirements {
-		return Decision{Target: desired, Apply: true, Overridden: joinLimited(excluded, 5)}
+		return Decision{Target: desired, Apply: true, Overridden: fluxstatus.JoinLimited(excluded, 5)}
 	}
 	stays := "nothing is delivered yet"
 	if delivered != "" {
@@ -96,14 +95,6 @@ func Decide(op *csv1.ManagementOperator, inUse []requirements.Release) Decision 
 	}
 	keep.Held = &fluxstatus.Problem{Reason: csv1.ReasonRequirementsNotMet, Message: fmt.Sprintf(
 		"spec.version %s is held back because releases in use by Clusters exclude it (%s): %s; move those Clusters to releases that allow %s, or set spec.overrideStackRequirements to apply it anyway",
-		desired, joinLimited(excluded, 5), stays, desired)}
+		desired, fluxstatus.JoinLimited(excluded, 5), stays, desired)}
 	return keep
-}
-
-// joinLimited joins at most n items with "; ", saying how many more there are.
-func joinLimited(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, "; ")
-	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }

@@ -27,8 +27,9 @@ func commit(tag string) string {
 	return fmt.Sprintf("%x", sha1.Sum([]byte(tag)))
 }
 
-func readyConds(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
-	return []metav1.Condition{{Type: meta.ReadyCondition, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}
+// readyConds is a Ready=True condition with reason and msg, an hour old.
+func readyConds(reason, msg string) []metav1.Condition {
+	return []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}
 }
 
 // fetchedRepo is the operator's GitRepository, written for specTag, having fetched fetchedTag.
@@ -36,7 +37,7 @@ func fetchedRepo(op *csv1.ManagementOperator, specTag, fetchedTag string) *sourc
 	gr := opgen.GitRepository(op, testNS, specTag)
 	gr.Generation, gr.CreationTimestamp = 1, metav1.NewTime(t0.Add(-24*time.Hour))
 	gr.Status.ObservedGeneration = 1
-	gr.Status.Conditions = readyConds(metav1.ConditionTrue, "Succeeded", "stored artifact for revision '"+fetchedTag+"'")
+	gr.Status.Conditions = readyConds("Succeeded", "stored artifact for revision '"+fetchedTag+"'")
 	gr.Status.Artifact = &meta.Artifact{Revision: fetchedTag + "@sha1:" + commit(fetchedTag)}
 	return gr
 }
@@ -47,7 +48,7 @@ func appliedKustomization(op *csv1.ManagementOperator, tag string, deployments .
 	ks := opgen.Kustomization(op, testNS)
 	ks.Generation, ks.CreationTimestamp = 1, metav1.NewTime(t0.Add(-24*time.Hour))
 	ks.Status.ObservedGeneration = 1
-	ks.Status.Conditions = readyConds(metav1.ConditionTrue, "ReconciliationSucceeded", "Applied revision: "+tag+"@sha1:"+commit(tag))
+	ks.Status.Conditions = readyConds("ReconciliationSucceeded", "Applied revision: "+tag+"@sha1:"+commit(tag))
 	ks.Status.LastAppliedRevision = tag + "@sha1:" + commit(tag)
 	ks.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{
 		{ID: "_capi-system__Namespace", Version: "v1"},
@@ -122,14 +123,14 @@ func TestStatesChart(t *testing.T) {
 	chart := func(version string) *sourcev1.HelmChart {
 		hc := opgen.HelmChart(op, testNS)
 		hc.Generation, hc.Status.ObservedGeneration = 1, 1
-		hc.Status.Conditions = readyConds(metav1.ConditionTrue, "ChartPackageSucceeded", "packaged")
+		hc.Status.Conditions = readyConds("ChartPackageSucceeded", "packaged")
 		hc.Status.Artifact = &meta.Artifact{Revision: version}
 		return hc
 	}
 	release := func(chartVersion string) *helmv2.HelmRelease {
 		hr := opgen.HelmRelease(op, testNS)
 		hr.Generation, hr.Status.ObservedGeneration = 1, 1
-		hr.Status.Conditions = readyConds(metav1.ConditionTrue, "UpgradeSucceeded", "Helm upgrade succeeded")
+		hr.Status.Conditions = readyConds("UpgradeSucceeded", "Helm upgrade succeeded")
 		hr.Status.History = helmv2.Snapshots{{Name: "cluster-api", Namespace: testNS, Version: 2, Status: "deployed", ChartName: "cluster-api", ChartVersion: chartVersion}}
 		return hr
 	}

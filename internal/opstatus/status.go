@@ -257,7 +257,7 @@ func unavailable(deps []Deployment, since time.Time) *fluxstatus.Problem {
 	if len(down) == 0 {
 		return nil
 	}
-	return &fluxstatus.Problem{Reason: csv1.ReasonDeploymentUnavailable, Message: joinLimited(down, 3)}
+	return &fluxstatus.Problem{Reason: csv1.ReasonDeploymentUnavailable, Message: fluxstatus.JoinLimited(down, 3)}
 }
 
 // upgradeable is False while spec.version is held back by in-use releases' requirements, and
@@ -291,7 +291,7 @@ func disabled(op *csv1.ManagementOperator, requiredBy []string, now time.Time) m
 			"%s: no stack release in the cluster requires %s (no release's stack.yaml lists it under requires:); it is still delivered", Subject(op), op.Spec.Component.Name), now)
 	}
 	return condition(csv1.DisabledCondition, metav1.ConditionFalse, csv1.ReasonRequired, fmt.Sprintf(
-		"%s: required by release %s", Subject(op), joinLimited(requiredBy, 5)), now)
+		"%s: required by release %s", Subject(op), fluxstatus.JoinLimited(requiredBy, 5)), now)
 }
 
 func condition(t string, s metav1.ConditionStatus, reason, msg string, now time.Time) metav1.Condition {

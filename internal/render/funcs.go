@@ -328,10 +328,8 @@ func (b *budget) capped(sprig template.FuncMap) template.FuncMap {
 		"mustRegexSplit": func(regex, s string, n int) ([]string, error) {
 			return orig["mustRegexSplit"].(func(string, string, int) ([]string, error))(regex, s, b.atMostCount(n))
 		},
-		"uniq": func(list any) ([]any, error) { return b.uniq("uniq", list) },
-		"mustUniq": func(list any) ([]any, error) {
-			return b.uniq("mustUniq", list)
-		},
+		"uniq":     b.uniq,
+		"mustUniq": b.uniq,
 		"dict": func(kv ...any) (map[string]any, error) {
 			for i := 0; i < len(kv); i += 2 {
 				if _, ok := kv[i].(string); ok {
@@ -513,7 +511,7 @@ func parts(s, sep string, n int) int {
 func (b *budget) regexReplace(fn, regex, s, repl string, literal bool) error {
 	re, err := regexp.Compile(regex)
 	if err != nil {
-		return nil // sprig reports it
+		return nil //nolint:nilerr // sprig reports it when it compiles the expression itself
 	}
 	matches := re.FindAllStringIndex(s, b.lim.MaxCount+1)
 	if err := b.count(fn, "number of matches", len(matches)); err != nil {
@@ -532,10 +530,10 @@ func (b *budget) regexReplace(fn, regex, s, repl string, literal bool) error {
 
 // uniq is sprig's uniq and mustUniq, checking the deadline while it compares every element
 // with every other.
-func (b *budget) uniq(fn string, list any) ([]any, error) {
+func (b *budget) uniq(list any) ([]any, error) {
 	v := reflect.ValueOf(list)
 	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
-		return nil, fmt.Errorf("Cannot find uniq on type %s", v.Kind())
+		return nil, fmt.Errorf("Cannot find uniq on type %s", v.Kind()) //nolint:staticcheck // sprig's message, word for word
 	}
 	dest := []any{}
 	for i := 0; i < v.Len(); i++ {

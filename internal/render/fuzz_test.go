@@ -14,9 +14,10 @@ import (
 )
 
 // Bounds of one Render in FuzzRender, for two components: generous, so that they hold on a
-// loaded machine, and far below what an unbounded template takes (all memory, forever).
+// loaded machine (and under the race detector), and far below what an unbounded template takes
+// (all memory, forever).
 const (
-	fuzzMaxRenderTime = 5 * time.Second
+	fuzzMaxRenderTime = 5 * time.Second * raceSlowdown
 	fuzzMaxHeapGrowth = 1 << 30
 )
 

@@ -305,7 +305,8 @@ func (s *sizer) addValue(v reflect.Value, depth int) {
 		s.values++
 	}
 	t := v.Type()
-	if (t.Implements(errorType) || t.Implements(stringerType)) && !(isNilable(v.Kind()) && v.IsNil()) && v.CanInterface() {
+	isNil := isNilable(v.Kind()) && v.IsNil()
+	if (t.Implements(errorType) || t.Implements(stringerType)) && !isNil && v.CanInterface() {
 		// fmt prints what the method returns; these are small values such as times and
 		// versions from sprig's functions.
 		switch m := v.Interface().(type) {

@@ -33,7 +33,7 @@ var operatorNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 func ParseRange(r string) (*semver.Constraints, error) {
 	c, err := semver.NewConstraint(r)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a semantic version range (e.g. \">=1.10.0 <1.12.0\", \"~1.10\" or \"1.10.x || 1.11.x\"): %v", r, err)
+		return nil, fmt.Errorf("%q is not a semantic version range (e.g. \">=1.10.0 <1.12.0\", \"~1.10\" or \"1.10.x || 1.11.x\"): %w", r, err)
 	}
 	return c, nil
 }
@@ -42,7 +42,7 @@ func ParseRange(r string) (*semver.Constraints, error) {
 func ParseVersion(v string) (*semver.Version, error) {
 	parsed, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v"))
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a semantic version such as v1.10.3: %v", v, err)
+		return nil, fmt.Errorf("%q is not a semantic version such as v1.10.3: %w", v, err)
 	}
 	return parsed, nil
 }

@@ -33,10 +33,10 @@ func onTarget(name, w string, since time.Duration) Cluster {
 	return c
 }
 
-// moving is a Cluster of wave w whose topology uses the target while its addons are still the
-// old release's.
-func moving(name, w string) Cluster {
-	c := onOld(name, w)
+// moving is a Cluster of the canary wave whose topology uses the target while its addons are
+// still the old release's.
+func moving(name string) Cluster {
+	c := onOld(name, "canary")
 	c.Release = target
 	return c
 }
@@ -124,7 +124,7 @@ func TestDecide(t *testing.T) {
 			want: outcome{phases: "canary=Rolling remaining=Pending",
 				messages: map[string]string{"canary": "0 of 1 Clusters Available on " + target + "; waiting for c1"}}},
 		{name: "moved but its addons not applied yet: rolling",
-			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{moving("c1", "canary"), onOld("r1", "rest")},
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{moving("c1"), onOld("r1", "rest")},
 				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
 			want: outcome{phases: "canary=Rolling remaining=Pending"}},
 		{name: "applied but not Available yet: rolling",
@@ -152,17 +152,17 @@ func TestDecide(t *testing.T) {
 				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
 			want: outcome{phases: "canary=Proposed", propose: "canary:c2,c3"}},
 		{name: "maxConcurrent: only the capacity left beside Clusters in flight",
-			facts: Facts{Waves: []Wave{wave("canary", 0, 3)}, Clusters: []Cluster{moving("c1", "canary"), onOld("c2", "canary"), onOld("c3", "canary"), onOld("c4", "canary")}},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 3)}, Clusters: []Cluster{moving("c1"), onOld("c2", "canary"), onOld("c3", "canary"), onOld("c4", "canary")}},
 			want:  outcome{phases: "canary=Proposed", propose: "canary:c2,c3"}},
 		{name: "maxConcurrent: no capacity while Clusters are in flight",
-			facts: Facts{Waves: []Wave{wave("canary", 0, 1)}, Clusters: []Cluster{moving("c1", "canary"), onOld("c2", "canary")}},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 1)}, Clusters: []Cluster{moving("c1"), onOld("c2", "canary")}},
 			want:  outcome{phases: "canary=Rolling", messages: map[string]string{"canary": "0 of 2 Clusters Available on " + target + "; waiting for c1, c2"}}},
 		{name: "maxConcurrent: the merged batch not applied yet is not proposed again",
 			facts: Facts{Waves: []Wave{wave("canary", 0, 2)}, Clusters: []Cluster{onTarget("c1", "canary", 0), onOld("c2", "canary"), onOld("c3", "canary")},
 				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1"), pr(2, StateMerged, "c2", "c3")}}},
 			want: outcome{phases: "canary=Rolling"}},
 		{name: "waiting names at most three Clusters",
-			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c5", "canary"), onOld("c4", "canary"), moving("c3", "canary"), onOld("c2", "canary"), onOld("c1", "canary")},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c5", "canary"), onOld("c4", "canary"), moving("c3"), onOld("c2", "canary"), onOld("c1", "canary")},
 				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1", "c2", "c4", "c5")}}},
 			want: outcome{phases: "canary=Rolling",
 				messages: map[string]string{"canary": "0 of 5 Clusters Available on " + target + "; waiting for c1, c2, c3 and 2 more"}}},
@@ -189,7 +189,7 @@ func TestDecide(t *testing.T) {
 			want: outcome{phases: "canary=Halted", halt: &Halt{Wave: "canary",
 				Message: "pull request https://forge/pulls/3 was closed without merging: nothing more is proposed for " + target + " in this wave"}}},
 		{name: "a closed pull request does not matter once every Cluster moved",
-			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{moving("c1", "canary")},
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{moving("c1")},
 				PullRequests: map[string][]PullRequest{"canary": {pr(3, StateClosed, "c1")}}},
 			want: outcome{phases: "canary=Rolling"}},
 		{name: "pull requests are ordered by number; those for another target are ignored",
@@ -275,7 +275,7 @@ func TestRollout(t *testing.T) {
 		{"merged; Flux has not applied it", 2 * time.Minute, []Cluster{onOld("c1", "canary"), onOld("r1", "rest"), onOld("r2", "rest")},
 			map[string][]PullRequest{"canary": {merged(canaryPR)}},
 			outcome{phases: "canary=Rolling remaining=Pending"}},
-		{"applied: the canary moves", 3 * time.Minute, []Cluster{moving("c1", "canary"), onOld("r1", "rest"), onOld("r2", "rest")},
+		{"applied: the canary moves", 3 * time.Minute, []Cluster{moving("c1"), onOld("r1", "rest"), onOld("r2", "rest")},
 			map[string][]PullRequest{"canary": {merged(canaryPR)}},
 			outcome{phases: "canary=Rolling remaining=Pending"}},
 		{"the canary is Available: soaking", 5 * time.Minute, []Cluster{onTarget("c1", "canary", 4*time.Minute), onOld("r1", "rest"), onOld("r2", "rest")},

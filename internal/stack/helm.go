@@ -3,6 +3,7 @@ package stack
 import (
 	"archive/tar"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -44,7 +45,7 @@ func (lt *linter) parseChartTemplates(c Component) bool {
 	root := lt.abs(c.Path)
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return nil
+			return nil //nolint:nilerr // what cannot be read is reported when the chart is loaded to render it
 		}
 		if d.IsDir() {
 			return nil
@@ -342,7 +343,7 @@ func chartYAMLFromArchive(file string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		return nil, err
@@ -446,7 +447,8 @@ var fileInMessage = regexp.MustCompile(`[\w.\-/]+\.(?:yaml|yml|tpl|txt|json)`)
 
 // problemFromRender turns a render error into a problem on the template it names.
 func problemFromRender(err error, c Component) Problem {
-	if p, ok := err.(Problem); ok {
+	var p Problem
+	if errors.As(err, &p) {
 		return p
 	}
 	msg := err.Error()
@@ -563,8 +565,7 @@ func checkClusterClass(files []renderedFile, c Component, want string) []Problem
 			out = append(out, Problem{File: classFiles[i], Message: fmt.Sprintf("the ClusterClass is named %q, want the release name %q (name it {{ .Release.Name }}-{{ .Chart.Version }})", name, want)})
 		}
 		spec, _ := cc["spec"].(map[string]any)
-		var refs []string
-		collectRefs(spec, "spec", &refs, func(where string, ref map[string]any) {
+		collectRefs(spec, "spec", func(where string, ref map[string]any) {
 			kind, _ := ref["kind"].(string)
 			name, _ := ref["name"].(string)
 			if kind == "" || name == "" {
@@ -580,7 +581,7 @@ func checkClusterClass(files []renderedFile, c Component, want string) []Problem
 
 // collectRefs walks a ClusterClass spec and calls fn for every templateRef (v1beta2) or ref
 // (v1beta1) object, skipping patches (whose selectors are no references).
-func collectRefs(v any, where string, refs *[]string, fn func(string, map[string]any)) {
+func collectRefs(v any, where string, fn func(string, map[string]any)) {
 	switch t := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(t))
@@ -597,11 +598,11 @@ func collectRefs(v any, where string, refs *[]string, fn func(string, map[string
 				fn(where+"."+k, child.(map[string]any))
 				continue
 			}
-			collectRefs(child, where+"."+k, refs, fn)
+			collectRefs(child, where+"."+k, fn)
 		}
 	case []any:
 		for i, child := range t {
-			collectRefs(child, fmt.Sprintf("%s[%d]", where, i), refs, fn)
+			collectRefs(child, fmt.Sprintf("%s[%d]", where, i), fn)
 		}
 	}
 }

@@ -27,11 +27,14 @@ import (
 //   - the top-level keys of a shared cluster-addon-values.yaml are components;
 //   - the cluster-class renders exactly one ClusterClass named like the release, whose
 //     template references are all rendered by the cluster-class itself;
-//   - kustomize directories build as Flux kustomize-controller v1.7 builds them (kustomize
-//     api v0.20.1, generated kustomization.yaml when there is none, LoadRestrictionsNone,
-//     builtin plugins only), to Kubernetes objects, and reference only substitution variables
-//     the operator provides (render.BaseVariableNames, or the flattened keys of overwrite.yaml;
-//     ClusterClassVariables for a kustomize cluster-class).
+//   - kustomize directories build with Flux's own packages as kustomize-controller v1.7.3
+//     builds them (fluxcd/pkg/kustomize v1.24.0 Generator and SecureBuild, kustomize api
+//     v0.20.1: generated kustomization.yaml when there is none, LoadRestrictionsNone, builtin
+//     plugins only), to Kubernetes objects, and reference without a default only substitution
+//     variables the operator provides (render.BaseVariableNames, or the flattened keys of
+//     overwrite.yaml; ClusterClassVariables for a kustomize cluster-class), as Flux's
+//     post-build substitution (fluxcd/pkg/kustomize SubstituteVariables, fluxcd/pkg/envsubst)
+//     parses them.
 func Lint(dir, version string) []Problem {
 	s, loadProblems := load(dir)
 	lt := &linter{stackReader: &stackReader{dir: dir}, s: s}
@@ -100,15 +103,14 @@ func (lt *linter) lintClusterClass() {
 		}
 		lt.variables = classVariableDefaults(files)
 	case KindKustomize:
-		objs, err := buildKustomize(lt.dir, c.Path)
+		b, err := buildKustomize(lt.dir, c.Path)
 		if err != nil {
 			lt.ps.addf(c.Path+"/", "%v", err)
 			return
 		}
-		files := []renderedFile{{File: c.Path + "/", Objects: objs}}
+		files := []renderedFile{{File: c.Path + "/", Objects: b.objects}}
 		lt.addAll(objectProblems(files))
-		lt.checkVariables(c, objs, ClusterClassVariables, "the operator's cluster-class variables")
-		if !lt.metadataOK() {
+		if !lt.checkVariables(c, b, ClusterClassVariables, "the operator's cluster-class variables") || !lt.metadataOK() {
 			return
 		}
 		ver := lt.version
@@ -121,7 +123,12 @@ func (lt *linter) lintClusterClass() {
 			"release_version":    ver,
 			"kubernetes_version": lt.s.KubernetesVersion,
 		}
-		files = []renderedFile{{File: c.Path + "/", Objects: substitute(objs, vars)}}
+		objs, err := b.substitute(vars, false)
+		if err != nil {
+			lt.ps.addf(c.Path+"/", "%v", err)
+			return
+		}
+		files = []renderedFile{{File: c.Path + "/", Objects: objs}}
 		for _, p := range checkClusterClass(files, c, lt.s.ReleaseName(ver)) {
 			if strings.Contains(p.Message, "want the release name") {
 				p.Message = strings.Replace(p.Message, "(name it {{ .Release.Name }}-{{ .Chart.Version }})", "(name it ${cluster_class_name})", 1)
@@ -168,12 +175,12 @@ func (lt *linter) lintAddon(c Component) {
 		}
 		lt.addAll(objectProblems(files))
 	case KindKustomize:
-		objs, err := buildKustomize(lt.dir, c.Path)
+		b, err := buildKustomize(lt.dir, c.Path)
 		if err != nil {
 			lt.ps.addf(c.Path+"/", "%v", err)
 			return
 		}
-		lt.addAll(objectProblems([]renderedFile{{File: c.Path + "/", Objects: objs}}))
+		lt.addAll(objectProblems([]renderedFile{{File: c.Path + "/", Objects: b.objects}}))
 		known := render.BaseVariableNames()
 		if lt.s.hasValues(c) {
 			rc := lt.s.renderComponent(c)
@@ -194,8 +201,8 @@ func (lt *linter) lintAddon(c Component) {
 		if lt.s.AddonValuesFile != "" {
 			what = "an operator variable nor a flattened key of the overwrite.yaml or " + ClusterAddonValuesFile + " values"
 		}
-		lt.checkVariables(c, objs, known, what)
-		lt.checkNumericSubstitutions(c, objs)
+		lt.checkVariables(c, b, known, what)
+		lt.checkNumericSubstitutions(c, b.objects)
 	}
 }
 
@@ -207,7 +214,7 @@ func (lt *linter) checkNumericSubstitutions(c Component, objs []map[string]any) 
 	check := func(where string, m map[string]any) {
 		for _, k := range sortedKeys(m) {
 			v, _ := m[k].(string)
-			if sm := substRE.FindStringSubmatch(v); sm != nil && sm[0] == v && numeric[sm[1]] {
+			if name, ok := strings.CutPrefix(v, "${"); ok && strings.HasSuffix(name, "}") && numeric[strings.TrimSuffix(name, "}")] {
 				lt.ps.addf(c.Path+"/", "%s.%s is just %s: kustomize drops the quotes, so Flux substitutes a bare number into a string field and the apply fails; combine it with text (\"${control_plane_endpoint_host}:%s\") or use a Helm component", where, k, v, v)
 			}
 		}
@@ -233,17 +240,20 @@ func (lt *linter) checkNumericSubstitutions(c Component, objs []map[string]any) 
 	}
 }
 
-// checkVariables reports ${var} references that Flux would replace with an empty string.
-func (lt *linter) checkVariables(c Component, objs []map[string]any, known []string, what string) {
-	set := map[string]bool{}
-	for _, k := range known {
-		set[k] = true
+// checkVariables reports ${var} references (without a default) to variables not in known, which
+// Flux would replace with an empty string, and references Flux's substitution cannot parse. It
+// returns false when the substitution fails whatever the variables.
+func (lt *linter) checkVariables(c Component, b *kustomizeBuild, known []string, what string) bool {
+	unset, err := b.unsetVariables(known)
+	if err != nil {
+		lt.ps.addf(c.Path+"/", "%v", err)
+		return false
 	}
-	for _, v := range substitutionVars(objs) {
-		if !set[v] {
-			lt.ps.addf(c.Path+"/", "${%s} is neither %s (Flux would substitute an empty string; known: %s)", v, strings.TrimPrefix(what, "the "), strings.Join(known, ", "))
-		}
+	for _, v := range unset {
+		lt.ps.addf(c.Path+"/", "${%s} is neither %s (Flux would substitute an empty string, or fail with kustomize-controller's StrictPostBuildSubstitutions feature gate; known: %s; for a literal ${%s} write $${%s})",
+			v, strings.TrimPrefix(what, "the "), strings.Join(known, ", "), v, v)
 	}
+	return true
 }
 
 func (lt *linter) addAll(ps []Problem) {
@@ -361,16 +371,16 @@ func RenderClusterClass(dir, version string) ([]map[string]any, error) {
 		version = c.Version
 	}
 	if c.Kind == KindKustomize {
-		objs, err := buildKustomize(dir, c.Path)
+		b, err := buildKustomize(dir, c.Path)
 		if err != nil {
 			return nil, err
 		}
-		return substitute(objs, map[string]string{
+		return b.substitute(map[string]string{
 			"cluster_class_name": s.ReleaseName(version),
 			"release_name":       s.HelmReleaseName(),
 			"release_version":    version,
 			"kubernetes_version": s.KubernetesVersion,
-		}), nil
+		}, false)
 	}
 	files, err := renderHelm(dir, c, helmRender{releaseName: s.HelmReleaseName(), namespace: "default", version: version})
 	if err != nil {

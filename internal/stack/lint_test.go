@@ -320,7 +320,7 @@ func TestLintProblems(t *testing.T) {
 		mutate: func(t *testing.T, dir string) { removeFile(t, dir, "cluster-addon/cluster-info/kustomization.yaml") },
 		want: []wantProblem{
 			{"cluster-addon/cluster-info/overwrite.yaml", "the directory has no kustomization.yaml, so Flux generates one"},
-			{"cluster-addon/cluster-info/", "overwrite.yaml does not decode as Kubernetes objects"},
+			{"cluster-addon/cluster-info/", "Flux generates one from every YAML file below it, and that fails: failed to decode Kubernetes YAML from cluster-addon/cluster-info/overwrite.yaml"},
 		},
 	}, {
 		name: "unknown substitution variable",
@@ -329,6 +329,19 @@ func TestLintProblems(t *testing.T) {
 			replaceInFile(t, dir, "cluster-addon/cluster-info/configmap.yaml", "${infra_region}", "${infra_regoin}")
 		},
 		want: []wantProblem{{"cluster-addon/cluster-info/", "${infra_regoin} is neither an operator variable nor a flattened key of the overwrite.yaml values"}},
+	}, {
+		name: "substitution Flux cannot parse",
+		base: aws,
+		mutate: func(t *testing.T, dir string) {
+			replaceInFile(t, dir, "cluster-addon/cluster-info/configmap.yaml", "${infra_region}", "${infra_region-eu}")
+		},
+		want: []wantProblem{{"cluster-addon/cluster-info/", "post-build substitution fails for ConfigMap cluster-info: variable substitution failed: missing closing brace"}},
+	}, {
+		name: "substitution with a default or escaped",
+		base: aws,
+		mutate: func(t *testing.T, dir string) {
+			replaceInFile(t, dir, "cluster-addon/cluster-info/configmap.yaml", "${infra_region}", "${infra_regoin:=eu-west-1} $${literal}")
+		},
 	}, {
 		name: "a port alone in a ConfigMap value",
 		base: aws,

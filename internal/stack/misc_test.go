@@ -61,12 +61,12 @@ func TestKustomizeWithoutKustomizationFile(t *testing.T) {
 	writeFile(t, dir, "cluster-addon/plain/sub/cm.yml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: kube-system\n")
 	writeFile(t, dir, "cluster-addon/plain/README.md", "not a manifest\n")
 	writeFile(t, dir, "clusteraddon.yaml", "addonStages:\n  AfterControlPlaneInitialized:\n    - name: cni\n      action: apply\n    - name: plain\n      action: apply\n")
-	objs, err := buildKustomize(dir, "cluster-addon/plain")
+	b, err := buildKustomize(dir, "cluster-addon/plain")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 2 {
-		t.Errorf("built %d objects, want 2", len(objs))
+	if len(b.objects) != 2 || len(b.resources) != 2 {
+		t.Errorf("built %d objects (%d resources), want 2", len(b.objects), len(b.resources))
 	}
 	if ps := Lint(dir, "v1"); len(ps) != 0 {
 		t.Errorf("Lint: %v", ps)

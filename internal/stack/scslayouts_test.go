@@ -109,7 +109,6 @@ func TestLintSCSLayouts(t *testing.T) {
 }
 
 func TestLintSCSLayoutProblems(t *testing.T) {
-	vendored := func(t *testing.T) string { return vendoredCopy(t) }
 	tests := []struct {
 		name   string
 		dir    func(t *testing.T) string
@@ -119,12 +118,12 @@ func TestLintSCSLayoutProblems(t *testing.T) {
 		// The subchart is rendered with the values of overwrite.yaml: without them its
 		// required name is missing.
 		name:   "vendored: subchart rendered with overwrite.yaml's values",
-		dir:    vendored,
+		dir:    vendoredCopy,
 		mutate: func(t *testing.T, dir string) { removeFile(t, dir, "cluster-addon/ccm/overwrite.yaml") },
 		want:   []wantProblem{{"cluster-addon/ccm/charts/openstack-cloud-controller-manager/templates/configmap.yaml", "name is required"}},
 	}, {
 		name: "vendored subchart of another version",
-		dir:  vendored,
+		dir:  vendoredCopy,
 		mutate: func(t *testing.T, dir string) {
 			replaceInFile(t, dir, "cluster-addon/metrics-server/Chart.yaml", "version: 0.1.x", "version: 0.2.x")
 		},

@@ -11,12 +11,12 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-// release builds a validated release for Kubernetes k8s with the components in addon order and
-// the BeforeClusterUpgrade apply steps before (nil stages when withStages is false).
-func release(name, k8s string, comps []string, withStages bool, before ...string) *csv1.ClusterStackRelease {
+// release builds a release validated with Kubernetes v1.37.2, with the components in addon
+// order and the BeforeClusterUpgrade apply steps before (nil stages when withStages is false).
+func release(name string, comps []string, withStages bool, before ...string) *csv1.ClusterStackRelease {
 	r := &csv1.ClusterStackRelease{}
 	r.Name = name
-	r.Status.KubernetesVersion = k8s
+	r.Status.KubernetesVersion = "v1.37.2"
 	for _, c := range comps {
 		r.Status.Components = append(r.Status.Components, csv1.ReleaseComponent{Name: c, Kind: csv1.ComponentKindHelm, Version: "1.0.0"})
 	}
@@ -63,7 +63,7 @@ func names(cs []csv1.ReleaseComponent) []string {
 
 func TestCompute(t *testing.T) {
 	comps := []string{"cni", "ccm", "csi"}
-	target := release("p-s-1-37-v1", "v1.37.2", comps, true, "ccm", "cni")
+	target := release("p-s-1-37-v1", comps, true, "ccm", "cni")
 	tests := []struct {
 		name  string
 		in    Input
@@ -81,7 +81,7 @@ func TestCompute(t *testing.T) {
 		message string
 	}{{
 		name:  "no stages in the release: everything moves at once, nothing reported",
-		in:    Input{Cluster: "c1", Target: release("p-s-1-37-v1", "v1.37.2", comps, false), ControlPlaneVersion: "v1.36.3", LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3", Existing: map[string]string{"cni": "p-s-1-36-v2"}},
+		in:    Input{Cluster: "c1", Target: release("p-s-1-37-v1", comps, false), ControlPlaneVersion: "v1.36.3", LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3", Existing: map[string]string{"cni": "p-s-1-36-v2"}},
 		apply: comps,
 	}, {
 		name:   "a new Cluster: everything installed, reported as AfterControlPlaneInitialized",
@@ -151,14 +151,14 @@ func TestCompute(t *testing.T) {
 		stages: []Stage{{Name: csv1.StageAfterControlPlaneInitialized, Components: comps}},
 	}, {
 		name: "a move that keeps the Kubernetes version: workers rolling out hold nothing, delete steps do nothing",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
 			LastApplied: "p-s-1-37-v0", LastAppliedKubernetesVersion: "v1.37.2",
 			Existing: map[string]string{"cni": "p-s-1-37-v0", "ccm": "p-s-1-37-v0", "old": "p-s-1-37-v0"},
 			Workers:  []Worker{md("md-0", "v1.37.2", false)}},
 		apply: comps,
 	}, {
 		name: "an upgrade with delete steps: the objects they name are removed before the control plane moves, a removed component of the release waits",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "ccm", "old", "gone"), ControlPlaneVersion: "v1.36.3",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "ccm", "old", "gone"), ControlPlaneVersion: "v1.36.3",
 			LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-36-v2", "ccm": "p-s-1-36-v2", "csi": "p-s-1-36-v2", "old": "p-s-1-36-v2", "other": "p-s-1-36-v2"}},
 		apply:    []string{"cni"},
@@ -172,7 +172,7 @@ func TestCompute(t *testing.T) {
 		message: "waiting for the control plane of Cluster c1 to run v1.37.2 (it runs v1.36.3): csi stays at p-s-1-36-v2, other stays at p-s-1-36-v2, ccm is removed now and installed again then",
 	}, {
 		name: "an upgrade with delete steps, the objects gone: nothing to remove, the component of the release waits for the workers",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
 			LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-37-v1", "csi": "p-s-1-36-v2"},
 			Workers:  []Worker{md("md-0", "v1.36.3", true)}},
@@ -186,7 +186,7 @@ func TestCompute(t *testing.T) {
 		message: "waiting for the workers of Cluster c1 to run v1.37.2 (MachineDeployment md-0 runs v1.36.3): csi stays at p-s-1-36-v2, ccm is installed then",
 	}, {
 		name: "the Cluster runs the version, a removed component is installed again",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
 			LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-37-v1", "csi": "p-s-1-36-v2"},
 			Workers:  []Worker{md("md-0", "v1.37.2", true)}},
@@ -195,7 +195,7 @@ func TestCompute(t *testing.T) {
 			{Name: csv1.StageAfterClusterUpgrade, Components: []string{"ccm", "csi"}}},
 	}, {
 		name: "the control plane upgrade overtook a delete step (gate skipped): the old object is removed late, not upgraded in place",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "ccm", "old"), ControlPlaneVersion: "v1.37.2",
 			LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-37-v1", "ccm": "p-s-1-36-v2", "csi": "p-s-1-37-v1", "old": "p-s-1-36-v2"}},
 		apply:  []string{"cni", "csi"},
@@ -204,7 +204,7 @@ func TestCompute(t *testing.T) {
 			{Name: csv1.StageAfterClusterUpgrade, Components: []string{"ccm", "csi"}}},
 	}, {
 		name: "a removed component installed again at the release is kept, also while the control plane is behind",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "ccm"), ControlPlaneVersion: "v1.36.3",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "ccm"), ControlPlaneVersion: "v1.36.3",
 			LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-37-v1", "ccm": "p-s-1-37-v1", "csi": "p-s-1-36-v2"}},
 		apply:    []string{"cni", "ccm"},
@@ -216,7 +216,7 @@ func TestCompute(t *testing.T) {
 		message: "waiting for the control plane of Cluster c1 to run v1.37.2 (it runs v1.36.3): csi stays at p-s-1-36-v2",
 	}, {
 		name: "workers behind while only an old component is removed: nothing else to hold",
-		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), "old"), ControlPlaneVersion: "v1.37.2",
+		in: Input{Cluster: "c1", Target: withDeletes(release("p-s-1-37-v1", comps, true, "cni"), "old"), ControlPlaneVersion: "v1.37.2",
 			LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-37-v1", "ccm": "p-s-1-37-v1", "csi": "p-s-1-37-v1", "old": "p-s-1-36-v2"},
 			Workers:  []Worker{md("md-0", "v1.36.3", true)}},
@@ -236,7 +236,7 @@ func TestCompute(t *testing.T) {
 		message: "waiting for the control plane of Cluster c1 to run v1.37.2 (it runs v1.36.3): old stays at p-s-1-36-v2, csi is installed then",
 	}, {
 		name: "an upgrade: an after-upgrade component with an object at the old release is held there",
-		in: Input{Cluster: "c1", Target: release("p-s-1-37-v1", "v1.37.2", comps, true, "cni"), ControlPlaneVersion: "v1.36.3", LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
+		in: Input{Cluster: "c1", Target: release("p-s-1-37-v1", comps, true, "cni"), ControlPlaneVersion: "v1.36.3", LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-36-v2", "ccm": "p-s-1-36-v2", "csi": "p-s-1-37-v1"}},
 		apply: []string{"cni", "csi"},
 		hold:  map[string]string{"ccm": "p-s-1-36-v2"},
@@ -260,7 +260,7 @@ func TestCompute(t *testing.T) {
 		apply: comps,
 	}, {
 		name: "an upgrade without before-upgrade components: nothing moves until the control plane runs the version",
-		in: Input{Cluster: "c1", Target: release("p-s-1-37-v1", "v1.37.2", comps, true), ControlPlaneVersion: "v1.36.3", LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
+		in: Input{Cluster: "c1", Target: release("p-s-1-37-v1", comps, true), ControlPlaneVersion: "v1.36.3", LastApplied: "p-s-1-36-v2", LastAppliedKubernetesVersion: "v1.36.3",
 			Existing: map[string]string{"cni": "p-s-1-36-v2", "ccm": "p-s-1-36-v2", "csi": "p-s-1-36-v2"}},
 		hold:  map[string]string{"cni": "p-s-1-36-v2", "ccm": "p-s-1-36-v2", "csi": "p-s-1-36-v2"},
 		gated: true, cpBehind: true,
@@ -467,7 +467,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestBeforeUpgradeRemovals(t *testing.T) {
-	r := release("r2", "v1.37.2", []string{"cni", "ccm"}, true, "cni")
+	r := release("r2", []string{"cni", "ccm"}, true, "cni")
 	withDeletes(r, "old", "ccm", "old", "cni")
 	r.Status.Stages = append(r.Status.Stages, csv1.ReleaseStage{Name: csv1.StageAfterClusterUpgrade,
 		Steps: []csv1.ReleaseStageStep{{Component: "csi", Action: csv1.StageActionDelete}}})
@@ -476,7 +476,7 @@ func TestBeforeUpgradeRemovals(t *testing.T) {
 	if diff := cmp.Diff([]string{"old", "ccm"}, BeforeUpgradeRemovals(r)); diff != "" {
 		t.Errorf("removals (-want +got):\n%s", diff)
 	}
-	if got := BeforeUpgradeRemovals(release("r2", "v1.37.2", []string{"cni"}, false)); got != nil {
+	if got := BeforeUpgradeRemovals(release("r2", []string{"cni"}, false)); got != nil {
 		t.Errorf("removals without stages = %v, want none", got)
 	}
 }

@@ -23,7 +23,7 @@ const denied = `admission webhook "vcluster.clusterstack.io" denied the request`
 var _ = Describe("A Cluster using a ClusterStackRelease", func() {
 	It("must set the release's Kubernetes version", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		createRelease(ctx, ns, "aws", "base", "1.36", "v1", "v1.36.3")
+		createRelease(ctx, ns, "base", "1.36", "v1.36.3")
 
 		err := k8s.Create(ctx, newCluster(ns, "wrong", "aws-base-1-36-v1", "v1.36.0"))
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
@@ -38,7 +38,7 @@ var _ = Describe("A Cluster using a ClusterStackRelease", func() {
 
 	It("is admitted with a warning while the release has not been validated", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		createRelease(ctx, ns, "aws", "base", "1.37", "v1", "")
+		createRelease(ctx, ns, "base", "1.37", "")
 
 		Expect(k8s.Create(ctx, newCluster(ns, "early", "aws-base-1-37-v1", "v1.37.0"))).To(Succeed())
 		Expect(warnings.all()).To(ContainElement(ContainSubstring(
@@ -47,7 +47,7 @@ var _ = Describe("A Cluster using a ClusterStackRelease", func() {
 
 	It("may not use a release of another namespace", func(ctx SpecContext) {
 		ns, other := newNamespace(ctx), newNamespace(ctx)
-		createRelease(ctx, other, "aws", "base", "1.36", "v1", "v1.36.3")
+		createRelease(ctx, other, "base", "1.36", "v1.36.3")
 
 		c := newCluster(ns, "foreign", "aws-base-1-36-v1", "v1.36.3")
 		c.Spec.Topology.ClassRef.Namespace = other
@@ -60,7 +60,7 @@ var _ = Describe("A Cluster using a ClusterStackRelease", func() {
 
 	It("keeps its other fields writable when it no longer matches its release", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		rel := createRelease(ctx, ns, "aws", "base", "1.36", "v1", "v1.36.3")
+		rel := createRelease(ctx, ns, "base", "1.36", "v1.36.3")
 		c := newCluster(ns, "old", "aws-base-1-36-v1", "v1.36.3")
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 
@@ -90,10 +90,10 @@ var _ = Describe("A Cluster moving between releases", func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		ns = newNamespace(ctx)
-		createRelease(ctx, ns, "aws", "base", "1.36", "v1", "v1.36.3")
-		createRelease(ctx, ns, "aws", "base", "1.37", "v1", "v1.37.1")
-		createRelease(ctx, ns, "aws", "base", "1.38", "v1", "v1.38.0")
-		createRelease(ctx, ns, "aws", "other", "1.36", "v1", "v1.36.3")
+		createRelease(ctx, ns, "base", "1.36", "v1.36.3")
+		createRelease(ctx, ns, "base", "1.37", "v1.37.1")
+		createRelease(ctx, ns, "base", "1.38", "v1.38.0")
+		createRelease(ctx, ns, "other", "1.36", "v1.36.3")
 		c = newCluster(ns, "mover", "aws-base-1-36-v1", "v1.36.3")
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
@@ -129,7 +129,7 @@ var _ = Describe("A Cluster moving between releases", func() {
 var _ = Describe("Clusters that use no stack", func() {
 	It("are not affected", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		createRelease(ctx, ns, "aws", "base", "1.36", "v1", "v1.36.3")
+		createRelease(ctx, ns, "base", "1.36", "v1.36.3")
 
 		for _, class := range []string{"quick-start", "aws-base-1-36-v9" /* shaped like a release, but none */} {
 			c := newCluster(ns, "no-stack-"+strings.ReplaceAll(class, ".", "-"), class, "v1.30.0")
@@ -149,7 +149,7 @@ var _ = Describe("Clusters that use no stack", func() {
 var _ = Describe("The failure policy, with the webhook unreachable", func() {
 	It("refuses only what the rules are about", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		createRelease(ctx, ns, "aws", "base", "1.36", "v1", "v1.36.3")
+		createRelease(ctx, ns, "base", "1.36", "v1.36.3")
 		onStack := newCluster(ns, "on-stack", "aws-base-1-36-v1", "v1.36.3")
 		Expect(k8s.Create(ctx, onStack)).To(Succeed())
 
@@ -208,10 +208,11 @@ func newNamespace(ctx context.Context) string {
 	return n.Name
 }
 
-// createRelease creates release <provider>-<stack>-<k8s>-<version> in ns, validated with
-// Kubernetes patch (not validated when patch is "").
-func createRelease(ctx context.Context, ns, provider, stack, k8sMinor, version, patch string) *csv1.ClusterStackRelease {
+// createRelease creates release aws-<stack>-<k8s>-v1 in ns, validated with Kubernetes patch
+// (not validated when patch is "").
+func createRelease(ctx context.Context, ns, stack, k8sMinor, patch string) *csv1.ClusterStackRelease {
 	GinkgoHelper()
+	const provider, version = "aws", "v1"
 	stackName := provider + "-" + stack + "-" + strings.ReplaceAll(k8sMinor, ".", "-")
 	rel := &csv1.ClusterStackRelease{
 		ObjectMeta: metav1.ObjectMeta{Name: stackName + "-" + version, Namespace: ns},
@@ -224,6 +225,13 @@ func createRelease(ctx context.Context, ns, provider, stack, k8sMinor, version, 
 	if patch != "" {
 		rel.Status.KubernetesVersion = patch
 		Expect(k8s.Status().Update(ctx, rel)).To(Succeed())
+		// The webhook reads the release through the manager's cache, which sees the status a
+		// moment later: a Cluster created before then is judged by the release without it.
+		Eventually(ctx, func(g Gomega) {
+			got := &csv1.ClusterStackRelease{}
+			g.Expect(cached.Get(ctx, client.ObjectKeyFromObject(rel), got)).To(Succeed())
+			g.Expect(got.Status.KubernetesVersion).To(Equal(patch))
+		}).Should(Succeed())
 	}
 	return rel
 }

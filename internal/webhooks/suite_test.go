@@ -43,6 +43,9 @@ var (
 	mgrDone  = make(chan error, 1)
 )
 
+// cached is the manager's cached client, through which the webhook reads releases.
+var cached client.Reader
+
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(GinkgoLogr)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -82,6 +85,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(webhooks.SetupClusterWebhookWithManager(mgr, nil)).To(Succeed())
+	cached = mgr.GetClient()
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
 	go func() { mgrDone <- mgr.Start(mgrCtx) }()

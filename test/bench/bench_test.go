@@ -319,7 +319,6 @@ func percentile(ds []time.Duration, p int) time.Duration {
 func waitFor(ctx context.Context, b *testing.B, e *benchEnv, timeout time.Duration, what string, cond func() (bool, string, error)) {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
-	last := ""
 	for {
 		ok, msg, err := cond()
 		if err != nil {
@@ -328,12 +327,11 @@ func waitFor(ctx context.Context, b *testing.B, e *benchEnv, timeout time.Durati
 		if ok {
 			return
 		}
-		last = msg
 		if err := e.alive(); err != nil {
 			b.Fatalf("wait for %s: %v", what, err)
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, last, e.logDir)
+			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, msg, e.logDir)
 		}
 		select {
 		case <-ctx.Done():

@@ -28,6 +28,8 @@ type observation struct {
 	ProgressingMsg         string
 	LastApplied            string
 	StackAvailableVersion  string
+	// Info is the cluster's status of its cluster-info component (the zero value while it has none).
+	Info csv1.AddonComponentStatus
 }
 
 // observe samples a ClusterAddon and its ClusterStack every 50ms until stop is called.
@@ -45,6 +47,11 @@ func observe(ctx context.Context, ns, cluster string) (stop func() []observation
 		}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil {
 			o.Progressing, o.ProgressingMsg = c.Status, c.Message
+		}
+		for _, c := range a.Status.Components {
+			if c.Name == "cluster-info" {
+				o.Info = c
+			}
 		}
 		return o, true
 	})
@@ -123,6 +130,12 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		Expect(firstAvailable).To(BeNumerically(">", 0), "a new cluster is not Available at once")
 		Expect(obs[:firstAvailable]).To(ContainElement(HaveField("Progressing", metav1.ConditionTrue)), "a healthy rollout goes Progressing, then Available")
 		Expect(obs[:firstAvailable]).NotTo(ContainElement(HaveField("Available", metav1.ConditionTrue)))
+		// cluster-info (a Kustomization) follows cni (a HelmRelease): until cni is Ready the
+		// ClusterAddon reconciler says why it is not created (waitingFor), and the status
+		// reconciler shows that as its message while the Kustomization does not exist.
+		waiting := "waiting for HelmRelease/a1-cni to be Ready before creating it"
+		Expect(obs).To(ContainElement(HaveField("Info", And(HaveField("WaitingFor", waiting), HaveField("Message", waiting), HaveField("Ready", false)))),
+			"the cross-kind order shows in the component's status")
 
 		for _, c := range []string{"a1", "a2"} {
 			Eventually(ctx, func(g Gomega) {
@@ -130,6 +143,11 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
 				g.Expect(a.Status.Progress).To(Equal("2/2"))
+				for _, comp := range a.Status.Components {
+					g.Expect(comp.WaitingFor).To(BeEmpty(), "component %s is installed", comp.Name)
+					g.Expect(comp.Ready).To(BeTrue(), "component %s", comp.Name)
+					g.Expect(comp.Message).To(Equal(comp.FluxObject+" is Ready"), "component %s: what Flux says", comp.Name)
+				}
 			}).Should(Succeed())
 		}
 		var err error

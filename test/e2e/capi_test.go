@@ -203,7 +203,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 		}
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(cpVersion(g)).To(Equal(newKube), "CAPI moved the control plane's version")
-			g.Expect(cp.Status.Version).To(Equal(newKube))
+			g.Expect(cp.Status.Versions).To(ConsistOf(HaveField("Version", newKube)), "every control-plane replica at the new version")
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 
 		By("the workers' upgrade is deferred: cluster-info (AfterClusterUpgrade) stays at the old release")

@@ -106,9 +106,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// publishes v14, and the specs that move tags move only the versions they alone use (v4, v5,
 	// v7).
 	publishVersion(ctx, "v1", nil)
-	publishVersion(ctx, "v2", withClusterInfoKey("stack-version", "v2"))
+	publishVersion(ctx, "v2", withStackVersion("v2"))
 	publishVersion(ctx, "v3", withoutClusterInfo)
-	publishVersion(ctx, "v4", withClusterInfoKey("stack-version", "v4"))
+	publishVersion(ctx, "v4", withStackVersion("v4"))
 	publishVersion(ctx, "v5", withBrokenTemplate)
 	publishVersion(ctx, "v6", withUninstallableChart)
 	publishVersion(ctx, "v7", nil)
@@ -120,7 +120,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	publishVersion(ctx, pinnedVersion, withKustomizeDeployment("pinned", "special"))
 	publishVersion(ctx, hostileVersion, withHostileTemplate)
 	publishVersion(ctx, namesVersion, withConfigMapComponents(namesComponents...))
-	publishVersion(ctx, newestVersion, withClusterInfoKey("stack-version", newestVersion))
+	publishVersion(ctx, newestVersion, withStackVersion(newestVersion))
 }, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {

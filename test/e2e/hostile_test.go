@@ -70,8 +70,8 @@ var _ = Describe("Hostile input: generated names that would collide or overflow"
 	const long = "cluster-with-a-sixty-character-name-for-the-safe-name-spec-x"
 
 	It("delivers every component to Clusters a, a-b and a 60-character one, each object its own", func(ctx SpecContext) {
-		Expect(len(namesComponents[2])).To(Equal(40))
-		Expect(len(long)).To(Equal(60))
+		Expect(namesComponents[2]).To(HaveLen(40))
+		Expect(long).To(HaveLen(60))
 		createNamespace(ctx, ns)
 		Expect(k8s.Create(ctx, newClusterStack(ns, namesVersion))).To(Succeed())
 		clusters := []string{"a", "a-b", long}

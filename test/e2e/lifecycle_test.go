@@ -458,7 +458,7 @@ var _ = Describe("Release lifecycle: a moved tag is not delivered silently", Ord
 		}).Should(Succeed())
 
 		By("moving the tag to another commit")
-		publishVersion(ctx, "v4", withClusterInfoKey("stack-version", "v4-moved"))
+		publishVersion(ctx, "v4", withStackVersion("v4-moved"))
 		moved, err := pl.Git().Head(ctx, stacksRepo, "refs/tags/"+tagPrefix+"v4")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(moved).NotTo(Equal(validated))
@@ -550,7 +550,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		msg := degradedThroughRetries(ctx, "p1", "HelmRelease/"+fluxgen.AddonObjectName("p1", "never-helm"), func(g Gomega) metav1.ConditionStatus {
 			hr := &helmv2.HelmRelease{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "never-helm")}, hr)).To(Succeed())
-			return conditionStatus(hr.Status.Conditions, "Ready")
+			return readyStatus(hr.Status.Conditions)
 		})
 		Expect(msg).NotTo(ContainSubstring("has not observed its latest generation"))
 		Expect(msg).To(ContainSubstring("never-helm"))
@@ -562,7 +562,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		msg := degradedThroughRetries(ctx, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "never-ks"), func(g Gomega) metav1.ConditionStatus {
 			ks := &kustomizev1.Kustomization{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "never-ks")}, ks)).To(Succeed())
-			return conditionStatus(ks.Status.Conditions, "Ready")
+			return readyStatus(ks.Status.Conditions)
 		})
 		Expect(msg).To(ContainSubstring("never-ks"))
 		GinkgoWriter.Printf("Degraded: %s\n", msg)
@@ -601,7 +601,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		msg := degradedThroughRetries(ctx, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "pinned"), func(g Gomega) metav1.ConditionStatus {
 			ks := &kustomizev1.Kustomization{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "pinned")}, ks)).To(Succeed())
-			return conditionStatus(ks.Status.Conditions, "Ready")
+			return readyStatus(ks.Status.Conditions)
 		})
 		Expect(msg).To(ContainSubstring("pinned"))
 		a := getAddon(ctx, Default, ns, "p1")
@@ -610,8 +610,9 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 	})
 })
 
-func conditionStatus(conds []metav1.Condition, t string) metav1.ConditionStatus {
-	if c := apimeta.FindStatusCondition(conds, t); c != nil {
+// readyStatus is the status of the Ready condition in conds, Unknown without one.
+func readyStatus(conds []metav1.Condition) metav1.ConditionStatus {
+	if c := apimeta.FindStatusCondition(conds, "Ready"); c != nil {
 		return c.Status
 	}
 	return metav1.ConditionUnknown
@@ -653,7 +654,7 @@ var _ = Describe("kstatus: Flux health checks understand ClusterStacks", Ordered
 		Eventually(ctx, func(g Gomega) {
 			ks := &kustomizev1.Kustomization{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, ks)).To(Succeed())
-			g.Expect(conditionStatus(ks.Status.Conditions, "Ready")).To(Equal(metav1.ConditionTrue))
+			g.Expect(readyStatus(ks.Status.Conditions)).To(Equal(metav1.ConditionTrue))
 			// Ready only once the stack is: the stack was Available when Flux said so.
 			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())

@@ -122,7 +122,7 @@ var _ = Describe("Releases: auto-subscribe", Ordered, func() {
 		}).Should(Succeed())
 
 		By("pushing a newer tag")
-		publishVersion(ctx, "v20", withClusterInfoKey("stack-version", "v20"))
+		publishVersion(ctx, "v20", withStackVersion("v20"))
 		Eventually(ctx, func(g Gomega) {
 			cs := getStack(ctx, g, ns)
 			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v20"))

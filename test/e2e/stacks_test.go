@@ -34,12 +34,12 @@ func publishVersion(ctx context.Context, v string, mutate func(stackDir string))
 
 // Mutations of the reference stack.
 
-// withClusterInfoKey adds a key to the cluster-info ConfigMap of the kustomize component (its
-// content changes; the cni chart does not).
-func withClusterInfoKey(key, value string) func(string) {
+// withStackVersion adds the key stack-version with value to the cluster-info ConfigMap of the
+// kustomize component (its content changes; the cni chart does not).
+func withStackVersion(value string) func(string) {
 	return func(sd string) {
 		editFile(sd, "cluster-addon/cluster-info/configmap.yaml", func(s string) string {
-			return s + "  " + key + ": \"" + value + "\"\n"
+			return s + "  stack-version: \"" + value + "\"\n"
 		})
 	}
 }

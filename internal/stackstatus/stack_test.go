@@ -1,4 +1,4 @@
-package controllers
+package stackstatus
 
 import (
 	"testing"
@@ -64,8 +64,8 @@ func ssUpgradingAddon(cluster, desired, applied string) csv1.ClusterAddon {
 	)
 }
 
-func ssDegradedAddon(cluster, desired, applied, msg string) csv1.ClusterAddon {
-	return ssAddon(cluster, desired, applied,
+func ssDegradedAddon(cluster, applied, msg string) csv1.ClusterAddon {
+	return ssAddon(cluster, ssRelV1, applied,
 		ssCond("Available", metav1.ConditionFalse, "FluxObjectNotReady", msg),
 		ssCond("Progressing", metav1.ConditionTrue, "Reconciling", "cluster tenant/"+cluster+": reconciling"),
 		ssCond("Degraded", metav1.ConditionTrue, "FluxObjectNotReady", msg),
@@ -86,17 +86,17 @@ type ssWant struct {
 	Healthy                                 bool
 }
 
-func TestComputeStackStatus(t *testing.T) {
+func TestCompute(t *testing.T) {
 	notDegraded := ssC{"False", "AsExpected", ssSubj + "no release or cluster is degraded"}
 	notProgressing := ssC{"False", "AsExpected", ssSubj + "nothing is rolling out"}
 	tests := []struct {
 		name string
-		f    StackFacts
+		f    Facts
 		want ssWant
 	}{
 		{
 			name: "no releases: Available False NoReleases",
-			f:    StackFacts{},
+			f:    Facts{},
 			want: ssWant{
 				ReleaseAvailable: map[string]bool{}, ReleaseClusters: map[string]csv1.ClusterCounts{},
 				Available: ssC{"False", "NoReleases", ssSubj + "no release yet"}, Progressing: notProgressing, Degraded: notDegraded,
@@ -105,7 +105,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "one Available release, no clusters",
-			f:    StackFacts{Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1")}},
+			f:    Facts{Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1")}},
 			want: ssWant{
 				AvailableVersion: "v1",
 				ReleaseAvailable: map[string]bool{ssRelV1: true}, ReleaseClusters: map[string]csv1.ClusterCounts{},
@@ -115,7 +115,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "new release still reconciling: progressing, available stays at v1",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{
 					ssAvailableRelease(ssRelV1, "v1"),
 					ssRelease(ssRelV2, "v2", ssCond("Available", metav1.ConditionFalse, "Reconciling", "release "+ssRelV2+": reconciling"),
@@ -136,7 +136,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "release without conditions counts as being reconciled",
-			f:    StackFacts{Releases: []csv1.ClusterStackRelease{ssRelease(ssRelV1, "v1")}},
+			f:    Facts{Releases: []csv1.ClusterStackRelease{ssRelease(ssRelV1, "v1")}},
 			want: ssWant{
 				ReleaseAvailable: map[string]bool{ssRelV1: false}, ReleaseClusters: map[string]csv1.ClusterCounts{},
 				Available:   ssC{"False", "Reconciling", ssSubj + "no version is fully available yet"},
@@ -147,7 +147,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "rollout to v2 under way: one cluster still has v1 applied, available stays v1",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1"), ssAvailableRelease(ssRelV2, "v2")},
 				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV2), ssUpgradingAddon("c2", ssRelV2, ssRelV1)},
 			},
@@ -164,7 +164,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "v2 applied everywhere but one cluster not Available: available stays v1",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1"), ssAvailableRelease(ssRelV2, "v2")},
 				Addons: []csv1.ClusterAddon{
 					ssUpToDateAddon("c1", ssRelV2),
@@ -188,7 +188,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "rollout complete: available moves to v2",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1"), ssAvailableRelease(ssRelV2, "v2")},
 				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV2), ssUpToDateAddon("c2", ssRelV2)},
 			},
@@ -206,7 +206,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "clusters on two versions, both done: the newer is available",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV2, "v2"), ssAvailableRelease(ssRelV1, "v1")},
 				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1), ssUpToDateAddon("c2", ssRelV2)},
 			},
@@ -224,7 +224,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "versions compare numerically: v10 is newer than v9",
-			f: StackFacts{Releases: []csv1.ClusterStackRelease{
+			f: Facts{Releases: []csv1.ClusterStackRelease{
 				ssAvailableRelease("aws-base-1-33-v9", "v9"), ssAvailableRelease("aws-base-1-33-v10", "v10"), ssAvailableRelease("aws-base-1-33-v10-rc.1", "v10-rc.1"),
 			}},
 			want: ssWant{
@@ -239,7 +239,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "degraded release and addons are listed, at most three",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{
 					ssAvailableRelease(ssRelV1, "v1"),
 					ssRelease(ssRelV2, "v2", ssCond("Available", metav1.ConditionFalse, "InvalidStack", "release "+ssRelV2+": stack is invalid"),
@@ -247,10 +247,10 @@ func TestComputeStackStatus(t *testing.T) {
 						ssCond("Degraded", metav1.ConditionTrue, "InvalidStack", "release "+ssRelV2+": stack is invalid")),
 				},
 				Addons: []csv1.ClusterAddon{
-					ssDegradedAddon("c1", ssRelV1, ssRelV1, "cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom"),
+					ssDegradedAddon("c1", ssRelV1, "cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom"),
 					ssUpToDateAddon("c2", ssRelV1),
-					ssDegradedAddon("c3", ssRelV1, "", "cluster tenant/c3: waiting for Secret c3-kubeconfig (for more than 10m0s)"),
-					ssDegradedAddon("c4", ssRelV1, ssRelV1, "cluster tenant/c4: x"),
+					ssDegradedAddon("c3", "", "cluster tenant/c3: waiting for Secret c3-kubeconfig (for more than 10m0s)"),
+					ssDegradedAddon("c4", ssRelV1, "cluster tenant/c4: x"),
 				},
 			},
 			want: ssWant{
@@ -267,7 +267,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "ReleasesResolved False because a release is in use: Progressing, not Degraded",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1")},
 				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1)},
 				Resolved: &metav1.Condition{Type: "ReleasesResolved", Status: metav1.ConditionFalse, Reason: "InUse", Message: "release " + ssRelV1 + " is no longer wanted but 1 Cluster uses it"},
@@ -285,7 +285,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "ReleasesResolved False for another reason: Degraded",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1")},
 				Resolved: &metav1.Condition{Type: "ReleasesResolved", Status: metav1.ConditionFalse, Reason: "TagListFailed", Message: "listing tags of https://github.com/org/stacks: authentication required"},
 			},
@@ -300,7 +300,7 @@ func TestComputeStackStatus(t *testing.T) {
 		},
 		{
 			name: "ReleasesResolved True changes nothing",
-			f: StackFacts{
+			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1")},
 				Resolved: &metav1.Condition{Type: "ReleasesResolved", Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "resolved"},
 			},
@@ -316,7 +316,7 @@ func TestComputeStackStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := ComputeStackStatus(ssStack, tt.f)
+			res := Compute(ssStack, tt.f)
 			got := ssWant{
 				AvailableVersion: res.AvailableVersion,
 				Clusters:         res.Clusters,
@@ -329,7 +329,7 @@ func TestComputeStackStatus(t *testing.T) {
 				Healthy:          res.Healthy,
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ComputeStackStatus() mismatch (-want +got):\n%s", diff)
+				t.Errorf("Compute() mismatch (-want +got):\n%s", diff)
 			}
 			for typ, c := range map[string]metav1.Condition{"Available": res.Available, "Progressing": res.Progressing, "Degraded": res.Degraded, "Ready": res.Ready} {
 				if c.Type != typ {

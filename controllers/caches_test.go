@@ -1,0 +1,193 @@
+package controllers
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// stackTarball returns a gzipped tarball of the stack directory dir, below prefix, with an
+// extra file so that artifacts of the same stack differ, and its digest.
+func stackTarball(t *testing.T, dir, prefix, extra string) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	add := func(name string, data []byte) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		add(filepath.ToSlash(filepath.Join(prefix, rel)), data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(filepath.ToSlash(filepath.Join(prefix, "EXTRA")), []byte(extra))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return buf.Bytes(), "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// The StackCache keeps at most MaxEntries stacks, drops the least recently used first, and
+// loads a stack again once its hour is over; stacks are fetched from a real HTTP server.
+func TestStackCacheIsBoundedAndExpires(t *testing.T) {
+	var fetches atomic.Int32
+	files := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		data, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	defer srv.Close()
+	repos := map[string]*sourcev1.GitRepository{}
+	for _, name := range []string{"a", "b"} {
+		data, digest := stackTarball(t, "../stacks/aws/base/1-36", "stacks/aws", name)
+		files["/"+name+".tar.gz"] = data
+		repos[name] = &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: sourcev1.GitRepositoryStatus{
+			Artifact: &meta.Artifact{URL: srv.URL + "/" + name + ".tar.gz", Digest: digest, Revision: "main@sha1:" + name, Path: name}}}
+	}
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := &StackCache{MaxEntries: 1, clock: clock}
+	get := func(name string, wantFetches int32) {
+		t.Helper()
+		s, err := c.Get(context.Background(), repos[name], "stacks/aws")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name != "base" {
+			t.Errorf("stack %q, want base", s.Name)
+		}
+		if got := fetches.Load(); got != wantFetches {
+			t.Errorf("after Get(%s): %d fetches, want %d", name, got, wantFetches)
+		}
+	}
+	get("a", 1)
+	get("a", 1) // cached
+	clock.step(stackCacheTTL - time.Second)
+	get("a", 1) // still cached
+	get("b", 2) // drops a: one entry only
+	get("b", 2)
+	get("a", 3)
+	clock.step(stackCacheTTL + time.Second)
+	get("a", 4) // expired
+	if _, err := c.Get(context.Background(), repos["a"], "no/such/dir"); err == nil {
+		t.Error("a missing stack directory is no error")
+	}
+}
+
+// The TagLister keeps at most MaxEntries listings, drops the least recently used first, and
+// keeps each for the maxAge its caller gave.
+func TestTagListerCacheIsBoundedAndExpires(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var listings atomic.Int32
+	l := &TagLister{MaxEntries: 2, clock: clock, List: func(context.Context, *gitauth.Remote) (map[string]string, error) {
+		listings.Add(1)
+		return map[string]string{"v1": "c1"}, nil
+	}}
+	src := func(name string) csv1.StackSource {
+		return csv1.StackSource{URL: "https://git.example.com/" + name + ".git", Path: "."}
+	}
+	refs := func(name string, maxAge time.Duration, want int32) {
+		t.Helper()
+		if _, err := l.Refs(context.Background(), "team-a", src(name), maxAge); err != nil {
+			t.Fatal(err)
+		}
+		if got := listings.Load(); got != want {
+			t.Errorf("after Refs(%s, %s): %d listings, want %d", name, maxAge, got, want)
+		}
+	}
+	refs("a", time.Minute, 1)
+	refs("b", time.Minute, 2)
+	refs("a", time.Minute, 2) // cached, and now the most recently used
+	refs("c", time.Minute, 3) // drops b
+	refs("a", time.Minute, 3)
+	refs("b", time.Minute, 4)
+	clock.step(time.Minute - time.Second)
+	refs("b", time.Minute, 4)
+	refs("b", 30*time.Second, 5) // too old for this caller
+	clock.step(time.Minute + time.Second)
+	refs("b", time.Hour, 6) // kept for the minute its caller asked for, not more
+	l.Forget("team-a", src("b"))
+	refs("b", time.Hour, 7)
+	refs("b", time.Hour, 7)
+}
+
+// The refused-push throttle remembers a refusal for pushRetry on the reconciler's clock.
+func TestRefusedPushesExpireOnTheReconcilersClock(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	r := &ClusterStackUpdatesReconciler{Now: clock.Now}
+	r.refusedPushes().Add("team-a/stack", r.now(), pushRetry)
+	clock.step(pushRetry - time.Second)
+	if _, ok := r.refusedPushes().Get("team-a/stack"); !ok {
+		t.Error("a refusal is forgotten within pushRetry")
+	}
+	clock.step(2 * time.Second)
+	if _, ok := r.refusedPushes().Get("team-a/stack"); ok {
+		t.Error("a refusal is remembered beyond pushRetry")
+	}
+	if _, ok := r.refusedPushes().Get("team-a/other"); ok {
+		t.Error("another ClusterStack's push is throttled")
+	}
+}

@@ -1,0 +1,105 @@
+package controllers_test
+
+import (
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+)
+
+// Pruning of dropped components (ClusterAddonReconciler.pruneStale, pruneValues): when a
+// Cluster moves to a release without one of its components, that component's Flux object is
+// deleted, not suspended, so that Flux uninstalls it from the workload cluster, with a
+// ComponentRemoved Event; the other components' objects are updated in place, the values
+// ConfigMap of the old release goes, and objects the ClusterAddon does not control stay.
+var _ = Describe("ClusterAddon pruning of dropped components", func() {
+	It("deletes the Flux object of a component the new release dropped, and touches nothing else", func() {
+		ns := newNamespace("addon-prune")
+		st1 := newStack("acme", "prune", "1.36").WithHelmAddon("cni", "1.0.0").WithKustomizeAddon("dns").WithHelmAddon("metrics", "1.0.0")
+		st2 := newStack("acme", "prune", "1.36").WithHelmAddon("cni", "1.1.0").WithKustomizeAddon("dns")
+		v1, v2 := publishRelease(ns, st1, "v1"), publishRelease(ns, st2, "v2")
+		newClusterStack(ns, "prune", st1).Versions("v1", "v2").Create()
+		rel1 := releaseValidated(ns, v1)
+		releaseValidated(ns, v2)
+		cni, dns, metrics := fluxgen.AddonObjectName("c1", "cni"), fluxgen.AddonObjectName("c1", "dns"), fluxgen.AddonObjectName("c1", "metrics")
+		// A HelmRelease labelled as c1's that its ClusterAddon does not control.
+		bystander := &helmv2.HelmRelease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-bystander", Labels: map[string]string{
+				csv1.ManagedByLabel: csv1.ManagedByValue, csv1.ClusterNameLabel: "c1", csv1.ComponentLabel: "bystander"}},
+			Spec: helmv2.HelmReleaseSpec{
+				ChartRef: &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "bystander"},
+				Interval: metav1.Duration{Duration: time.Hour},
+			},
+		}
+		Expect(k8s.Create(ctx, bystander)).To(Succeed())
+		c := newCluster(ns, "c1").WithClass(st1, v1).Initialized().Create()
+
+		By("release v1's three components are delivered; Flux puts its finalizer on their objects")
+		Eventually(func(g Gomega) {
+			readyHelmRelease(g, ns, cni, "1.0.0")
+			readyKustomization(g, ns, dns, rel1.Status.Revision)
+			readyHelmRelease(g, ns, metrics, "1.0.0")
+		}).Should(Succeed())
+		uids := map[string]types.UID{}
+		for _, o := range []client.Object{helmRelease(ns, cni), kustomization(ns, dns), helmRelease(ns, metrics)} {
+			update(o, func(o client.Object) { controllerutil.AddFinalizer(o, helmv2.HelmReleaseFinalizer) })
+			uids[o.GetName()] = o.GetUID()
+		}
+		v1Values := &corev1.ConfigMap{ObjectMeta: objectMeta(ns, fluxgen.ValuesConfigMapName("c1", v1))}
+		Expect(k8s.Get(ctx, key(ns, v1Values.Name), v1Values)).To(Succeed())
+
+		By("the Cluster moves to v2, which has no metrics: its HelmRelease is deleted, not suspended")
+		moveCluster(c, v2)
+		Eventually(func(g Gomega) {
+			hr := helmRelease(ns, metrics)
+			g.Expect(k8s.Get(ctx, key(ns, metrics), hr)).To(Succeed())
+			g.Expect(hr.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(hr.Spec.Suspend).To(BeFalse(), "HelmRelease %s was suspended: Flux would leave metrics installed in the workload cluster", metrics)
+		}).Should(Succeed())
+		Eventually(func(g Gomega) []string { return events(g, ns, "ClusterAddon", "c1", "ComponentRemoved") }).Should(ConsistOf(
+			metrics + " is not part of release " + v2 + ": removed from the cluster"))
+
+		By("the components v2 keeps are updated in place; v1's values go; the bystander stays")
+		Eventually(func(g Gomega) {
+			hr := helmRelease(ns, cni)
+			g.Expect(k8s.Get(ctx, key(ns, cni), hr)).To(Succeed())
+			g.Expect(hr.Spec.ChartRef.Name).To(Equal(fluxgen.AddonChartName(v2, "cni")))
+			ks := kustomization(ns, dns)
+			g.Expect(k8s.Get(ctx, key(ns, dns), ks)).To(Succeed())
+			g.Expect(ks.Spec.PostBuild.SubstituteFrom).To(Equal([]kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: fluxgen.ValuesConfigMapName("c1", v2)}}))
+			for _, o := range []client.Object{hr, ks} {
+				g.Expect(o.GetUID()).To(Equal(uids[o.GetName()]), "%s was replaced", o.GetName())
+				g.Expect(o.GetDeletionTimestamp()).To(BeNil(), "%s is being deleted", o.GetName())
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue(csv1.ReleaseLabel, v2))
+			}
+			g.Expect(exists(g, &corev1.ConfigMap{ObjectMeta: objectMeta(ns, fluxgen.ValuesConfigMapName("c1", v2))})).To(BeTrue())
+		}).Should(Succeed())
+		Eventually(gone(v1Values)).Should(Succeed())
+		cur := helmRelease(ns, bystander.Name)
+		Expect(k8s.Get(ctx, key(ns, bystander.Name), cur)).To(Succeed())
+		Expect(cur.ResourceVersion).To(Equal(bystander.ResourceVersion), "the bystander HelmRelease was written to")
+		Eventually(func(g Gomega) []string {
+			var names []string
+			for _, comp := range clusterAddon(g, ns, "c1").Status.Components {
+				names = append(names, comp.Name+"@"+comp.Release)
+			}
+			return names
+		}).Should(Equal([]string{"cni@" + v2, "dns@" + v2}))
+
+		By("helm-controller uninstalls metrics and lets its HelmRelease go")
+		update(helmRelease(ns, metrics), func(hr *helmv2.HelmRelease) { controllerutil.RemoveFinalizer(hr, helmv2.HelmReleaseFinalizer) })
+		Eventually(gone(helmRelease(ns, metrics))).Should(Succeed())
+		Expect(exists(Default, helmRelease(ns, cni))).To(BeTrue())
+	})
+})

@@ -1,0 +1,193 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+)
+
+// TestUpdateStatusEmit writes a ClusterAddon's status on a real API server (bin/, built by `make
+// tools`) and checks when Events are recorded: once, after the write that made the change
+// succeeded; not for a retried attempt, a write that found nothing to change, a mutation that
+// gave up or a write the API server refused. A conflicting writer's field survives the retry.
+func TestUpdateStatusEmit(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin")
+	for _, f := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
+			t.Fatalf("this test runs a real API server: %s is missing; run `make tools` (make test does)", filepath.Join(bin, f))
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                clientgoscheme.Scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, csv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.New(cfg, client.Options{Scheme: scheme}) // another controller
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "status-write"}}); err != nil {
+		t.Fatal(err)
+	}
+	addon := &csv1.ClusterAddon{ObjectMeta: metav1.ObjectMeta{Namespace: "status-write", Name: "c1"}, Spec: csv1.ClusterAddonSpec{ClusterName: "c1"}}
+	if err := c.Create(ctx, addon); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(addon)
+	rv := func() string {
+		t.Helper()
+		a := &csv1.ClusterAddon{}
+		if err := c.Get(ctx, key, a); err != nil {
+			t.Fatal(err)
+		}
+		return a.ResourceVersion
+	}
+	rec := record.NewFakeRecorder(16)
+	recorded := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-rec.Events:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+	available := metav1.Condition{Type: csv1.AvailableCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected, Message: "available"}
+
+	t.Run("a change is written, then its Event recorded once", func(t *testing.T) {
+		before := rv()
+		attempts := 0
+		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+			attempts++
+			fluxstatus.SetCondition(&a.Status.Conditions, available)
+			return true, []statusEvent{normalEvent("AvailableTrue", "available")}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rv() == before {
+			t.Error("nothing was written")
+		}
+		if got := recorded(); len(got) != 1 || got[0] != "Normal AvailableTrue available" || attempts != 1 {
+			t.Errorf("events %q after %d attempts, want one after one", got, attempts)
+		}
+	})
+
+	t.Run("nothing to change: no write and no Event, whatever mutate decided", func(t *testing.T) {
+		before := rv()
+		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+			fluxstatus.SetCondition(&a.Status.Conditions, available)
+			return true, []statusEvent{normalEvent("AvailableTrue", "available")}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after := rv(); after != before {
+			t.Errorf("an unchanged status was written (resourceVersion %s -> %s)", before, after)
+		}
+		if got := recorded(); len(got) != 0 {
+			t.Errorf("events %q for a write that did not happen", got)
+		}
+	})
+
+	t.Run("a conflict: the retried attempt's Event only, the other writer's field kept", func(t *testing.T) {
+		attempts := 0
+		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+			attempts++
+			if attempts == 1 {
+				// Another controller writes its own field between our read and our write.
+				cur := &csv1.ClusterAddon{}
+				if err := other.Get(ctx, key, cur); err != nil {
+					t.Fatal(err)
+				}
+				cur.Status.AvailableUpgrades = []string{"aws-base-1-36-v2"}
+				if err := other.Status().Update(ctx, cur); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.Status.Progress = "1/1"
+			return true, []statusEvent{normalEvent("Written", fmt.Sprintf("attempt %d", attempts))}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recorded(); len(got) != 1 || got[0] != "Normal Written attempt 2" {
+			t.Errorf("events %q after %d attempts, want only attempt 2's", got, attempts)
+		}
+		a := &csv1.ClusterAddon{}
+		if err := c.Get(ctx, key, a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Status.Progress != "1/1" || len(a.Status.AvailableUpgrades) != 1 {
+			t.Errorf("progress %q, availableUpgrades %v: each writer's field must survive", a.Status.Progress, a.Status.AvailableUpgrades)
+		}
+	})
+
+	t.Run("mutate gives up: errStaleStatus, no write, no Event", func(t *testing.T) {
+		before := rv()
+		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+			a.Status.Progress = "0/1"
+			return false, []statusEvent{warningEvent("Stale", "stale")}
+		})
+		if !errors.Is(err, errStaleStatus) {
+			t.Errorf("err = %v, want errStaleStatus", err)
+		}
+		if rv() != before {
+			t.Error("a mutation that gave up was written")
+		}
+		if got := recorded(); len(got) != 0 {
+			t.Errorf("events %q for a mutation that gave up", got)
+		}
+	})
+
+	t.Run("the API server refuses the write: its error, no Event", func(t *testing.T) {
+		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+			a.Status.Components = []csv1.AddonComponentStatus{{Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r1", WaitingFor: strings.Repeat("x", 3000)}}
+			return true, []statusEvent{warningEvent("Refused", "refused")}
+		})
+		if err == nil || !strings.Contains(err.Error(), "waitingFor") {
+			t.Errorf("err = %v, want the API server's refusal of a waitingFor over 2048 characters", err)
+		}
+		if got := recorded(); len(got) != 0 {
+			t.Errorf("events %q for a refused write", got)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package controllers_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/controllers"
+)
+
+// The reconciler test layer: the operator's controllers, wired by controllers.Setup as
+// cmd/main.go wires them, in a manager in this process against a real kube-apiserver and etcd
+// (bin/, built by `make tools`) with our CRDs and those of Cluster API and Flux. No Flux or
+// Cluster API controller runs: the specs play them, writing the status source-controller,
+// helm-controller and kustomize-controller would write (Ready, observedGeneration, artifacts,
+// history), and serving the stacks' artifacts over HTTP as source-controller's storage does.
+// One file per behaviour, `<kind>_<behaviour>_test.go`, each in its own namespace; the object
+// builders and the Flux stand-ins are in testbuilders_test.go.
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+	RunSpecs(t, "Controllers on a real API server")
+}
+
+// managementNamespace is the namespace the ManagementOperator controller is configured with (no
+// spec here uses it).
+const managementNamespace = "clusterstack-system"
+
+var (
+	env *envtest.Environment
+	// k8s reads and writes the API server directly (no cache), and watches.
+	k8s client.WithWatch
+	// artifacts serves the stacks' artifacts; tags lists the repositories' tags.
+	artifacts *artifactServer
+	tags      = &tagRegistry{}
+	stopMgr   context.CancelFunc
+	mgrDone   = make(chan error, 1)
+)
+
+// operatorScheme holds every type the operator reads or writes: cmd/main.go's Scheme.
+func operatorScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(csv1.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	utilruntime.Must(helmv2.AddToScheme(s))
+	return s
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(GinkgoLogr)
+	root, err := filepath.Abs("..")
+	Expect(err).NotTo(HaveOccurred())
+	bin := filepath.Join(root, "bin")
+	crds := []string{
+		filepath.Join(root, "config", "crd", "bases"),
+		filepath.Join(bin, "crds", "capi-core", "bases"),
+		filepath.Join(bin, "crds", "flux"),
+	}
+	for _, p := range append([]string{filepath.Join(bin, "kube-apiserver"), filepath.Join(bin, "etcd")}, crds[1:]...) {
+		_, err := os.Stat(p)
+		Expect(err).NotTo(HaveOccurred(), "the reconciler tests run a real API server with the Cluster API and Flux CRDs: %s is missing; run `make tools` (make test does)", p)
+	}
+	env = &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+		// No CAPI types: envtest would otherwise point the CAPI CRDs at a conversion webhook.
+		Scheme: clientgoscheme.Scheme,
+	}
+	cfg, err := env.Start()
+	Expect(err).NotTo(HaveOccurred())
+
+	scheme := operatorScheme()
+	k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	artifacts = newArtifactServer()
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(managementNamespace),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	mgrCtx, cancel := context.WithCancel(context.Background())
+	stopMgr = cancel
+	// As cmd/main.go does, with the tag listing answered by the specs' registry instead of
+	// a Git server (TagLister.List).
+	Expect(controllers.Setup(mgrCtx, mgr, controllers.Config{
+		Grace:               5 * time.Minute,
+		Tags:                &controllers.TagLister{Reader: mgr.GetAPIReader(), List: tags.list},
+		ManagementNamespace: managementNamespace,
+	})).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		mgrDone <- mgr.Start(mgrCtx)
+	}()
+	Eventually(func() bool { return mgr.GetCache().WaitForCacheSync(mgrCtx) }).Should(BeTrue())
+})
+
+var _ = AfterSuite(func() {
+	if stopMgr != nil {
+		stopMgr()
+		Eventually(mgrDone, time.Minute).Should(Receive(BeNil()))
+	}
+	if artifacts != nil {
+		artifacts.Close()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
