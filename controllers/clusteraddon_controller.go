@@ -418,7 +418,7 @@ func (r *ClusterAddonReconciler) renderInput(ctx context.Context, s *addonScope)
 		return render.Input{}, err
 	}
 	in := render.Input{
-		Cluster: clean(clusterMap),
+		Cluster: render.Clean(clusterMap),
 		Release: render.Release{Name: s.release.Name, Version: s.release.Spec.Version, KubernetesVersion: s.release.Status.KubernetesVersion},
 	}
 	if in.ControlPlane, err = r.referenced(ctx, s.cluster, s.cluster.Spec.ControlPlaneRef); err != nil {
@@ -451,20 +451,7 @@ func (r *ClusterAddonReconciler) referenced(ctx context.Context, cluster *cluste
 		}
 		return nil, err
 	}
-	return clean(u.Object), nil
-}
-
-// clean drops what no template needs and what would make renders differ without a real change.
-func clean(m map[string]any) map[string]any {
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "managedFields")
-		delete(md, "resourceVersion")
-		delete(md, "generation")
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-		}
-	}
-	return m
+	return render.Clean(u.Object), nil
 }
 
 // watchKind starts watching objects of a referenced kind (once per kind), mapping them to the

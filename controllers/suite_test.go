@@ -7,23 +7,16 @@ import (
 	"testing"
 	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
+	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 )
 
 // The reconciler test layer: the operator's controllers, wired by controllers.Setup as
@@ -58,19 +51,6 @@ var (
 	mgrDone   = make(chan error, 1)
 )
 
-// operatorScheme holds every type the operator reads or writes: cmd/main.go's Scheme.
-func operatorScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(csv1.AddToScheme(s))
-	utilruntime.Must(clusterv1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
-	utilruntime.Must(helmv2.AddToScheme(s))
-	return s
-}
-
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
 	root, err := filepath.Abs("..")
@@ -95,7 +75,7 @@ var _ = BeforeSuite(func() {
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 
-	scheme := operatorScheme()
+	scheme := scheme.New()
 	k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	artifacts = newArtifactServer()

@@ -1,6 +1,7 @@
 // Command kubectl-clusterstack is a kubectl plugin for the clusterstack-operator: install it on
-// the PATH (go install github.com/clusterstack-io/clusterstack-operator/cmd/kubectl-clusterstack@latest,
-// or krew with config/krew/clusterstack.yaml) and run `kubectl clusterstack`:
+// the PATH (`go install ./cmd/kubectl-clusterstack` from a checkout: the module's replace
+// directives keep `go install ...@version` from working; or krew with config/krew/clusterstack.yaml)
+// and run `kubectl clusterstack`:
 //
 //	kubectl clusterstack tree [STACK]      ClusterStacks -> releases -> Clusters -> components
 //	kubectl clusterstack why CLUSTER       what blocks a Cluster's addons

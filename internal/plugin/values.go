@@ -586,7 +586,7 @@ func leafPaths(m map[string]any, limit int) [][]any {
 // mutated is a copy of m with the leaf at p changed: a string gets a suffix, a number grows by
 // one, a boolean is negated.
 func mutated(m map[string]any, p []any) map[string]any {
-	c := deepCopy(m).(map[string]any)
+	c := render.DeepCopyValue(m).(map[string]any)
 	var parent any = c
 	for i, s := range p {
 		last := i == len(p)-1
@@ -628,24 +628,6 @@ func mutate(v any) any {
 		return json.Number(string(t) + "1")
 	}
 	return fmt.Sprintf("%v~", v)
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
 }
 
 // pathString prints a path as ".spec.clusterNetwork.pods.cidrBlocks[0]".

@@ -257,21 +257,22 @@ func deepCopy(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	return deepCopyValue(m).(map[string]any)
+	return DeepCopyValue(m).(map[string]any)
 }
 
-func deepCopyValue(v any) any {
+// DeepCopyValue copies the maps and lists of a JSON-like value; other values are shared.
+func DeepCopyValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			out[k] = deepCopyValue(e)
+			out[k] = DeepCopyValue(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
-			out[i] = deepCopyValue(e)
+			out[i] = DeepCopyValue(e)
 		}
 		return out
 	default:
@@ -595,4 +596,20 @@ func SortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Clean drops from an object read from the API what no template needs and what would make
+// renders differ without a real change (managed fields, resourceVersion, generation, kubectl's
+// last-applied annotation). The operator and the kubectl plugin's values provenance both use it,
+// so both render from the same input.
+func Clean(m map[string]any) map[string]any {
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+		delete(md, "resourceVersion")
+		delete(md, "generation")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+		}
+	}
+	return m
 }

@@ -10,22 +10,15 @@ import (
 	"io"
 	"os"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/plugin"
+	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 )
 
 // ExitError ends the command with an exit code, having printed what it had to say.
@@ -60,19 +53,6 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 	}
 	return ExitCode(err)
-}
-
-// Scheme is the scheme the plugin reads objects with: Kubernetes', the operator's, Cluster
-// API's (v1beta2) and Flux's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(csv1.AddToScheme(s))
-	utilruntime.Must(clusterv1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
-	utilruntime.Must(helmv2.AddToScheme(s))
-	return s
 }
 
 // options are the flags every command shares.
@@ -112,7 +92,7 @@ func (o *options) client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to the API server: %w", err)
 	}

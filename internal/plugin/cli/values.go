@@ -157,7 +157,7 @@ func renderObjects(ctx context.Context, c client.Client, cluster *clusterv1.Clus
 	if err != nil {
 		return render.Input{}, fmt.Errorf("convert Cluster %s: %w", cluster.Name, err)
 	}
-	in := render.Input{Cluster: clean(m)}
+	in := render.Input{Cluster: render.Clean(m)}
 	if in.ControlPlane, err = referenced(ctx, c, cluster, cluster.Spec.ControlPlaneRef); err != nil {
 		return in, err
 	}
@@ -182,21 +182,7 @@ func referenced(ctx context.Context, c client.Client, cluster *clusterv1.Cluster
 	if ok, err := getOrNil(ctx, c, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, u); err != nil || !ok {
 		return nil, err
 	}
-	return clean(u.Object), nil
-}
-
-// clean drops what the operator drops before rendering (managed fields, resourceVersion,
-// generation, kubectl's last-applied annotation).
-func clean(m map[string]any) map[string]any {
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "managedFields")
-		delete(md, "resourceVersion")
-		delete(md, "generation")
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-		}
-	}
-	return m
+	return render.Clean(u.Object), nil
 }
 
 // fetchStack loads the stack of a release from its GitRepository's artifact.
