@@ -677,23 +677,12 @@ func Leaves(values map[string]any) map[string]string {
 	return out
 }
 
+// scalar formats a value as render does, but shows null as "null" (an empty string is a value).
 func scalar(v any) string {
-	switch t := v.(type) {
-	case nil:
+	if v == nil {
 		return "null"
-	case string:
-		return t
-	case bool:
-		return strconv.FormatBool(t)
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	case int64:
-		return strconv.FormatInt(t, 10)
-	case int:
-		return strconv.Itoa(t)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return render.FormatScalar(v)
 }
 
 // WriteValues prints the Cluster's values as text: the flat variables, then each component's

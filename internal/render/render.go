@@ -588,6 +588,10 @@ func str(v any) string {
 	}
 }
 
+// FormatScalar formats a JSON scalar the way a person would write it in YAML ("" for null),
+// as values are rendered; the kubectl plugin shows values with it.
+func FormatScalar(v any) string { return str(v) }
+
 // SortedKeys returns the keys of m in order (for stable output in messages).
 func SortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
