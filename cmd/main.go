@@ -26,16 +26,22 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, artifactHost    string
-		webhookHost, webhookCertDir, defaultSA  string
-		managementNamespace                     string
-		webhookPort                             int
-		leaderElect, enableWebhooks, runtimeExt bool
-		grace, addonTimeout                     time.Duration
+		metricsAddr, probeAddr, artifactHost      string
+		webhookHost, webhookCertDir, defaultSA    string
+		managementNamespace                       string
+		webhookPort                               int
+		leaderElect, enableWebhooks, runtimeExt   bool
+		grace, addonTimeout                       time.Duration
+		leaseDuration, renewDeadline, retryPeriod time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that only one replica reconciles at a time.")
+	flag.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a replica waits, after the leader last renewed the lease, before it takes the lease over (a crashed leader is replaced within this time).")
+	flag.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew the lease before it gives up leadership (and exits); shorter than the lease duration.")
+	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the lease.")
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
 	flag.DurationVar(&addonTimeout, "addon-timeout", fluxgen.AddonTimeout, "How long Flux may take for one install, upgrade or health check of a cluster's addon (spec.timeout of the generated HelmReleases and Kustomizations); a failure is reported when it runs out and Flux retries.")
 	flag.StringVar(&artifactHost, "artifact-host-override", os.Getenv("SOURCE_CONTROLLER_LOCALHOST"),
@@ -64,8 +70,16 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "clusterstack-operator.clusterstack.io",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}),
-		Cache:                  controllers.CacheOptions(managementNamespace),
+		// The lease lives in the operator's own namespace (where config/rbac grants it leases).
+		LeaderElectionNamespace: managementNamespace,
+		LeaseDuration:           &leaseDuration,
+		RenewDeadline:           &renewDeadline,
+		RetryPeriod:             &retryPeriod,
+		// A replica that stops gracefully hands the lease over at once instead of making the
+		// next leader wait for the lease to run out: nothing runs after the manager stops.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}),
+		Cache:                         controllers.CacheOptions(managementNamespace),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")

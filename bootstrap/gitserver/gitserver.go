@@ -44,17 +44,27 @@ const shutdownTimeout = 5 * time.Second
 var repoSegment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Server is a running Git smart-HTTP server. It is safe for concurrent use.
+//
+// [Server.Stop] and [Server.Restart] take it off the network and put it back on the same
+// address, with the same repositories (to test clients against a Git server that goes away);
+// [Server.Close] ends it for good.
 type Server struct {
-	root   string
-	git    string
-	url    string
-	ln     net.Listener
-	srv    *http.Server
-	served chan error
-	logOut io.Writer
+	root    string
+	git     string
+	url     string
+	addr    string // host:port it serves on, kept for Restart
+	handler http.Handler
+	logger  *log.Logger
+	logOut  io.Writer
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // one per repository: Publish runs serially per repository
+
+	// serveMu guards the serving state.
+	serveMu sync.Mutex
+	srv     *http.Server // nil while stopped
+	served  chan error   // Serve's result for srv
+	closed  bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -88,7 +98,6 @@ func Start(root, addr string, opts ...Option) (*Server, error) {
 		git:    gitPath,
 		logOut: io.Discard,
 		locks:  map[string]*sync.Mutex{},
-		served: make(chan error, 1),
 	}
 	for _, o := range opts {
 		o(s)
@@ -98,10 +107,10 @@ func Start(root, addr string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	s.ln = ln
-	s.url = "http://" + ln.Addr().String()
+	s.addr = ln.Addr().String()
+	s.url = "http://" + s.addr
 
-	logger := log.New(s.logOut, "gitserver: ", log.LstdFlags)
+	s.logger = log.New(s.logOut, "gitserver: ", log.LstdFlags)
 	backend := &cgi.Handler{
 		Path: gitPath,
 		Args: []string{"http-backend"},
@@ -113,22 +122,88 @@ func Start(root, addr string, opts ...Option) (*Server, error) {
 			"GIT_CONFIG_GLOBAL=" + os.DevNull,
 		},
 		InheritEnv: []string{"PATH"},
-		Logger:     logger,
+		Logger:     s.logger,
 		Stderr:     s.logOut,
 	}
-	s.srv = &http.Server{
-		Handler:           s.withoutGitSuffix(backend),
+	s.handler = s.withoutGitSuffix(backend)
+	s.serve(ln)
+	return s, nil
+}
+
+// serve serves on ln; the caller holds serveMu or has the only reference to s.
+func (s *Server) serve(ln net.Listener) {
+	srv := &http.Server{
+		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          logger,
+		ErrorLog:          s.logger,
 	}
+	served := make(chan error, 1)
 	go func() {
-		err := s.srv.Serve(ln)
+		err := srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
-		s.served <- err
+		served <- err
 	}()
-	return s, nil
+	s.srv, s.served = srv, served
+}
+
+// shutdown stops serving: it closes the listener (new connections are refused), waits a
+// bounded time for requests in flight, then closes every connection. The caller holds serveMu.
+func (s *Server) shutdown() error {
+	if s.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := s.srv.Shutdown(ctx); err != nil {
+		_ = s.srv.Close()
+		errs = append(errs, fmt.Errorf("shut down git server: %w", err))
+	}
+	if err := <-s.served; err != nil {
+		errs = append(errs, fmt.Errorf("git server: %w", err))
+	}
+	s.srv, s.served = nil, nil
+	return errors.Join(errs...)
+}
+
+// Stop takes the server off the network, as if it had crashed or its host were unreachable:
+// connections to its address are refused until [Server.Restart]. Requests in flight get a
+// bounded time to finish. The repositories stay. Stop is idempotent; after Close it does
+// nothing.
+func (s *Server) Stop() error {
+	s.serveMu.Lock()
+	defer s.serveMu.Unlock()
+	return s.shutdown()
+}
+
+// Restart serves again, on the same address (URL and RepoURL do not change), after Stop. It
+// does nothing while the server serves, and fails after Close or when the address was taken
+// meanwhile.
+func (s *Server) Restart() error {
+	s.serveMu.Lock()
+	defer s.serveMu.Unlock()
+	if s.closed {
+		return errors.New("restart git server: it was closed")
+	}
+	if s.srv != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("restart git server: listen on %s: %w", s.addr, err)
+	}
+	s.serve(ln)
+	return nil
+}
+
+// Serving tells whether the server serves (it was not stopped, or was restarted since, and
+// not closed).
+func (s *Server) Serving() bool {
+	s.serveMu.Lock()
+	defer s.serveMu.Unlock()
+	return s.srv != nil
 }
 
 // gitPathMarkers start the part of a smart-HTTP or dumb-HTTP URL path that follows the
@@ -320,18 +395,13 @@ func (s *Server) Head(ctx context.Context, repo, ref string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// Close stops the server, waiting a bounded time for requests in flight.
+// Close stops the server for good (see Stop; Restart fails afterwards). It is idempotent.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		if err := s.srv.Shutdown(ctx); err != nil {
-			_ = s.srv.Close()
-			s.closeErr = fmt.Errorf("shut down git server: %w", err)
-		}
-		if err := <-s.served; err != nil && s.closeErr == nil {
-			s.closeErr = fmt.Errorf("git server: %w", err)
-		}
+		s.serveMu.Lock()
+		defer s.serveMu.Unlock()
+		s.closed = true
+		s.closeErr = s.shutdown()
 	})
 	return s.closeErr
 }

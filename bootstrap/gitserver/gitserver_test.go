@@ -3,6 +3,7 @@ package gitserver
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,5 +288,61 @@ func TestInvalidArguments(t *testing.T) {
 		if err := s.Publish(ctx, c.repo, c.src, c.path, c.tag); err == nil {
 			t.Errorf("%s: Publish succeeded, want error", c.name)
 		}
+	}
+}
+
+func TestStopAndRestartOnTheSameAddress(t *testing.T) {
+	s := startServer(t)
+	url, err := s.CreateRepo("kept")
+	if err != nil {
+		t.Fatalf("CreateRepo: %v", err)
+	}
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"f.txt": "v1"})
+	if err := s.Publish(context.Background(), "kept", src, "", "v1"); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	addr := strings.TrimPrefix(s.URL(), "http://")
+
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if s.Serving() {
+		t.Fatal("Serving after Stop")
+	}
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = conn.Close()
+		t.Fatalf("connection to %s accepted while stopped", addr)
+	}
+	if err := s.Publish(context.Background(), "kept", src, "", "v2"); err == nil {
+		t.Fatal("Publish succeeded while stopped")
+	}
+
+	if err := s.Restart(); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("second Restart: %v", err)
+	}
+	if !s.Serving() || s.URL() != "http://"+addr || s.RepoURL("kept") != url {
+		t.Fatalf("after Restart: serving %v, URL %s, RepoURL %s; want http://%s and %s", s.Serving(), s.URL(), s.RepoURL("kept"), addr, url)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	gitCLI(t, "", "clone", "--quiet", "--branch", "v1", url, clone)
+	if got := listFiles(t, clone); !equalFiles(got, map[string]string{"f.txt": "v1"}) {
+		t.Fatalf("clone after Restart has %v", got)
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Restart(); err == nil {
+		t.Fatal("Restart after Close succeeded")
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop after Close: %v", err)
 	}
 }

@@ -168,6 +168,29 @@ func (r *Reconciler) WorkloadCluster(key types.NamespacedName) (*WorkloadCluster
 	return w, ok
 }
 
+// StopWorkloadAPIServer stops the API server of the workload cluster of the Cluster key and
+// keeps the rest of it (see WorkloadCluster.StopAPIServer): an outage of that cluster's control
+// plane. The Reconciler does not start the cluster afresh meanwhile, and deleting the Cluster
+// still completes (its processes are stopped). It is idempotent.
+func (r *Reconciler) StopWorkloadAPIServer(key types.NamespacedName) error {
+	w, ok := r.WorkloadCluster(key)
+	if !ok {
+		return fmt.Errorf("stop workload API server: no workload cluster runs for Cluster %s", key)
+	}
+	return w.StopAPIServer()
+}
+
+// StartWorkloadAPIServer starts the API server that StopWorkloadAPIServer stopped again, on the
+// same port with the same certificates and data, and returns once it is healthy (see
+// WorkloadCluster.StartAPIServer). It does nothing while that API server runs.
+func (r *Reconciler) StartWorkloadAPIServer(ctx context.Context, key types.NamespacedName) error {
+	w, ok := r.WorkloadCluster(key)
+	if !ok {
+		return fmt.Errorf("start workload API server: no workload cluster runs for Cluster %s", key)
+	}
+	return w.StartAPIServer(ctx)
+}
+
 // Shutdown stops all workload clusters, waiting for those being started, and makes every
 // later reconcile fail. Call it after the manager has stopped.
 func (r *Reconciler) Shutdown() error {
@@ -307,7 +330,7 @@ func setTopologyCondition(c *clusterv1.Cluster, missing error) {
 }
 
 // ensureWorkload returns the Cluster's running workload cluster, starting it (again, when
-// one of its processes exited) as needed.
+// one of its processes exited, unless its API server is down on purpose) as needed.
 func (r *Reconciler) ensureWorkload(ctx context.Context, c *clusterv1.Cluster) (*WorkloadCluster, error) {
 	key := client.ObjectKeyFromObject(c)
 	r.mu.Lock()
@@ -322,6 +345,8 @@ func (r *Reconciler) ensureWorkload(ctx context.Context, c *clusterv1.Cluster) (
 
 	log := ctrl.LoggerFrom(ctx)
 	if w != nil {
+		// While its API server is down on purpose (StopWorkloadAPIServer), the cluster is kept
+		// as it is: Exited reports nothing then.
 		exitErr := w.Exited()
 		if exitErr == nil {
 			return w, nil

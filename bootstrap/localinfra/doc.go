@@ -32,7 +32,9 @@
 //     (and TopologyReconciled True; False with reason WaitingForClusterClass while the
 //     ClusterClass or one of its templates does not exist yet);
 //   - checks the workload cluster's processes every 30 seconds and starts it again when one
-//     has exited.
+//     has exited, except while its API server is down on purpose
+//     ([Reconciler.StopWorkloadAPIServer], for fault tests; [Reconciler.StartWorkloadAPIServer]
+//     brings the same API server back on the same port, with its data and certificates).
 //
 // When the Cluster is deleted, the Reconciler stops that workload cluster's processes,
 // deletes the kubeconfig Secret and the objects it created (the management plane has no

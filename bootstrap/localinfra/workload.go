@@ -32,6 +32,8 @@ const (
 	componentStartTimeout = 90 * time.Second
 	// stopTimeout is the grace period of each process on Stop.
 	stopTimeout = 10 * time.Second
+	// apiServerStopGrace is how long StopAPIServer gives kube-apiserver after SIGTERM.
+	apiServerStopGrace = 3 * time.Second
 )
 
 // WorkloadOptions configures a workload cluster.
@@ -70,13 +72,20 @@ const AdminBindingName = "clusterstack-flux-admin"
 // WorkloadCluster is a running workload cluster: an API server with etcd, a controller
 // manager, a scheduler and kwok, all as local processes.
 type WorkloadCluster struct {
-	opts     WorkloadOptions
-	env      *envtest.Environment
-	cfg      *rest.Config
-	host     string
-	port     int32
-	sim      *kubesim.Components
-	logFiles []*os.File
+	opts      WorkloadOptions
+	env       *envtest.Environment
+	apiServer *envtest.APIServer
+	cfg       *rest.Config
+	host      string
+	port      int32
+	logFiles  []*os.File
+
+	// mu guards sim, apiDown and stopped: StopAPIServer and StartAPIServer change them while
+	// the Reconciler checks the processes.
+	mu      sync.Mutex
+	sim     *kubesim.Components
+	apiDown bool // the API server was stopped on purpose (StopAPIServer)
+	stopped bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -128,33 +137,47 @@ func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *Workloa
 	}
 	opts.OnProcessStarted()
 
-	kubeconfigPath := filepath.Join(opts.Dir, "admin.kubeconfig")
 	kc, err := w.Kubeconfig()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(kubeconfigPath, kc, 0o600); err != nil {
+	if err := os.WriteFile(w.kubeconfigPath(), kc, 0o600); err != nil {
 		return nil, fmt.Errorf("workload cluster %s: write kubeconfig: %w", opts.Name, err)
 	}
 
 	// kube-controller-manager (all controllers but the token controller), kube-scheduler, kwok
 	// and the Nodes.
-	if w.sim, err = kubesim.Start(ctx, kubesim.Options{
-		Name:             opts.Name,
-		BinDir:           opts.BinDir,
-		KwokStagesDir:    opts.KwokStagesDir,
-		Kubeconfig:       kubeconfigPath,
-		Dir:              opts.Dir,
-		LogDir:           opts.LogDir,
-		Nodes:            opts.Nodes,
-		OnProcessStarted: opts.OnProcessStarted,
-	}); err != nil {
+	sim, err := kubesim.Start(ctx, w.simOptions())
+	if err != nil {
 		return nil, fmt.Errorf("workload cluster %s: %w", opts.Name, err)
 	}
+	w.mu.Lock()
+	w.sim = sim
+	w.mu.Unlock()
 	if err := w.bindAdmins(ctx); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// simOptions are the options of the cluster's controller manager, scheduler and kwok.
+func (w *WorkloadCluster) simOptions() kubesim.Options {
+	o := w.opts
+	return kubesim.Options{
+		Name:             o.Name,
+		BinDir:           o.BinDir,
+		KwokStagesDir:    o.KwokStagesDir,
+		Kubeconfig:       w.kubeconfigPath(),
+		Dir:              o.Dir,
+		LogDir:           o.LogDir,
+		Nodes:            o.Nodes,
+		OnProcessStarted: o.OnProcessStarted,
+	}
+}
+
+// kubeconfigPath is the admin kubeconfig the cluster's components use.
+func (w *WorkloadCluster) kubeconfigPath() string {
+	return filepath.Join(w.opts.Dir, "admin.kubeconfig")
 }
 
 func (w *WorkloadCluster) startAPIServer() error {
@@ -194,6 +217,7 @@ func (w *WorkloadCluster) startAPIServer() error {
 		Err:     apiLog,
 	}
 	apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)}
+	w.apiServer = apiServer
 	w.env = &envtest.Environment{
 		BinaryAssetsDirectory: o.BinDir,
 		ControlPlane: envtest.ControlPlane{
@@ -288,17 +312,110 @@ func (w *WorkloadCluster) Kubeconfig() ([]byte, error) {
 }
 
 // Exited reports an error when one of the cluster's processes (other than envtest's) has
-// exited, nil while all run.
+// exited, nil while all run, and nil while the API server is down on purpose (StopAPIServer):
+// the controller manager, the scheduler and kwok may give up meanwhile, and StartAPIServer
+// starts them again.
 func (w *WorkloadCluster) Exited() error {
-	if w.sim == nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sim == nil || w.apiDown {
 		return nil
 	}
 	return w.sim.Exited()
 }
 
+// APIServerDown tells whether the API server was stopped with StopAPIServer and not started
+// again.
+func (w *WorkloadCluster) APIServerDown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.apiDown
+}
+
+// StopAPIServer stops the cluster's kube-apiserver (SIGTERM), as an outage of a workload
+// cluster's control plane, and leaves etcd, the controller manager, the scheduler and kwok
+// running: clients of the kubeconfig get "connection refused" until StartAPIServer. Until
+// then Exited reports nothing, so that the Reconciler does not start the cluster afresh. It
+// is idempotent.
+func (w *WorkloadCluster) StopAPIServer() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return fmt.Errorf("workload cluster %s: stop API server: the cluster was stopped", w.opts.Name)
+	}
+	if w.apiDown {
+		return nil
+	}
+	w.apiDown = true
+	pid := w.APIServerPid()
+	if pid == 0 {
+		if err := w.apiServer.Stop(); err != nil {
+			return fmt.Errorf("workload cluster %s: stop API server: %w", w.opts.Name, err)
+		}
+		return nil
+	}
+	// kube-apiserver stops listening and drains its short requests at once on SIGTERM, then
+	// waits up to its request timeout (60 s) for the watches its clients keep open: cut that
+	// short.
+	if err := proc.Terminate(pid, apiServerStopGrace); err != nil {
+		return fmt.Errorf("workload cluster %s: stop API server: %w", w.opts.Name, err)
+	}
+	_ = w.apiServer.Stop() // envtest only notes the exit (or fails to signal the process that is gone)
+	return nil
+}
+
+// APIServerPid is the process id of the cluster's kube-apiserver, 0 when it does not run.
+func (w *WorkloadCluster) APIServerPid() int {
+	pid, err := proc.ChildPid(filepath.Join(w.opts.BinDir, "kube-apiserver"), "--secure-port="+strconv.Itoa(int(w.port)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// StartAPIServer starts the kube-apiserver that StopAPIServer stopped again, with the same
+// flags, port, certificates and etcd (the data is kept; the kubeconfig and its
+// credentials stay valid), and returns once it is healthy. The controller manager, scheduler
+// or kwok processes that exited meanwhile are started again (the Nodes are kept). It does
+// nothing while the API server runs.
+func (w *WorkloadCluster) StartAPIServer(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return fmt.Errorf("workload cluster %s: start API server: the cluster was stopped", w.opts.Name)
+	}
+	if !w.apiDown {
+		return nil
+	}
+	// envtest keeps the serving certificates (in the cert dir), the client CA and the port,
+	// and starts the same process again; it waits for /healthz.
+	var err error
+	proc.OnSpawnerThread(func() { err = w.apiServer.Start() })
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: start API server again (log: %s): %w", w.opts.Name, filepath.Join(w.opts.LogDir, "kube-apiserver.log"), err)
+	}
+	w.apiDown = false
+	w.opts.OnProcessStarted()
+	if w.sim == nil || w.sim.Exited() == nil {
+		return nil
+	}
+	if err := w.sim.Stop(); err != nil {
+		return fmt.Errorf("workload cluster %s: stop the exited components: %w", w.opts.Name, err)
+	}
+	sim, err := kubesim.Start(ctx, w.simOptions())
+	if err != nil {
+		return fmt.Errorf("workload cluster %s: start controller manager, scheduler and kwok again: %w", w.opts.Name, err)
+	}
+	w.sim = sim
+	return nil
+}
+
 // Stop stops all processes of the cluster and removes its state directory. It is idempotent.
 func (w *WorkloadCluster) Stop() error {
 	w.stopOnce.Do(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.stopped = true
 		var errs []error
 		if w.sim != nil {
 			if err := w.sim.Stop(); err != nil {

@@ -26,7 +26,20 @@
 //     (a token in <state-dir>/operator.kubeconfig), with its validating webhook on CAPI
 //     Clusters: the configuration in config/webhook is installed into the management API
 //     server (envtest generates the CA and the serving certificate and points it at the
-//     operator on loopback), and Start returns once the webhook serves TLS.
+//     operator on loopback), and Start returns once the webhook serves TLS. It runs as
+//     Options.OperatorReplicas processes behind one webhook address (a TCP balancer, as a
+//     Service), optionally talking to the API server through a fault-injecting proxy
+//     (Options.OperatorAPIProxy).
+//
+// Flux controllers and operator replicas that exit without being asked to (a crash, an exit
+// on lost leadership) are started again after a short delay, as a kubelet restarts a
+// container ([ProcessInfo].Restarts counts it).
+//
+// For fault tests, the plane injects faults into its real components and undoes them (see
+// faults.go): [Plane.StopFlux] and [Plane.StartFlux], [Plane.StopGit] and [Plane.StartGit],
+// [Plane.RestartAPIServer] (etcd kept), [Plane.StopWorkloadAPIServer] and
+// [Plane.StartWorkloadAPIServer], [Plane.StopOperator], [Plane.StartOperator],
+// [Plane.KillOperatorReplica], [Plane.StartOperatorReplica] and [Plane.OperatorLeader].
 //
 // Every process writes its output to <state-dir>/logs/<name>.log (workload clusters to
 // <state-dir>/logs/clusters/<namespace>-<name>/). [Plane.Stop] stops everything it started;
@@ -77,6 +90,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/faultproxy"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
@@ -166,6 +180,16 @@ type Options struct {
 	OperatorEnv []string
 	// SkipOperatorReadyCheck does not wait for the operator's /readyz nor its webhook.
 	SkipOperatorReadyCheck bool
+	// OperatorReplicas is how many operator processes run (1 when zero), like the replicas of
+	// its Deployment: each with its own metrics, health and webhook ports and its own log file
+	// (manager.log, manager-1.log, ...). The API server calls the webhook at one address
+	// (OperatorWebhookAddr), where the plane forwards each connection to a replica that
+	// accepts it, as a Service does. With more than one, pass --leader-elect in OperatorArgs.
+	OperatorReplicas int
+	// OperatorAPIProxy puts a fault-injecting proxy (package faultproxy, Plane.APIProxy)
+	// between the operator and the management API server: the operator's kubeconfig points
+	// at the proxy, which injects nothing until asked and counts the operator's requests.
+	OperatorAPIProxy bool
 	// WebhookConfigDir is the kustomize directory of the operator's webhook configuration,
 	// installed with WithOperator. Default: <RepoRoot>/config/webhook.
 	WebhookConfigDir string
@@ -203,8 +227,18 @@ type Plane struct {
 	mgrDone    chan error
 	logFiles   []*os.File
 
-	flux     []*proc.Process
-	operator *proc.Process
+	// flux are source-, kustomize- and helm-controller, in this order.
+	flux []*service
+	// operators are the operator's replicas (Options.OperatorReplicas); webhookLB forwards the
+	// API server's webhook calls to them.
+	operators     []*service
+	operatorAddrs []operatorAddrs
+	webhookLB     *tcpBalancer
+	// apiProxy stands between the operator and the API server (Options.OperatorAPIProxy).
+	apiProxy *faultproxy.Proxy
+	// mu guards sim, which RestartAPIServer may replace, and serializes fault injections on
+	// the API server.
+	mu sync.Mutex
 	// sim runs kube-controller-manager, kube-scheduler and kwok against the management API server.
 	sim *kubesim.Components
 	// fixtures are the published fixture operators.
@@ -215,10 +249,13 @@ type Plane struct {
 	// crds are the CRDs installed into the management API server.
 	crds crdSet
 
-	operatorMetricsAddr, operatorHealthAddr string
-	operatorWebhookAddr                     string
-	operatorKubeconfig                      string
-	sourceStorageAddr                       string
+	// operatorWebhookAddr is where the API server calls the operator's webhook (webhookLB).
+	operatorWebhookAddr string
+	// operatorKubeconfig is the operator's own kubeconfig (its ServiceAccount's token);
+	// operatorAPIKubeconfig is the one its processes use (through apiProxy with
+	// OperatorAPIProxy, else the same).
+	operatorKubeconfig, operatorAPIKubeconfig string
+	sourceStorageAddr                         string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -500,7 +537,7 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		if err := p.startOperator(ctx); err != nil {
 			return nil, err
 		}
-		p.log.Info("operator started", "health", p.operatorHealthAddr, "metrics", p.operatorMetricsAddr, "webhook", p.operatorWebhookAddr)
+		p.log.Info("operator started", "replicas", len(p.operators), "health", p.OperatorHealthAddr(), "metrics", p.OperatorMetricsAddr(), "webhook", p.operatorWebhookAddr)
 	}
 	if err := joinForge(); err != nil {
 		return nil, err
@@ -723,8 +760,7 @@ func (p *Plane) startFlux(ctx context.Context) error {
 			healthAddr: addr(6),
 		},
 	}
-	procs := make([]*proc.Process, len(ctls))
-	for i, c := range ctls {
+	for _, c := range ctls {
 		home := filepath.Join(o.StateDir, "home", c.name)
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return fmt.Errorf("plane: %w", err)
@@ -735,7 +771,7 @@ func (p *Plane) startFlux(ctx context.Context) error {
 			// without spec.serviceAccountName applied as the namespace's default account.
 			args = append(args, "--no-cross-namespace-refs=true", "--default-service-account="+o.FluxServiceAccount)
 		}
-		pr, err := proc.Start(proc.Spec{
+		spec := proc.Spec{
 			Name: c.name,
 			Path: filepath.Join(o.BinDir, c.name),
 			Args: args,
@@ -745,18 +781,28 @@ func (p *Plane) startFlux(ctx context.Context) error {
 				"HOME=" + home,
 			}, c.env...),
 			LogFile: filepath.Join(p.LogDir(), c.name+".log"),
-		})
-		if err != nil {
-			return fmt.Errorf("plane: %w", err)
 		}
-		p.flux = append(p.flux, pr)
-		procs[i] = pr
+		readyz := "http://" + c.healthAddr + "/readyz"
+		ready := func(ctx context.Context, pr *proc.Process) error { return proc.WaitHTTP(ctx, readyz, pr) }
+		p.flux = append(p.flux, newService(spec, ready, p.record, p.log))
 	}
-	p.record()
-	for i, c := range ctls {
-		if err := proc.WaitHTTP(ctx, "http://"+c.healthAddr+"/readyz", procs[i]); err != nil {
-			return fmt.Errorf("plane: %s not ready (log: %s): %w", c.name, procs[i].LogFile(), err)
-		}
+	return startAll(ctx, p.flux)
+}
+
+// startAll starts the services at once and waits until all are ready.
+func startAll(ctx context.Context, svcs []*service) error {
+	errs := make([]error, len(svcs))
+	var wg sync.WaitGroup
+	for i, s := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.start(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("plane: %w", err)
 	}
 	return nil
 }
@@ -778,8 +824,20 @@ var managementControllers = []string{
 // startManagementComponents runs kube-controller-manager, kube-scheduler and kwok against the
 // management API server and creates its Nodes (package kubesim).
 func (p *Plane) startManagementComponents(ctx context.Context) error {
+	sim, err := kubesim.Start(ctx, p.simOptions())
+	if err != nil {
+		return fmt.Errorf("plane: management API server: %w", err)
+	}
+	p.mu.Lock()
+	p.sim = sim
+	p.mu.Unlock()
+	return nil
+}
+
+// simOptions are the options of the management controller manager, scheduler and kwok.
+func (p *Plane) simOptions() kubesim.Options {
 	o := p.opts
-	sim, err := kubesim.Start(ctx, kubesim.Options{
+	return kubesim.Options{
 		Name:             "management",
 		BinDir:           o.BinDir,
 		KwokStagesDir:    o.KwokStagesDir,
@@ -789,12 +847,7 @@ func (p *Plane) startManagementComponents(ctx context.Context) error {
 		Controllers:      managementControllers,
 		Nodes:            o.ManagementNodes,
 		OnProcessStarted: p.record,
-	})
-	if err != nil {
-		return fmt.Errorf("plane: management API server: %w", err)
 	}
-	p.sim = sim
-	return nil
 }
 
 // startLocalInfra runs the localinfra controller in this process.
@@ -833,54 +886,47 @@ func (p *Plane) startLocalInfra(ctx context.Context) error {
 	return nil
 }
 
+// operatorAddrs are the addresses of one operator replica.
+type operatorAddrs struct {
+	metrics, health, webhook string
+	webhookPort              int
+}
+
+// startOperator sets the operator up (its identity, the API proxy, the webhook balancer) and
+// starts its replicas, waiting until each is ready unless Options.SkipOperatorReadyCheck.
 func (p *Plane) startOperator(ctx context.Context) error {
 	o := p.opts
-	ports, err := proc.FreePorts(2)
+	var err error
+	if p.operatorKubeconfig, err = p.setupOperatorIdentity(ctx); err != nil {
+		return err
+	}
+	p.operatorAPIKubeconfig = p.operatorKubeconfig
+	if o.OperatorAPIProxy {
+		if p.operatorAPIKubeconfig, err = p.startAPIProxy(ctx); err != nil {
+			return err // names the fault proxy
+		}
+	}
+	replicas := max(o.OperatorReplicas, 1)
+	ports, err := proc.FreePorts(3 * replicas)
 	if err != nil {
 		return err
 	}
-	p.operatorMetricsAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
-	p.operatorHealthAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
-	if p.operatorKubeconfig == "" {
-		if p.operatorKubeconfig, err = p.setupOperatorIdentity(ctx); err != nil {
-			return err
-		}
-	}
 	wh := p.env.WebhookInstallOptions
+	backends := make([]string, replicas)
+	for i := range replicas {
+		addr := func(j int) string { return net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(ports[3*i+j])) }
+		a := operatorAddrs{metrics: addr(0), health: addr(1), webhook: addr(2), webhookPort: ports[3*i+2]}
+		p.operatorAddrs = append(p.operatorAddrs, a)
+		backends[i] = a.webhook
+		p.operators = append(p.operators, p.operatorService(i, a))
+	}
+	// envtest pointed the webhook configuration at this address: the replicas are behind it.
 	p.operatorWebhookAddr = net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
-	args := append([]string{
-		"--metrics-bind-address=" + p.operatorMetricsAddr,
-		"--health-probe-bind-address=" + p.operatorHealthAddr,
-		"--enable-webhooks",
-		"--webhook-host=" + wh.LocalServingHost,
-		"--webhook-port=" + strconv.Itoa(wh.LocalServingPort),
-		"--webhook-cert-dir=" + wh.LocalServingCertDir,
-		"--default-service-account=" + o.FluxServiceAccount,
-	}, o.OperatorArgs...)
-	pr, err := proc.Start(proc.Spec{
-		Name: "manager",
-		Path: o.OperatorPath,
-		Args: args,
-		Env: append([]string{
-			"KUBECONFIG=" + p.operatorKubeconfig,
-			// Artifact URLs name source-controller's in-cluster address; reach it here.
-			"SOURCE_CONTROLLER_LOCALHOST=" + p.sourceStorageAddr,
-		}, o.OperatorEnv...),
-		LogFile: filepath.Join(p.LogDir(), "manager.log"),
-	})
-	if err != nil {
-		return fmt.Errorf("plane: %w", err)
+	if p.webhookLB, err = startBalancer(p.operatorWebhookAddr, backends, p.log.WithName("webhook-balancer")); err != nil {
+		return fmt.Errorf("plane: operator webhook: %w", err)
 	}
-	p.operator = pr
-	p.record()
-	if o.SkipOperatorReadyCheck {
-		return nil
-	}
-	if err := proc.WaitHTTP(ctx, "http://"+p.operatorHealthAddr+"/readyz", pr); err != nil {
-		return fmt.Errorf("plane: operator not ready (log: %s): %w", pr.LogFile(), err)
-	}
-	if err := waitTLS(ctx, p.operatorWebhookAddr, wh.LocalServingCAData, pr); err != nil {
-		return fmt.Errorf("plane: operator webhook not serving (log: %s): %w", pr.LogFile(), err)
+	if err := startAll(ctx, p.operators); err != nil {
+		return err
 	}
 	if o.WithCAPI {
 		// CAPI (RuntimeSDK) discovers and calls the operator's Runtime Extension, served by
@@ -896,28 +942,66 @@ func (p *Plane) startOperator(ctx context.Context) error {
 	return nil
 }
 
-// RestartOperator stops the operator process and starts it again (same flags, log appended),
-// waiting until it is ready: tests use it to check that a restart loses and repeats nothing.
-func (p *Plane) RestartOperator(ctx context.Context) error {
-	if p.operator == nil {
-		return errors.New("plane: the operator is not running (Options.WithOperator)")
+// operatorService is operator replica i, listening on a.
+func (p *Plane) operatorService(i int, a operatorAddrs) *service {
+	o := p.opts
+	wh := p.env.WebhookInstallOptions
+	name := "manager"
+	if i > 0 {
+		name += "-" + strconv.Itoa(i)
 	}
-	if err := p.operator.Stop(proc.DefaultStopTimeout); err != nil {
-		return fmt.Errorf("plane: stop operator: %w", err)
+	args := append([]string{
+		"--metrics-bind-address=" + a.metrics,
+		"--health-probe-bind-address=" + a.health,
+		"--enable-webhooks",
+		"--webhook-host=" + wh.LocalServingHost,
+		"--webhook-port=" + strconv.Itoa(a.webhookPort),
+		"--webhook-cert-dir=" + wh.LocalServingCertDir,
+		"--default-service-account=" + o.FluxServiceAccount,
+	}, o.OperatorArgs...)
+	spec := proc.Spec{
+		Name: name,
+		Path: o.OperatorPath,
+		Args: args,
+		Env: append([]string{
+			"KUBECONFIG=" + p.operatorAPIKubeconfig,
+			// Artifact URLs name source-controller's in-cluster address; reach it here.
+			"SOURCE_CONTROLLER_LOCALHOST=" + p.sourceStorageAddr,
+		}, o.OperatorEnv...),
+		LogFile: filepath.Join(p.LogDir(), name+".log"),
 	}
-	return p.startOperator(ctx)
+	var ready func(context.Context, *proc.Process) error
+	if !o.SkipOperatorReadyCheck {
+		ready = func(ctx context.Context, pr *proc.Process) error {
+			if err := proc.WaitHTTP(ctx, "http://"+a.health+"/readyz", pr); err != nil {
+				return err
+			}
+			if err := waitTLS(ctx, a.webhook, wh.LocalServingCAData, pr); err != nil {
+				return fmt.Errorf("webhook not serving: %w", err)
+			}
+			return nil
+		}
+	}
+	return newService(spec, ready, p.record, p.log)
 }
 
-// KillOperator kills the operator process with SIGKILL (no graceful shutdown, as a crash) and
-// starts it again, waiting until it is ready.
+// RestartOperator stops the operator's replicas gracefully and starts them again (same flags,
+// ports and log files, appended), waiting until they are ready: tests use it to check that a
+// restart loses and repeats nothing.
+func (p *Plane) RestartOperator(ctx context.Context) error {
+	if err := p.StopOperator(false); err != nil {
+		return err
+	}
+	return p.StartOperator(ctx)
+}
+
+// KillOperator kills the operator's replicas with SIGKILL (no graceful shutdown, as a crash)
+// and starts them again, waiting until they are ready.
 func (p *Plane) KillOperator(ctx context.Context) error {
-	if p.operator == nil {
-		return errors.New("plane: the operator is not running (Options.WithOperator)")
+	if err := p.StopOperator(true); err != nil {
+		return err
 	}
-	if err := p.operator.Kill(); err != nil {
-		return fmt.Errorf("plane: kill operator: %w", err)
-	}
-	return p.startOperator(ctx)
+	return p.StartOperator(ctx)
 }
 
 // waitTLS polls addr until a TLS handshake verified against the CA caPEM succeeds, the
@@ -959,7 +1043,20 @@ func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) er
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
-		for _, pr := range []*proc.Process{p.operator, p.capi, p.providerWebhooks} {
+		if err := closeAll(p.operators); err != nil {
+			errs = append(errs, err)
+		}
+		if p.webhookLB != nil {
+			if err := p.webhookLB.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if p.apiProxy != nil {
+			if err := p.apiProxy.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("operator API proxy: %w", err))
+			}
+		}
+		for _, pr := range []*proc.Process{p.capi, p.providerWebhooks} {
 			if pr != nil {
 				if err := pr.Stop(proc.DefaultStopTimeout); err != nil {
 					errs = append(errs, err)
@@ -984,12 +1081,15 @@ func (p *Plane) Stop() error {
 		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		stops := make([]func() error, 0, len(p.flux)+1)
+		stops := make([]func() error, 0, len(p.flux)+2)
 		for _, f := range p.flux {
-			stops = append(stops, func() error { return f.Stop(proc.DefaultStopTimeout) })
+			stops = append(stops, f.close)
 		}
-		if p.sim != nil {
-			stops = append(stops, p.sim.Stop)
+		p.mu.Lock()
+		sim := p.sim
+		p.mu.Unlock()
+		if sim != nil {
+			stops = append(stops, sim.Stop)
 		}
 		if p.forge != nil {
 			stops = append(stops, p.forge.Stop)
@@ -1061,14 +1161,34 @@ func (p *Plane) Forge() *forge.Forge { return p.forge }
 // SourceControllerStorageAddr is the host:port where source-controller serves artifacts.
 func (p *Plane) SourceControllerStorageAddr() string { return p.sourceStorageAddr }
 
-// OperatorHealthAddr is the operator's health probe address ("" without the operator).
-func (p *Plane) OperatorHealthAddr() string { return p.operatorHealthAddr }
+// OperatorHealthAddr is the health probe address of the operator's first replica ("" without
+// the operator; see OperatorReplicaHealthAddr).
+func (p *Plane) OperatorHealthAddr() string { return p.OperatorReplicaHealthAddr(0) }
 
-// OperatorMetricsAddr is the operator's metrics address ("" without the operator).
-func (p *Plane) OperatorMetricsAddr() string { return p.operatorMetricsAddr }
+// OperatorMetricsAddr is the metrics address of the operator's first replica ("" without the
+// operator; see OperatorReplicaMetricsAddr).
+func (p *Plane) OperatorMetricsAddr() string { return p.OperatorReplicaMetricsAddr(0) }
 
-// OperatorWebhookAddr is the host:port the operator's webhook server listens on ("" without
-// the operator).
+// OperatorReplicaHealthAddr is the health probe address of operator replica i ("" when there
+// is no such replica). It stays the same when the replica is started again.
+func (p *Plane) OperatorReplicaHealthAddr(i int) string {
+	if i < 0 || i >= len(p.operatorAddrs) {
+		return ""
+	}
+	return p.operatorAddrs[i].health
+}
+
+// OperatorReplicaMetricsAddr is the metrics address of operator replica i ("" when there is
+// no such replica). It stays the same when the replica is started again.
+func (p *Plane) OperatorReplicaMetricsAddr(i int) string {
+	if i < 0 || i >= len(p.operatorAddrs) {
+		return ""
+	}
+	return p.operatorAddrs[i].metrics
+}
+
+// OperatorWebhookAddr is the host:port where the API server calls the operator's webhook ("" without
+// the operator): the plane forwards each connection to a replica that accepts it.
 func (p *Plane) OperatorWebhookAddr() string { return p.operatorWebhookAddr }
 
 // ProcessInfo describes one process of the plane.
@@ -1076,6 +1196,12 @@ type ProcessInfo struct {
 	Name    string
 	Pid     int
 	LogFile string
+	// Restarts counts the starts of the process after it exited unasked (Flux controllers and
+	// operator replicas are started again, as a kubelet restarts containers).
+	Restarts int
+	// Running is false for a process that was stopped (StopFlux, StopOperator, ...) or that
+	// exited and was not started again yet.
+	Running bool
 }
 
 // Processes lists the processes the plane started itself (the management API server's
@@ -1083,18 +1209,27 @@ type ProcessInfo struct {
 // operator; not envtest's nor the workload clusters').
 func (p *Plane) Processes() []ProcessInfo {
 	var out []ProcessInfo
-	var procs []*proc.Process
-	if p.sim != nil {
-		procs = p.sim.Processes()
-	}
-	if p.forge != nil {
-		procs = append(procs, p.forge.Process())
-	}
-	for _, pr := range append(append(procs, p.flux...), p.operator, p.capi, p.providerWebhooks) {
+	add := func(pr *proc.Process, restarts int) {
 		if pr != nil {
-			out = append(out, ProcessInfo{Name: pr.Name(), Pid: pr.Pid(), LogFile: pr.LogFile()})
+			out = append(out, ProcessInfo{Name: pr.Name(), Pid: pr.Pid(), LogFile: pr.LogFile(), Restarts: restarts, Running: pr.Exited() == nil})
 		}
 	}
+	p.mu.Lock()
+	sim := p.sim
+	p.mu.Unlock()
+	if sim != nil {
+		for _, pr := range sim.Processes() {
+			add(pr, 0)
+		}
+	}
+	if p.forge != nil {
+		add(p.forge.Process(), 0)
+	}
+	for _, s := range slices.Concat(p.flux, p.operators) {
+		add(s.process(), s.restartCount())
+	}
+	add(p.capi, 0)
+	add(p.providerWebhooks, 0)
 	return out
 }
 

@@ -130,6 +130,9 @@ type facts struct {
 	// than the grace period, with the failure Flux last reported for it.
 	notReadyTooLong *ObjectState
 	notReadyFailure string
+	// deliveredAtRisk: an object failed (or last failed, through Flux's retries) while applying
+	// to the cluster, so what was delivered before may not work as it did.
+	deliveredAtRisk bool
 	// onlyHeld: the subject waits for a held rollout step and for nothing else.
 	onlyHeld bool
 	// rolloutTooLong: the subject has been converging for longer than the grace period.
@@ -158,6 +161,9 @@ func observe(in Input) facts {
 		rec = unhealthyRecord(o, rec, wasUnhealthy, in.Now)
 		f.unhealthy = append(f.unhealthy, rec)
 		f.healthy = false
+		if rec.LastFailure != "" && !LeavesDeliveredState(rec.LastFailureReason) {
+			f.deliveredAtRisk = true
+		}
 		if f.firstUnhealthy == nil {
 			f.firstUnhealthy = &in.Objects[i]
 		}
@@ -266,7 +272,9 @@ func progressingCondition(in Input, f facts, degraded metav1.Condition) metav1.C
 }
 
 // availableCondition is True when the desired version works, or while the delivered one still
-// does as another rolls out.
+// does as another rolls out: also when the rollout is Degraded, as long as nothing failed while
+// applying to the cluster (a rollout that Flux has not acted on, an artifact it could not fetch,
+// a render or build that failed: the delivered state is untouched).
 func availableCondition(in Input, f facts, degraded, progressing metav1.Condition) metav1.Condition {
 	isDegraded := degraded.Status == metav1.ConditionTrue
 	switch {
@@ -274,7 +282,7 @@ func availableCondition(in Input, f facts, degraded, progressing metav1.Conditio
 		return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, orDefault(in.Desired, "the desired state")))
 	case in.Unavailable != nil:
 		return cond(csv1.AvailableCondition, metav1.ConditionFalse, in.Unavailable.Reason, in.Subject+": "+in.Unavailable.Message)
-	case in.Delivered != "" && (!isDegraded || in.AvailabilityObserved):
+	case in.Delivered != "" && (!isDegraded || in.AvailabilityObserved || !f.deliveredAtRisk):
 		return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, fmt.Sprintf("%s: %s is available", in.Subject, in.Delivered))
 	case isDegraded:
 		return cond(csv1.AvailableCondition, metav1.ConditionFalse, degraded.Reason, degraded.Message)
@@ -341,10 +349,24 @@ func unhealthyRecord(o ObjectState, rec csv1.UnhealthyObject, existed bool, now 
 	}
 	rec.Object, rec.Component = o.Ref(), o.Component
 	if o.Exists && (o.Stalled || o.Ready == metav1.ConditionFalse) && o.Message != "" {
-		rec.LastFailure = truncate(o.Message, 1024)
+		rec.LastFailure, rec.LastFailureReason = truncate(o.Message, 1024), truncate(o.Reason, 128)
 	}
 	return rec
 }
+
+// untouchedReasons are the reasons of Flux failures that happen before anything is applied to
+// the target cluster: fetching or building the artifact, resolving dependencies, values or the
+// kubeconfig, validating the spec.
+var untouchedReasons = map[string]bool{
+	"ArtifactFailed": true, "BuildFailed": true, "DependencyNotReady": true, "InitFailed": true,
+	"InvalidPath": true, "InvalidURL": true, "InvalidCELExpression": true, "FeatureGateDisabled": true,
+	"InsecureConnectionsDisallowed": true, "UnsupportedConnectionType": true,
+}
+
+// LeavesDeliveredState reports whether a Flux failure with this reason leaves what was applied
+// to the cluster before as it was (the failure came before applying anything). Unknown reasons,
+// and failures of install, upgrade, health checks, tests, rollback or pruning, do not.
+func LeavesDeliveredState(reason string) bool { return untouchedReasons[reason] }
 
 // Apply sets the computed conditions on a condition list, keeping transition times of unchanged
 // conditions, and reports whether anything changed.

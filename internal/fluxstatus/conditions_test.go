@@ -130,10 +130,10 @@ func TestCompute(t *testing.T) {
 				obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.Current = false }),
 			}},
 			want: want{
-				Available:    c{"False", "Reconciling", subject + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet"},
-				Progressing:  c{"True", "Reconciling", subject + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet"},
+				Available:    c{"False", "Reconciling", subject + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"},
+				Progressing:  c{"True", "Reconciling", subject + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"},
 				Degraded:     c{"False", "AsExpected", subject + ": desired state is met or converging"},
-				Ready:        c{"False", "Reconciling", subject + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet"},
+				Ready:        c{"False", "Reconciling", subject + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"},
 				RequeueAfter: 3 * time.Minute,
 			},
 		},
@@ -347,12 +347,12 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
-			name: "upgrade not converged beyond grace: Degraded, Available False",
+			name: "upgrade not converged beyond grace: Degraded, the delivered version still Available (nothing failed applying)",
 			in: Input{Delivered: v1, Desired: v2, Previous: progressingSince(10 * time.Minute), Objects: []ObjectState{
 				obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.Revision = "1.0.0" }),
 			}},
 			want: want{
-				Available:   notConverged("False", `component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`),
+				Available:   c{"True", "AsExpected", subject + ": " + v1 + " is available"},
 				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + `: component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`},
 				Degraded:    notConverged("True", `component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`),
 				Ready:       notConverged("False", `component cni: HelmRelease/c1-cni is at revision "1.0.0", expected "1.1.0"`),
@@ -371,11 +371,11 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
-			name: "invalid input: Degraded at once, not Progressing, even with healthy objects",
+			name: "invalid input: Degraded at once, not Progressing, even with healthy objects; the delivered version still Available",
 			in: Input{Delivered: v1, Desired: v2, Objects: []ObjectState{healthyHR("c1-cni", "cni")},
 				Invalid: &Problem{Reason: "RenderFailed", Message: "release " + v2 + ": component cni: cluster-addon/cni/overwrite.yaml: map has no entry for key \"host\"", Since: t0}},
 			want: want{
-				Available:   c{"False", "RenderFailed", subject + ": release " + v2 + ": component cni: cluster-addon/cni/overwrite.yaml: map has no entry for key \"host\""},
+				Available:   c{"True", "AsExpected", subject + ": " + v1 + " is available"},
 				Progressing: c{"False", "RenderFailed", subject + ": not progressing until the problem is fixed"},
 				Degraded:    c{"True", "RenderFailed", subject + ": release " + v2 + ": component cni: cluster-addon/cni/overwrite.yaml: map has no entry for key \"host\""},
 				Ready:       c{"False", "RenderFailed", subject + ": release " + v2 + ": component cni: cluster-addon/cni/overwrite.yaml: map has no entry for key \"host\""},
@@ -471,10 +471,10 @@ func TestCompute(t *testing.T) {
 			in: Input{Desired: v2, Delivered: v1, Previous: progressingSince(6 * time.Minute), Objects: []ObjectState{obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.Current = false })},
 				Held: &Problem{Reason: "WaitingForControlPlaneUpgrade", Message: "waiting for the control plane to run v1.34.1"}},
 			want: want{
-				Available:   notConverged("False", "component cni: HelmRelease/c1-cni has not observed its latest generation yet"),
-				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet"},
-				Degraded:    notConverged("True", "component cni: HelmRelease/c1-cni has not observed its latest generation yet"),
-				Ready:       notConverged("False", "component cni: HelmRelease/c1-cni has not observed its latest generation yet"),
+				Available:   c{"True", "AsExpected", subject + ": " + v1 + " is available"},
+				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"},
+				Degraded:    notConverged("True", "component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"),
+				Ready:       notConverged("False", "component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"),
 			},
 		},
 		{
@@ -483,9 +483,9 @@ func TestCompute(t *testing.T) {
 				Objects: []ObjectState{obj(healthyHR("c1-csi", "csi"), func(s *ObjectState) { s.Current = false })}},
 			want: want{
 				Available:    c{"True", "AsExpected", subject + ": " + v1 + " is available"},
-				Progressing:  c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component csi: HelmRelease/c1-csi has not observed its latest generation yet"},
+				Progressing:  c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component csi: HelmRelease/c1-csi has not observed its latest generation yet (waiting for helm-controller)"},
 				Degraded:     c{"False", "AsExpected", subject + ": desired state is met or converging"},
-				Ready:        c{"False", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component csi: HelmRelease/c1-csi has not observed its latest generation yet"},
+				Ready:        c{"False", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component csi: HelmRelease/c1-csi has not observed its latest generation yet (waiting for helm-controller)"},
 				RequeueAfter: 4 * time.Minute,
 			},
 		},

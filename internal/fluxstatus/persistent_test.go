@@ -125,3 +125,41 @@ func TestRevisionsComparedByCommit(t *testing.T) {
 		}
 	}
 }
+
+// An upgrade that fails: whether the delivered version is still taken for working depends on
+// whether Flux failed before applying anything (the artifact could not be fetched: the cluster
+// runs what it ran) or while applying (the upgrade failed: it may not). The reason is kept in the
+// record through Flux's retries, so Available does not flip at every retry.
+func TestAvailableThroughFailedUpgrade(t *testing.T) {
+	for _, tt := range []struct {
+		reason        string
+		wantAvailable metav1.ConditionStatus
+	}{
+		{"ArtifactFailed", metav1.ConditionTrue},
+		{"DependencyNotReady", metav1.ConditionTrue},
+		{"InitFailed", metav1.ConditionTrue},
+		{"UpgradeFailed", metav1.ConditionFalse},
+		{"HealthCheckFailed", metav1.ConditionFalse},
+		{"SomethingNew", metav1.ConditionFalse},
+	} {
+		t.Run(tt.reason, func(t *testing.T) {
+			failed := obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+				s.Ready, s.Reason, s.Message, s.ReadySince = metav1.ConditionFalse, tt.reason, "it failed", t0
+			})
+			retrying := obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+				s.Ready, s.Reason, s.Message, s.Reconciling, s.Revision = metav1.ConditionUnknown, "Progressing", "Reconciliation in progress", true, "1.0.0"
+			})
+			r := Compute(Input{Subject: subject, Desired: v2, Delivered: v1, Objects: []ObjectState{failed}, Now: t0.Add(6 * time.Minute), Grace: grace})
+			if r.Degraded.Status != metav1.ConditionTrue {
+				t.Fatalf("Degraded = %+v, want True after the grace period", r.Degraded)
+			}
+			if r.Available.Status != tt.wantAvailable || r.Unhealthy[0].LastFailureReason != tt.reason {
+				t.Fatalf("Available = %+v, record %+v; want Available %s and the reason recorded", r.Available, r.Unhealthy[0], tt.wantAvailable)
+			}
+			r2 := Compute(Input{Subject: subject, Desired: v2, Delivered: v1, Objects: []ObjectState{retrying}, Unhealthy: r.Unhealthy, Now: t0.Add(7 * time.Minute), Grace: grace})
+			if r2.Available.Status != tt.wantAvailable {
+				t.Errorf("during Flux's retry: Available = %+v, want %s (unchanged)", r2.Available, tt.wantAvailable)
+			}
+		})
+	}
+}

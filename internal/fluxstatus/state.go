@@ -164,6 +164,18 @@ func FromKustomization(o *kustomizev1.Kustomization, expectedRevision string) Ob
 	return s
 }
 
+// controllerOf names the Flux controller that reconciles objects of kind.
+func controllerOf(kind string) string {
+	switch kind {
+	case helmv2.HelmReleaseKind:
+		return "helm-controller"
+	case kustomizev1.KustomizationKind:
+		return "kustomize-controller"
+	default:
+		return "source-controller"
+	}
+}
+
 // Describe says in a few words what is wrong with an object, for messages.
 func (s ObjectState) Describe() string {
 	switch {
@@ -176,7 +188,8 @@ func (s ObjectState) Describe() string {
 	case !s.Current && s.Ready == metav1.ConditionUnknown && s.Message != "":
 		return fmt.Sprintf("%s: %s", s.Ref(), s.Message)
 	case !s.Current:
-		return fmt.Sprintf("%s has not observed its latest generation yet", s.Ref())
+		// Names the controller: when it lasts, that controller is not running or not keeping up.
+		return fmt.Sprintf("%s has not observed its latest generation yet (waiting for %s)", s.Ref(), controllerOf(s.Kind))
 	case s.Ready == metav1.ConditionTrue && !s.AtRevision():
 		return fmt.Sprintf("%s is at revision %q, expected %q", s.Ref(), s.Revision, s.ExpectedRevision)
 	case s.Ready == metav1.ConditionTrue:

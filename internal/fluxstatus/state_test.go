@@ -393,7 +393,7 @@ func TestMissingAndDescribe(t *testing.T) {
 	}{
 		{name: "missing", s: Missing("HelmRelease", "c1-cni", "cni"), want: "HelmRelease/c1-cni does not exist yet"},
 		{name: "stalled", s: ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Stalled: true, Message: "retries exhausted", Current: true}, want: "HelmRelease/c1-cni stalled: retries exhausted"},
-		{name: "not observed", s: ObjectState{Kind: "Kustomization", Name: "k", Exists: true, Ready: metav1.ConditionTrue}, want: "Kustomization/k has not observed its latest generation yet"},
+		{name: "not observed", s: ObjectState{Kind: "Kustomization", Name: "k", Exists: true, Ready: metav1.ConditionTrue}, want: "Kustomization/k has not observed its latest generation yet (waiting for kustomize-controller)"},
 		{name: "wrong revision", s: ObjectState{Kind: "HelmChart", Name: "h", Exists: true, Current: true, Ready: metav1.ConditionTrue, Revision: "1.0.0", ExpectedRevision: "1.1.0"}, want: `HelmChart/h is at revision "1.0.0", expected "1.1.0"`},
 		{name: "healthy", s: ObjectState{Kind: "HelmChart", Name: "h", Exists: true, Current: true, Ready: metav1.ConditionTrue, Revision: "1.1.0"}, want: "HelmChart/h is Ready"},
 		{name: "flux message", s: ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Current: true, Ready: metav1.ConditionFalse, Message: "install failed"}, want: "HelmRelease/c1-cni: install failed"},

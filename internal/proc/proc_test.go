@@ -175,3 +175,111 @@ func TestKillDoesNotWaitForGracefulStop(t *testing.T) {
 		t.Errorf("Stop after Kill: %v", err)
 	}
 }
+
+func TestChildrenFindsAStartedProcessWithItsArguments(t *testing.T) {
+	sleep := sleepPath(t)
+	p, err := Start(Spec{Name: "sleep", Path: sleep, Args: []string{"301"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill() })
+	exe, err := filepath.EvalSymlinks(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children, err := Children()
+	if err != nil {
+		t.Fatalf("Children: %v", err)
+	}
+	var found *Child
+	for i, c := range children {
+		if c.Pid == p.Pid() {
+			found = &children[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("pid %d not among the children %+v", p.Pid(), children)
+	}
+	if found.Exe != exe || len(found.Args) != 2 || found.Args[1] != "301" {
+		t.Fatalf("child %+v: want executable %s and arguments [%s 301]", *found, exe, sleep)
+	}
+	for _, c := range []struct {
+		exe  string
+		args []string
+		want int
+	}{
+		{sleep, []string{"301"}, p.Pid()},
+		{sleep, nil, p.Pid()},
+		{sleep, []string{"302"}, 0},
+		{"/bin/sh", []string{"301"}, 0},
+	} {
+		if got, err := ChildPid(c.exe, c.args...); err != nil || got != c.want {
+			t.Errorf("ChildPid(%s, %v) = %d, %v; want %d", c.exe, c.args, got, err, c.want)
+		}
+	}
+	if err := WaitGone(p.Pid(), 100*time.Millisecond); err == nil {
+		t.Fatal("WaitGone returned for a running process")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitGone(p.Pid(), 5*time.Second); err != nil {
+		t.Fatalf("WaitGone after Kill: %v", err)
+	}
+	children, err = Children()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range children {
+		if c.Pid == p.Pid() {
+			t.Fatalf("pid %d still listed after Kill", c.Pid)
+		}
+	}
+}
+
+func TestTerminateKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, c := range []struct {
+		name, script string
+		atLeast      time.Duration
+	}{
+		{"exits on SIGTERM", "exec " + sleepPath(t) + " 300", 0},
+		{"ignores SIGTERM", "trap '' TERM; touch \"$0\"; while :; do " + sleepPath(t) + " 1; done", 300 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "trapped")
+			p, err := Start(Spec{Name: "sh", Path: sh, Args: []string{"-c", c.script, marker}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Kill() })
+			if c.atLeast > 0 { // wait until the shell ignores SIGTERM
+				deadline := time.Now().Add(10 * time.Second)
+				for _, err := os.Stat(marker); err != nil; _, err = os.Stat(marker) {
+					if time.Now().After(deadline) {
+						t.Fatal("the shell did not set its trap")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			start := time.Now()
+			if err := Terminate(p.Pid(), 300*time.Millisecond); err != nil {
+				t.Fatalf("Terminate: %v", err)
+			}
+			if took := time.Since(start); took < c.atLeast {
+				t.Fatalf("Terminate took %s, want at least the grace period %s", took, c.atLeast)
+			}
+			select {
+			case <-p.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("process still running after Terminate")
+			}
+			if err := Terminate(p.Pid(), time.Second); err != nil {
+				t.Fatalf("Terminate of a process that is gone: %v", err)
+			}
+		})
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Registry records, in a file, the process groups that this plane process started (directly
@@ -103,14 +105,131 @@ func ReapStale(path string) ([]int, error) {
 	return killed, nil
 }
 
+// Child is a direct child process of this process.
+type Child struct {
+	// Pid is its process id.
+	Pid int
+	// Exe is the executable it runs (the target of /proc/<pid>/exe): after a wrapper script
+	// exec'd its target, the target.
+	Exe string
+	// Args are its command line, the program name first.
+	Args []string
+}
+
+// Children lists the direct child processes of this process (those that exit meanwhile are
+// left out), for example to find the pid of a process that other code started, like envtest's
+// kube-apiserver.
+func Children() ([]Child, error) {
+	procs, err := listProcs()
+	if err != nil {
+		return nil, fmt.Errorf("list child processes: %w", err)
+	}
+	self := os.Getpid()
+	var out []Child
+	for _, p := range procs {
+		if p.ppid != self {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.pid))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+		out = append(out, Child{Pid: p.pid, Exe: exe, Args: args})
+	}
+	return out, nil
+}
+
+// ChildPid returns the pid of the first child process of this process that runs the
+// executable exe (symbolic links resolved) with every argument of args on its command line, or
+// 0 when none does.
+func ChildPid(exe string, args ...string) (int, error) {
+	want, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return 0, fmt.Errorf("resolve %s: %w", exe, err)
+	}
+	children, err := Children()
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range children {
+		if c.Exe != want {
+			continue
+		}
+		all := true
+		for _, a := range args {
+			all = all && slices.Contains(c.Args[1:], a)
+		}
+		if all {
+			return c.Pid, nil
+		}
+	}
+	return 0, nil
+}
+
+// Terminate ends process pid (not its group) that another package started: SIGTERM, then
+// SIGKILL when it still exists after grace, and waits until it is gone. For processes that
+// finish their graceful shutdown quickly but then linger, like a kube-apiserver that waits up
+// to its request timeout (60 s) for the watches in flight.
+func Terminate(pid int, grace time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("terminate process %d: %w", pid, err)
+	}
+	if WaitGone(pid, grace) == nil {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill process %d: %w", pid, err)
+	}
+	return WaitGone(pid, 5*time.Second)
+}
+
+// WaitGone waits up to timeout until process pid no longer exists (it exited and was reaped).
+func WaitGone(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d still exists after %s", pid, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // childGroupLeaders lists the processes whose parent is ppid and that lead their own process
 // group.
 func childGroupLeaders(ppid int) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
+	procs, err := listProcs()
 	if err != nil {
 		return nil, err
 	}
 	var out []int
+	for _, p := range procs {
+		if p.ppid == ppid && p.pgrp == p.pid {
+			out = append(out, p.pid)
+		}
+	}
+	return out, nil
+}
+
+type procStat struct{ pid, ppid, pgrp int }
+
+// listProcs reads the pid, parent pid and process group of every process in /proc.
+func listProcs() ([]procStat, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []procStat
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -130,11 +249,9 @@ func childGroupLeaders(ppid int) ([]int, error) {
 		if len(fields) < 3 {
 			continue
 		}
-		parent, _ := strconv.Atoi(fields[1])
+		ppid, _ := strconv.Atoi(fields[1])
 		pgrp, _ := strconv.Atoi(fields[2])
-		if parent == ppid && pgrp == pid {
-			out = append(out, pid)
-		}
+		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp})
 	}
 	return out, nil
 }

@@ -1,0 +1,203 @@
+// Package faults is the fault-injection suite (`make test-faults`, run by `make test`): the
+// operator on the local plane with real components, while the suite injects faults into them —
+// the operator killed with SIGKILL at random points, the Flux controllers, the Git server, a
+// workload API server and the management API server stopped and started again, a second
+// operator replica taking over the leader lease, and a management API that answers slowly and
+// with errors (bootstrap/faultproxy in front of the operator's client). Each scenario checks
+// that the fleet converges afterwards, that nothing was lost or done twice (every generated
+// object exactly once with the expected content, the Helm release history of every workload
+// cluster, no object removed or recreated), and that status was honest throughout (sampled).
+//
+// Settings (environment):
+//
+//	FAULTS_SEED      seed of every random choice (printed; set it to replay a run)
+//	FAULTS_CLUSTERS  number of Clusters of the fleet in the first scenario (20)
+//	FAULTS_LATER_CLUSTERS  how many of them the later scenarios keep (8)
+//	FAULTS_WITH_CAPI run Cluster API's core manager in the plane (false: localinfra's topology, faster)
+//	FAULTS_REPORT    file the scenario table is written to (markdown), besides the test output
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+)
+
+func TestFaults(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(4 * time.Minute)
+	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	RunSpecs(t, "ClusterStack operator fault injection")
+}
+
+const (
+	// ns is the tenant namespace of the fleet.
+	ns = "faults"
+	// stackName is the ClusterStack of the fleet (the repository's reference stack).
+	stackName = "aws-base-1-36"
+	// tagPrefix is the prefix of the reference stack's release tags.
+	tagPrefix = stackName + "-"
+	// stackPath is the reference stack in the repository's stacks/ tree.
+	stackPath = "aws/base/1-36"
+	// stacksRepo is the Git repository the versions are published to.
+	stacksRepo = "stacks"
+	// grace is the operator's --degraded-grace-period here.
+	grace = 30 * time.Second
+	// addonTimeout is the operator's --addon-timeout here.
+	addonTimeout = 30 * time.Second
+	// Leader election of the operator's replicas.
+	leaseDuration = 8 * time.Second
+	renewDeadline = 6 * time.Second
+	retryPeriod   = time.Second
+	// versions is how many versions are published; each scenario rolls the fleet to the next.
+	versions = 16
+)
+
+var (
+	pl       *plane.Plane
+	k8s      client.Client
+	repoRoot string
+	// seed seeds every random choice of the suite (FAULTS_SEED).
+	seed uint64
+	// fl is the fleet the scenarios roll out.
+	fl *fleet
+	// report collects one row per scenario.
+	report = &scenarioReport{}
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// rng returns a random source for one use, derived from the suite's seed and a stream number,
+// so that each scenario's choices replay independently of the others'.
+func rng(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(GinkgoLogr)
+	seed = uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("FAULTS_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	fmt.Fprintf(GinkgoWriter, "fault suite seed %d (replay: FAULTS_SEED=%d make test-faults)\n", seed, seed)
+	AddReportEntry("seed", seed)
+
+	wd, err := os.Getwd()
+	Expect(err).NotTo(HaveOccurred())
+	repoRoot, err = plane.FindRepoRoot(wd)
+	Expect(err).NotTo(HaveOccurred())
+	binDir := filepath.Join(repoRoot, "bin")
+	missing := plane.MissingBinaries(binDir)
+	if _, err := os.Stat(filepath.Join(binDir, "manager")); err != nil {
+		missing = append(missing, "manager")
+	}
+	Expect(missing).To(BeEmpty(), "run `make tools build` first (make test-faults does): missing in %s: %s", binDir, strings.Join(missing, ", "))
+
+	stateDir, err := os.MkdirTemp("", "clusterstack-faults-")
+	Expect(err).NotTo(HaveOccurred())
+	pl, err = plane.Start(ctx, plane.Options{
+		StateDir:             stateDir,
+		RepoRoot:             repoRoot,
+		WithOperator:         true,
+		WithCAPI:             os.Getenv("FAULTS_WITH_CAPI") == "true",
+		SkipFixtureOperators: true,
+		// Two replicas with leader election, as the Helm chart installs it; the operator talks
+		// to the API server through the fault proxy (which injects nothing until asked).
+		OperatorReplicas: 2,
+		OperatorAPIProxy: true,
+		OperatorArgs: []string{
+			"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
+			"--leader-elect", "--leader-elect-lease-duration=" + leaseDuration.String(),
+			"--leader-elect-renew-deadline=" + renewDeadline.String(), "--leader-elect-retry-period=" + retryPeriod.String(),
+		},
+		StartTimeout: 4 * time.Minute,
+		Logger:       GinkgoLogr,
+	})
+	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
+	scheme := pl.Scheme()
+	Expect(csv1.AddToScheme(scheme)).To(Succeed())
+	k8s, err = client.New(pl.Config(), client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintf(GinkgoWriter, "local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
+
+	_, err = pl.Git().CreateRepo(stacksRepo)
+	Expect(err).NotTo(HaveOccurred())
+	for i := 1; i <= versions; i++ {
+		publishVersion(ctx, version(i))
+	}
+	Expect(pl.CreateTenantNamespace(ctx, ns)).To(Succeed())
+
+	fl = newFleet(envInt("FAULTS_CLUSTERS", 20))
+	fl.create(ctx)
+}, NodeTimeout(15*time.Minute))
+
+var _ = AfterSuite(func() {
+	if pl == nil {
+		return
+	}
+	if fl != nil && fl.status != nil {
+		fl.status.Stop()
+	}
+	report.Print(GinkgoWriter)
+	if path := os.Getenv("FAULTS_REPORT"); path != "" {
+		Expect(os.WriteFile(path, []byte(report.Markdown()), 0o644)).To(Succeed())
+	}
+	if CurrentSpecReport().Failed() || os.Getenv("FAULTS_KEEP_LOGS") != "" {
+		fmt.Fprintf(GinkgoWriter, "logs kept in %s\n", pl.LogDir())
+	}
+	Expect(pl.Stop()).To(Succeed())
+})
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && pl != nil {
+		fmt.Fprintf(GinkgoWriter, "spec failed (seed %d); component logs: %s\n", seed, pl.LogDir())
+	}
+})
+
+// version is the name of the i-th published version ("v3").
+func version(i int) string { return "v" + strconv.Itoa(i) }
+
+// releaseOf is the ClusterStackRelease (and ClusterClass) name of version v.
+func releaseOf(v string) string { return tagPrefix + v }
+
+// publishVersion publishes the reference stack as version v: the cluster-class chart has
+// version v (as a release step sets it), and both addon components change with every version
+// (the cni chart's values and the cluster-info ConfigMap carry the version), so that moving a
+// Cluster to the next version is exactly one Helm upgrade and one new Kustomization revision.
+func publishVersion(ctx context.Context, v string) {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	Expect(os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "stacks")))).To(Succeed())
+	sd := filepath.Join(dir, stackPath)
+	Expect(stack.SetChartVersion(sd, v)).To(Succeed())
+	appendTo(sd, "cluster-addon/cni/overwrite.yaml", "  stackVersion: \""+v+"\"\n")
+	appendTo(sd, "cluster-addon/cluster-info/configmap.yaml", "  stack-version: \""+v+"\"\n")
+	Expect(pl.Git().Publish(ctx, stacksRepo, dir, ".", releaseOf(v))).To(Succeed())
+}
+
+func appendTo(dir, rel, text string) {
+	GinkgoHelper()
+	path := filepath.Join(dir, rel)
+	b, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(path, append(b, text...), 0o644)).To(Succeed())
+}
