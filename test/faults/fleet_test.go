@@ -160,6 +160,19 @@ func (f *fleet) waitRelease(ctx context.Context, v string) {
 	}).WithTimeout(5*time.Minute).Should(Succeed(), "release %s", releaseOf(v))
 }
 
+// waitReleasesReady waits until every release of the fleet's ClusterStack is Ready (after an
+// outage of the Git server, each GitRepository recovers at its next fetch).
+func (f *fleet) waitReleasesReady(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		list := &csv1.ClusterStackReleaseList{}
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		for _, r := range list.Items {
+			g.Expect(apimeta.IsStatusConditionTrue(r.Status.Conditions, csv1.ReadyCondition)).To(BeTrue(), "release %s is not Ready: %s", r.Name, conditionMessage(r.Status.Conditions, csv1.ReadyCondition))
+		}
+	}).WithTimeout(5 * time.Minute).Should(Succeed())
+}
+
 // move points the given Clusters at version v, recording when and the Helm upgrade each move
 // must cause.
 func (f *fleet) move(ctx context.Context, clusters []string, v string) {

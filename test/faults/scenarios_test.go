@@ -138,7 +138,10 @@ var _ = Describe("Faults", Ordered, func() {
 		fmt.Fprintf(GinkgoWriter, "while Git was down: %s\n", deg)
 		Expect(fl.getRelease(ctx, from).DeletionTimestamp).To(BeNil(), "release %s is kept", releaseOf(from))
 		Expect(pl.StartGit()).To(Succeed())
+		// Recovers by itself: the new release, and the fleet's, whose GitRepository failed its
+		// interval fetches meanwhile.
 		fl.waitRelease(ctx, to)
+		fl.waitReleasesReady(ctx)
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 
 		By("rollout: the Git server goes down after half the fleet moved")
@@ -158,6 +161,7 @@ var _ = Describe("Faults", Ordered, func() {
 		Expect(pl.StartGit()).To(Succeed())
 		fl.waitRelease(ctx, to)
 		fl.dropVersion(ctx, from)
+		fl.waitReleasesReady(ctx)
 		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		row.Injected = "Git server stopped (connections refused) while a version was added, and after half the fleet moved"

@@ -221,7 +221,7 @@ func (r *scenarioReport) Markdown() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Seed %d, %d Clusters.\n\n", seed, len(fl.clusters))
+	fmt.Fprintf(&b, "Seed %d; %d Clusters in scenario 1, %d in the others.\n\n", seed, envInt("FAULTS_CLUSTERS", 20), min(laterFleet, envInt("FAULTS_CLUSTERS", 20)))
 	b.WriteString("| scenario | runs | injected | time to converge | objects checked | Helm revisions checked | status samples | failures found |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.rows {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d | %s |\n", row.Scenario, row.Runs, row.Injected, row.Converge, row.Objects, row.HelmRevisions, row.Samples, row.Found)
