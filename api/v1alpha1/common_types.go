@@ -12,7 +12,10 @@ import (
 const (
 	// AvailableCondition is True when the version being reported works: every Flux object it
 	// needs is Ready at its current generation and has applied exactly the expected revision.
-	// It does not go False during a normal upgrade.
+	// It does not go False during a normal upgrade, nor during one that is stuck or invalid while
+	// the delivered version keeps running: only when a Flux object failed while applying to the
+	// cluster (an upgrade, install or health check failed), or the delivered state is observed
+	// not to serve.
 	// +docs:kinds=ClusterStack,ClusterStackRelease,ClusterAddon,ManagementOperator
 	AvailableCondition = "Available"
 	// ProgressingCondition is True while moving from one version or configuration to another.

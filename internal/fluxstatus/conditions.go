@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,7 +45,8 @@ type Input struct {
 	// period of an unfinished rollout counts from the later of it and the start of Progressing.
 	StepStarted time.Time
 	// Delivered is the version last fully applied ("" when none yet); while a different version
-	// rolls out, Available stays True for it unless the subject is Degraded.
+	// rolls out, Available stays True for it unless an object failed while applying to the
+	// cluster (or Unavailable says it does not serve).
 	Delivered string
 	// Desired is the version being rolled out.
 	Desired string
@@ -358,9 +360,16 @@ func unhealthyRecord(o ObjectState, rec csv1.UnhealthyObject, existed bool, now 
 // the target cluster: fetching or building the artifact, resolving dependencies, values or the
 // kubeconfig, validating the spec.
 var untouchedReasons = map[string]bool{
-	"ArtifactFailed": true, "BuildFailed": true, "DependencyNotReady": true, "InitFailed": true,
-	"InvalidPath": true, "InvalidURL": true, "InvalidCELExpression": true, "FeatureGateDisabled": true,
-	"InsecureConnectionsDisallowed": true, "UnsupportedConnectionType": true,
+	meta.ArtifactFailedReason: true, meta.BuildFailedReason: true, meta.DependencyNotReadyReason: true,
+	// helm-controller's reason for a failure to set up the Helm action (kubeconfig, values,
+	// chart), which it does not export.
+	"InitFailed":                             true,
+	meta.InvalidPathReason:                   true,
+	meta.InvalidURLReason:                    true,
+	meta.InvalidCELExpressionReason:          true,
+	meta.FeatureGateDisabledReason:           true,
+	meta.InsecureConnectionsDisallowedReason: true,
+	meta.UnsupportedConnectionTypeReason:     true,
 }
 
 // LeavesDeliveredState reports whether a Flux failure with this reason leaves what was applied
