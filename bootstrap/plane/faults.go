@@ -235,17 +235,7 @@ func (p *Plane) StopOperator(kill bool) error {
 	if len(p.operators) == 0 {
 		return errNoOperator
 	}
-	errs := make([]error, len(p.operators))
-	var wg sync.WaitGroup
-	for i, s := range p.operators {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.stop(kill)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := eachService(p.operators, func(s *service) error { return s.stop(kill) }); err != nil {
 		return fmt.Errorf("plane: stop operator: %w", err)
 	}
 	return nil
@@ -389,13 +379,18 @@ func leaderMetric(r io.Reader) (bool, error) {
 
 // closeAll stops the services for good, all at once.
 func closeAll(svcs []*service) error {
+	return eachService(svcs, (*service).close)
+}
+
+// eachService calls f on every service at once and joins their errors.
+func eachService(svcs []*service, f func(*service) error) error {
 	errs := make([]error, len(svcs))
 	var wg sync.WaitGroup
 	for i, s := range svcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.close()
+			errs[i] = f(s)
 		}()
 	}
 	wg.Wait()

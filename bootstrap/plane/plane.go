@@ -791,17 +791,7 @@ func (p *Plane) startFlux(ctx context.Context) error {
 
 // startAll starts the services at once and waits until all are ready.
 func startAll(ctx context.Context, svcs []*service) error {
-	errs := make([]error, len(svcs))
-	var wg sync.WaitGroup
-	for i, s := range svcs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.start(ctx)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := eachService(svcs, func(s *service) error { return s.start(ctx) }); err != nil {
 		return fmt.Errorf("plane: %w", err)
 	}
 	return nil

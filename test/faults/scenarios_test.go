@@ -70,7 +70,7 @@ var _ = Describe("Faults", Ordered, func() {
 			took := time.Since(start)
 			fmt.Fprintf(GinkgoWriter, "run %d: rollout with %d kills converged in %s\n", run+1, k.kills, took.Round(time.Second))
 			worst = max(worst, took)
-			row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+			row.add(fl.check(ctx))
 			row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		}
 		row.Injected = fmt.Sprintf("%d SIGKILLs of both replicas, each restarted after a random pause of up to 6 s", kills)
@@ -106,7 +106,7 @@ var _ = Describe("Faults", Ordered, func() {
 			fmt.Fprintf(GinkgoWriter, "%s down for %s; converged %s after it was back\n", ctl, up.Sub(down).Round(time.Second), took.Round(time.Second))
 			worst = max(worst, took)
 			fl.dropVersion(ctx, from)
-			row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+			row.add(fl.check(ctx))
 			row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		}
 		fmt.Fprintf(GinkgoWriter, "Degraded after the grace period: %s\n", strings.Join(msgs, "; "))
@@ -157,12 +157,12 @@ var _ = Describe("Faults", Ordered, func() {
 			return ok
 		}).WithTimeout(grace+3*time.Minute).Should(BeTrue(), "release %s is Degraded naming the Git server after the grace period", releaseOf(to))
 		Expect(fl.getRelease(ctx, to).DeletionTimestamp).To(BeNil())
-		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+		row.add(fl.check(ctx))
 		Expect(pl.StartGit()).To(Succeed())
 		fl.waitRelease(ctx, to)
 		fl.dropVersion(ctx, from)
 		fl.waitReleasesReady(ctx)
-		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+		row.add(fl.check(ctx))
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		row.Injected = "Git server stopped (connections refused) while a version was added, and after half the fleet moved"
 		row.Converge = took.Round(time.Second).String() + " (rollout converged with Git down); releases Ready again once it returned"
@@ -213,7 +213,7 @@ var _ = Describe("Faults", Ordered, func() {
 		Expect(takeover).To(BeNumerically("<=", leaseDuration+2*retryPeriod+2*time.Second), "the other replica takes over within the lease duration (and its retry period)")
 		Expect(pl.StartOperatorReplica(ctx, leader)).To(Succeed())
 		fl.dropVersion(ctx, from)
-		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+		row.add(fl.check(ctx))
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		row.Injected = fmt.Sprintf("leader SIGKILLed after half the fleet moved; takeover %s after its last renewal (lease %s); %d webhook probes, 0 failed", takeover.Round(100*time.Millisecond), leaseDuration, ok)
 		row.Converge = took.Round(time.Second).String()
@@ -238,7 +238,7 @@ var _ = Describe("Faults", Ordered, func() {
 		fmt.Fprintf(GinkgoWriter, "fault window: %d requests, %d answered with an injected error; converged %s after the faults ended\n", counts.Total, counts.Injected, took.Round(time.Second))
 		Expect(counts.Injected).To(BeNumerically(">", 0))
 		fl.dropVersion(ctx, from)
-		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+		row.add(fl.check(ctx))
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		row.Injected = fmt.Sprintf("1 min of 50-300 ms latency and 25%% errors (500/503/429): %d of %d requests failed", counts.Injected, counts.Total)
 		row.Converge = took.Round(time.Second).String() + " after the faults ended"
@@ -267,7 +267,7 @@ var _ = Describe("Faults", Ordered, func() {
 		fmt.Fprintf(GinkgoWriter, "API server down %s; operator reconnected %s later; in the minute after: %d writes besides its lease (%v)\n",
 			up.Sub(start).Round(time.Millisecond), reconnected.Sub(up).Round(time.Millisecond), writes, counts.ByVerbResource)
 		Expect(writes).To(BeNumerically("<", len(fl.clusters)), "no write storm: fewer writes than Clusters after reconnecting")
-		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+		row.add(fl.check(ctx))
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
 		row.Injected = fmt.Sprintf("kube-apiserver stopped and started again (down %s)", up.Sub(start).Round(time.Second))
 		row.Converge = fmt.Sprintf("reconnected %s after; %d writes (besides the lease) in the minute after", reconnected.Sub(up).Round(time.Second), writes)
@@ -307,7 +307,7 @@ var _ = Describe("Faults", Ordered, func() {
 		fl.remove(victim)
 		row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt, unavailable: map[string]bool{victim: true}})
 		fl.dropVersion(ctx, from)
-		row.Objects, row.HelmRevisions = addChecked(row.Objects, row.HelmRevisions, fl.check(ctx))
+		row.add(fl.check(ctx))
 		row.Injected = "one workload kube-apiserver stopped during a rollout; that Cluster deleted while it was down"
 		row.Converge = fmt.Sprintf("%s for the other %d Clusters; deletion done in %s", took.Round(time.Second), len(fl.clusters), deleteTook.Round(time.Second))
 		report.Add(row)
@@ -319,10 +319,6 @@ var fluxHint = map[string][]string{
 	"source-controller":    {"component "},
 	"kustomize-controller": {"Kustomization/"},
 	"helm-controller":      {"HelmRelease/"},
-}
-
-func addChecked(objects, revisions int, c checked) (int, int) {
-	return objects + c.objects, revisions + c.helmRevisions
 }
 
 // findDegraded returns a sample of kind, named name or containing it in its message, that was

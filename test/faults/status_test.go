@@ -205,6 +205,11 @@ type scenarioRow struct {
 	Objects, HelmRevisions, Samples     int
 }
 
+// add counts what a check looked at.
+func (r *scenarioRow) add(c checked) {
+	r.Objects, r.HelmRevisions = r.Objects+c.objects, r.HelmRevisions+c.helmRevisions
+}
+
 // scenarioReport is the reliability table (README "Reliability").
 type scenarioReport struct {
 	mu   sync.Mutex
