@@ -165,8 +165,12 @@ test-faults: tools build inotify-limit ## The fault-injection suite on the real 
 	go test ./test/faults/... -count=1 -timeout 60m -v -ginkgo.v
 
 .PHONY: bench
-bench: tools build ## Benchmarks (idle writes and status latency on the real API server).
-	go test ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 30m
+bench: tools build ## Benchmark on the real API server: fan-out against the floor, writes, memory, idle writes, status latency (BENCH_CLUSTERS, README Performance).
+	go test ./test/bench/... -run '^$$' -bench IdleWritesAndStatusLatency -benchtime 1x -timeout 120m
+
+.PHONY: bench-flux
+bench-flux: tools build ## Benchmark with the real helm- and kustomize-controller: BENCH_FLUX_CLUSTERS (200) Clusters on one workload API server.
+	go test ./test/bench/... -run '^$$' -bench RealFlux -benchtime 1x -timeout 40m
 
 ##@ Tools (pinned Go modules in hack/tools, built into bin/)
 # The Kubernetes binaries report the pinned module version (as release builds do); a module

@@ -12,11 +12,14 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
@@ -24,11 +27,26 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
+// The defaults of --concurrent, --kube-api-qps and --kube-api-burst, measured with make bench
+// (README, Performance): enough workers to keep the API server busy while a fleet fans out, and no
+// client-side rate limit (controller-runtime's default too): the API server's Priority and
+// Fairness decides, and a limit of a few hundred requests a second was the bottleneck.
+const (
+	defaultConcurrent   = 10
+	defaultKubeAPIQPS   = -1
+	defaultKubeAPIBurst = 0
+)
+
 func main() {
 	var (
 		metricsAddr, probeAddr, artifactHost      string
+		profilerAddr                              string
 		webhookHost, webhookCertDir, defaultSA    string
 		managementNamespace                       string
+		watchLabelSelector, leaderElectionID      string
+		manageStacks                              bool
+		concurrent, kubeAPIBurst                  int
+		kubeAPIQPS                                float64
 		webhookPort                               int
 		leaderElect, enableWebhooks, runtimeExt   bool
 		grace, addonTimeout                       time.Duration
@@ -42,6 +60,12 @@ func main() {
 	flag.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"How long the leader keeps trying to renew the lease before it gives up leadership (and exits); shorter than the lease duration.")
 	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the lease.")
+	flag.StringVar(&leaderElectionID, "leader-election-id", defaultLeaderElectionID,
+		"The name of the Lease the replicas of this instance elect their leader with; each shard (--watch-label-selector) needs its own, e.g. "+defaultLeaderElectionID+"-shard1.")
+	flag.StringVar(&watchLabelSelector, "watch-label-selector", "",
+		"Deliver addons only to the CAPI Clusters this label selector matches, as Flux's controllers shard by label (README, Sharding): the main instance runs with '!"+csv1.ShardLabel+"', shard N with '"+csv1.ShardLabel+"=N'. Empty: every Cluster.")
+	flag.BoolVar(&manageStacks, "manage-stacks", true,
+		"Run the controllers of the objects all Clusters share (ClusterStack, ClusterStackRelease, their status, updates, ManagementOperator) and remove the ClusterAddons of deleted Clusters. Exactly one instance runs with true; shards run with false.")
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
 	flag.DurationVar(&addonTimeout, "addon-timeout", fluxgen.AddonTimeout, "How long Flux may take for one install, upgrade or health check of a cluster's addon (spec.timeout of the generated HelmReleases and Kustomizations); a failure is reported when it runs out and Flux retries.")
 	flag.StringVar(&artifactHost, "artifact-host-override", os.Getenv("SOURCE_CONTROLLER_LOCALHOST"),
@@ -58,18 +82,37 @@ func main() {
 		"The ServiceAccount (in each ClusterStack's namespace) that generated Flux objects run as when the ClusterStack sets no spec.serviceAccountName; set it to the same name as Flux's --default-service-account. Empty leaves it to Flux.")
 	flag.StringVar(&managementNamespace, "management-namespace", defaultManagementNamespace(os.Getenv, os.ReadFile),
 		"The namespace ManagementOperators' Flux objects (GitRepository, Kustomization or HelmChart and HelmRelease) are generated in, and where their Secrets are read. Defaults to the namespace the operator runs in ($POD_NAMESPACE, else its ServiceAccount's namespace), else "+controllers.DefaultManagementNamespace+".")
+	flag.StringVar(&profilerAddr, "profiler-address", "",
+		"Serve Go's pprof profiles (/debug/pprof) on this address, e.g. localhost:6060, as Cluster API's controllers do; off when empty.")
+	flag.IntVar(&concurrent, "concurrent", defaultConcurrent,
+		"How many objects each controller reconciles at once (Flux's controllers have the same flag). The per-Cluster work waits on the API server, not the CPU: more workers turn a fleet around faster.")
+	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS,
+		"The most requests per second the operator sends to the Kubernetes API server, averaged (client-side rate limit); a negative value turns the client-side limit off and leaves it to the server's API Priority and Fairness.")
+	flag.IntVar(&kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "How many requests the operator may send at once above --kube-api-qps.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setupLog := ctrl.Log.WithName("setup")
+	shardSelector, err := controllers.ParseShardSelector(watchLabelSelector)
+	if err != nil {
+		setupLog.Error(err, "invalid --watch-label-selector")
+		os.Exit(1)
+	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme.New(),
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = float32(kubeAPIQPS), kubeAPIBurst
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:           scheme.New(),
+		Controller:       ctrlconfig.Controller{MaxConcurrentReconciles: concurrent},
+		PprofBindAddress: profilerAddr,
+		// Reads of the objects the Cluster refers to (infrastructure cluster, control plane),
+		// which are unstructured, come from the watch the operator keeps on their kinds anyway.
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
-		LeaderElectionID:       "clusterstack-operator.clusterstack.io",
+		LeaderElectionID:       leaderElectionID,
 		// The lease lives in the operator's own namespace (where config/rbac grants it leases).
 		LeaderElectionNamespace: managementNamespace,
 		LeaseDuration:           &leaseDuration,
@@ -93,6 +136,8 @@ func main() {
 		AddonTimeout:          addonTimeout,
 		DefaultServiceAccount: defaultSA,
 		ManagementNamespace:   managementNamespace,
+		WatchLabelSelector:    shardSelector,
+		ClusterAddonsOnly:     !manageStacks,
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
@@ -128,6 +173,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// defaultLeaderElectionID is the Lease of a single instance (or of the main instance of shards).
+const defaultLeaderElectionID = "clusterstack-operator.clusterstack.io"
 
 // serviceAccountNamespaceFile holds the namespace of the Pod's ServiceAccount.
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -33,6 +33,12 @@ const appliedHashAnnotation = "clusterstack.io/applied-hash"
 type Applier struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// APIReader reads from the API server, uncached: used for objects of PartialKinds the cache
+	// does not have. Nil reads them through Client.
+	APIReader client.Reader
+	// PartialKinds are the kinds the manager's cache holds only some objects of (a label or
+	// field selector: see CacheOptions).
+	PartialKinds map[schema.GroupKind]bool
 
 	// seen remembers the generation each object had right after this process applied it. An
 	// object whose generation moved on since was edited by someone else and is applied again
@@ -65,9 +71,7 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 	}
 	key := gvk.Kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
 
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(gvk)
-	err = a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	existing, err := a.current(ctx, gvk, client.ObjectKeyFromObject(desired))
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -104,6 +108,29 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 	}
 	a.remember(key, obj.GetGeneration())
 	return true, nil
+}
+
+// current reads the object as it is: from the manager's cache for the kinds it holds whole (a
+// typed read: an unstructured one would bypass the cache and cost a request per apply), and, for
+// kinds whose cache holds only part of the objects (PartialKinds) or that the scheme does not
+// know, its metadata from the API server when the cache does not have it, so that an object
+// made by someone else is still seen (and not taken over).
+func (a *Applier) current(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
+	if o, err := a.Scheme.New(gvk); err == nil {
+		if obj, ok := o.(client.Object); ok {
+			err := a.Client.Get(ctx, key, obj)
+			if !apierrors.IsNotFound(err) || !a.PartialKinds[gvk.GroupKind()] || a.APIReader == nil {
+				return obj, err
+			}
+		}
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	reader := a.APIReader
+	if reader == nil {
+		reader = a.Client
+	}
+	return meta, reader.Get(ctx, key, meta)
 }
 
 func (a *Applier) unchangedSinceApply(key string, generation int64) bool {

@@ -59,6 +59,11 @@ type ClusterAddonReconciler struct {
 	// MachinePools is true when the API server serves CAPI's MachinePools: the addon stages
 	// then wait for them as for MachineDeployments (see clusteraddon_workers.go).
 	MachinePools bool
+	// Shard is the share of the Clusters this instance serves (--watch-label-selector); nil:
+	// every Cluster.
+	Shard *Shard
+	// Status configures how the ClusterAddon's conditions are judged (the degraded grace period).
+	Status StatusOptions
 
 	ctrl    controller.Controller
 	cache   cache.Cache
@@ -77,6 +82,10 @@ type ClusterAddonReconciler struct {
 
 // Reconcile brings one Cluster's addons to the release its topology uses.
 func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Another shard's Cluster (or one that moved there) is left alone, its ClusterAddon too.
+	if mine, err := r.Shard.owns(ctx, r.Client, req.NamespacedName); err != nil || !mine {
+		return ctrl.Result{}, err
+	}
 	addon := &csv1.ClusterAddon{}
 	if err := r.Get(ctx, req.NamespacedName, addon); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -91,7 +100,7 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	cluster := &clusterv1.Cluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.deleteAddon(ctx, addon)
+			return r.clusterGone(ctx, req.NamespacedName, addon)
 		}
 		return ctrl.Result{}, err
 	}
@@ -106,7 +115,8 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	if rel == nil {
-		return ctrl.Result{}, r.reconcileMissingRelease(ctx, cluster, addon)
+		again, err := r.reconcileMissingRelease(ctx, cluster, addon)
+		return ctrl.Result{RequeueAfter: again}, err
 	}
 
 	if addon, err = r.ensureAddon(ctx, cluster); err != nil {
@@ -127,14 +137,23 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 				err = serr
 			}
 			if err == nil && s.owned != nil {
-				return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+				return ctrl.Result{RequeueAfter: soonest(conflictRecheck, s.judgeAgain)}, nil
 			}
-			return ctrl.Result{RequeueAfter: s.requeueAfter}, err
+			return ctrl.Result{RequeueAfter: soonest(s.requeueAfter, s.judgeAgain)}, err
 		}
 	}
 	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: "every generated object is controlled by this ClusterAddon"}
-	return ctrl.Result{}, r.recordFacts(ctx, s)
+	err = r.recordFacts(ctx, s)
+	return ctrl.Result{RequeueAfter: s.judgeAgain}, err
+}
+
+// soonest is the earliest of two requeue delays, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // ownershipConflict turns an object another owner holds into the ObjectsOwned fact (the
@@ -189,16 +208,16 @@ func (r *ClusterAddonReconciler) setPaused(ctx context.Context, addon *csv1.Clus
 // When the name is a release tag of a ClusterStack of the namespace, the release is missing (the
 // ClusterStack creates it if its tag is published): the ClusterAddon waits or is Degraded, and
 // nothing delivered is touched. Otherwise the Cluster uses no stack (any more).
-func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cluster *clusterv1.Cluster, addon *csv1.ClusterAddon) error {
+func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cluster *clusterv1.Cluster, addon *csv1.ClusterAddon) (time.Duration, error) {
 	class := ClusterClassOf(cluster)
 	key := releaseStackKey(class)
 	if key == "" {
 		// Not a release: nothing of ours should exist for the Cluster.
-		return r.deleteAddon(ctx, addon)
+		return 0, r.deleteAddon(ctx, addon)
 	}
 	var stacks csv1.ClusterStackList
 	if err := r.List(ctx, &stacks, client.InNamespace(cluster.Namespace)); err != nil {
-		return err
+		return 0, err
 	}
 	var cs *csv1.ClusterStack
 	for i := range stacks.Items {
@@ -207,11 +226,11 @@ func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cl
 		}
 	}
 	if cs == nil && addon == nil {
-		return nil // a release-shaped ClusterClass of no stack here, never served: not ours
+		return 0, nil // a release-shaped ClusterClass of no stack here, never served: not ours
 	}
 	var err error
 	if addon, err = r.ensureAddon(ctx, cluster); err != nil {
-		return err
+		return 0, err
 	}
 	s := &addonScope{cluster: cluster, addon: addon, desired: class}
 	cond := metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonReleaseNotFound}
@@ -231,7 +250,8 @@ func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cl
 	s.releaseReady = &cond
 	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionUnknown, Reason: cond.Reason,
 		Message: fmt.Sprintf("values are rendered once release %s exists", class)}
-	return r.recordFacts(ctx, s)
+	err = r.recordFacts(ctx, s)
+	return s.judgeAgain, err
 }
 
 // addonScope carries one reconcile's facts between steps.
@@ -263,6 +283,8 @@ type addonScope struct {
 	// stages is status.stages as observed (valid when stagesKnown).
 	stages      []csv1.AddonStageStatus
 	stagesKnown bool
+	// judgeAgain is when the judged status changes by itself (a grace period runs out); 0: never.
+	judgeAgain time.Duration
 }
 
 // releaseOf returns the ClusterStackRelease whose ClusterClass the Cluster uses, in the
@@ -281,7 +303,7 @@ func (r *ClusterAddonReconciler) releaseOf(ctx context.Context, cluster *cluster
 
 func (r *ClusterAddonReconciler) ensureAddon(ctx context.Context, cluster *clusterv1.Cluster) (*csv1.ClusterAddon, error) {
 	addon := &csv1.ClusterAddon{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: cluster.Namespace}}
-	op, err := controllerutil.CreateOrPatch(ctx, r.Client, addon, func() error {
+	mutate := func() error {
 		if addon.Labels == nil {
 			addon.Labels = map[string]string{}
 		}
@@ -290,12 +312,20 @@ func (r *ClusterAddonReconciler) ensureAddon(ctx context.Context, cluster *clust
 		addon.Spec.ClusterName = cluster.Name
 		controllerutil.AddFinalizer(addon, csv1.ClusterAddonFinalizer)
 		return controllerutil.SetControllerReference(cluster, addon, r.Scheme())
-	})
+	}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, addon, mutate)
+	if apierrors.IsAlreadyExists(err) {
+		// Created a moment ago (by this reconciler) and not in the cache yet: read it from the
+		// API server and patch what differs, instead of failing and waiting for a retry.
+		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(addon), addon); err == nil {
+			before := addon.DeepCopy()
+			if err = mutate(); err == nil && !equality.Semantic.DeepEqual(before, addon) {
+				err = r.Patch(ctx, addon, client.MergeFrom(before))
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create or update ClusterAddon %s/%s: %w", cluster.Namespace, cluster.Name, err)
-	}
-	if op == controllerutil.OperationResultCreated {
-		r.Recorder.Eventf(addon, corev1.EventTypeNormal, "Created", "ClusterAddon for Cluster %s", cluster.Name)
 	}
 	return addon, nil
 }
@@ -331,7 +361,13 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	// The kubeconfig Secret is read by name, metadata only, from the API server: the operator
 	// neither lists nor watches Secrets, and never reads their data. CAPI writes it before it
 	// marks the control plane initialized, so the Cluster's status change brings us here; while
-	// it is missing, look again after kubeconfigRecheck.
+	// it is missing, look again after kubeconfigRecheck. Once seen it is not read again (CAPI
+	// keeps it for the Cluster's life; Flux reports it should it go): a request per reconcile of
+	// every Cluster would be most of what a converged fleet costs the API server.
+	if c := apimeta.FindStatusCondition(s.addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+		s.waiting = c.DeepCopy()
+		return true, nil
+	}
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}, secret); err != nil {
@@ -498,7 +534,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	}
 	objs := fluxgen.AddonObjects(fluxgen.ClusterInput{
 		Cluster: s.cluster.Name, Namespace: s.cluster.Namespace, Stack: s.release.Spec.ClusterStack,
-		Release: s.release, Components: comps, Timeout: r.AddonTimeout,
+		Release: s.release, Components: comps, Timeout: r.AddonTimeout, FluxShard: s.cluster.Labels[fluxgen.FluxShardLabel],
 	})
 	want := map[string]bool{}
 	written := make(map[string]csv1.AddonComponentStatus, len(comps))
@@ -546,7 +582,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (bool, error) {
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
-		client.MatchingLabels{csv1.ClusterNameLabel: fluxgen.LabelValue(s.addon.Spec.ClusterName), csv1.ManagedByLabel: csv1.ManagedByValue}); err != nil {
+		client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(s.addon.Spec.ClusterName)}); err != nil {
 		return false, err
 	}
 	keep := map[string]bool{s.values: true}
@@ -653,7 +689,7 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 // ownedFluxObjects lists the HelmReleases and Kustomizations the ClusterAddon controls, with
 // their kinds set.
 func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *csv1.ClusterAddon) ([]client.Object, error) {
-	sel := client.MatchingLabels{csv1.ClusterNameLabel: fluxgen.LabelValue(addon.Spec.ClusterName), csv1.ManagedByLabel: csv1.ManagedByValue}
+	sel := client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(addon.Spec.ClusterName)}
 	var hrs helmv2.HelmReleaseList
 	if err := r.List(ctx, &hrs, client.InNamespace(addon.Namespace), sel); err != nil {
 		return nil, err
@@ -678,16 +714,23 @@ func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *cs
 	return out, nil
 }
 
-// recordFacts writes what this controller owns in the ClusterAddon status
-// (docs/status-ownership.md): the stack and desired release, its conditions (ReleaseReady,
-// WorkloadClusterReady, ValuesRendered, ObjectsOwned, Paused), the values ConfigMap, the stages
-// and which components are listed with what is delivered of each; never the components'
-// readiness, which the ClusterAddon status reconciler writes.
+// recordFacts writes the ClusterAddon's status in one write (docs/status-ownership.md): what this
+// reconcile found (the stack and desired release, the ReleaseReady, WorkloadClusterReady,
+// ValuesRendered, ObjectsOwned and Paused conditions, the values ConfigMap, the stages, which
+// components are listed with what is delivered of each) and, judged from those facts and the
+// Flux objects (addonJudge), the components' readiness, the last applied release and the
+// aggregated conditions. It sets s.judgeAgain to when the judgement changes by itself (a grace
+// period running out).
 func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
 	renderFailed := false // a new render failure is recorded (counted once written)
+	var judgeErr error
+	judge := addonJudge{Reader: r.Client, Options: r.Status, applied: map[client.ObjectKey]client.Object{}}
+	for _, o := range s.applied {
+		judge.applied[client.ObjectKeyFromObject(o)] = o
+	}
 	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 		var events []statusEvent
-		renderFailed = false
+		renderFailed, judgeErr, s.judgeAgain = false, nil, 0
 		if s.stackName != "" {
 			a.Status.ClusterStack = s.stackName
 		}
@@ -721,19 +764,34 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			}
 			a.Status.Stages = s.stages
 		}
-		return true, events
+		appliedBefore := a.Status.LastAppliedRelease
+		judged, again, err := judge.judge(ctx, a)
+		if err != nil {
+			judgeErr = err // the facts are written; the judgement is tried again
+			return true, events
+		}
+		s.judgeAgain = again
+		if a.Status.LastAppliedRelease != appliedBefore {
+			// The release is delivered: its addon stages are over (stageplan plans none once the
+			// applied release is the target), in this write rather than one more.
+			a.Status.Stages = nil
+		}
+		return true, append(events, judged...)
 	})
 	if err == nil && renderFailed {
 		metrics.Default.RenderFailed(s.cluster.Namespace, s.stackName, s.desired)
+	}
+	if err == nil && judgeErr != nil {
+		err = fmt.Errorf("judge the status of ClusterAddon %s/%s: %w", s.addon.Namespace, s.addon.Name, judgeErr)
 	}
 	return err
 }
 
 // mergeComponents is the components list as the ClusterAddon reconciler writes it: the
-// components of want, in its order, with this reconciler's fields (name, kind, release, version,
-// fluxObject, waitingFor) from want and the ClusterAddon status reconciler's (ready, message)
-// kept from the entry of the same name in cur. A component new to the list has no readiness
-// yet; the status reconciler, which the write wakes, judges it.
+// components of want, in its order, with the delivery fields (name, kind, release, version,
+// fluxObject, waitingFor) from want and the judged ones (ready, message) kept from the entry of
+// the same name in cur. A component new to the list has no readiness
+// yet; addonJudge, in the same write, judges it.
 func mergeComponents(cur, want []csv1.AddonComponentStatus) []csv1.AddonComponentStatus {
 	old := make(map[string]csv1.AddonComponentStatus, len(cur))
 	for _, c := range cur {
@@ -747,6 +805,25 @@ func mergeComponents(cur, want []csv1.AddonComponentStatus) []csv1.AddonComponen
 		out[i] = c
 	}
 	return out
+}
+
+// clusterGone deletes the ClusterAddon of a Cluster the cache no longer holds, once the API
+// server confirms that the Cluster is gone: a cache that lags behind (a Cluster just created, an
+// instance just started) must never cost a Cluster its addons.
+func (r *ClusterAddonReconciler) clusterGone(ctx context.Context, key client.ObjectKey, addon *csv1.ClusterAddon) (ctrl.Result, error) {
+	if addon == nil {
+		return ctrl.Result{}, nil
+	}
+	if r.APIReader != nil {
+		err := r.APIReader.Get(ctx, key, &clusterv1.Cluster{})
+		if err == nil {
+			return ctrl.Result{RequeueAfter: time.Second}, nil // the cache catches up; its event requeues too
+		}
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("confirm that Cluster %s is gone: %w", key, err)
+		}
+	}
+	return ctrl.Result{}, r.deleteAddon(ctx, addon)
 }
 
 // deleteAddon deletes the ClusterAddon of a Cluster that no longer uses a stack or is going away.
@@ -814,15 +891,15 @@ func suspendFlux(ctx context.Context, c client.Client, o client.Object) error {
 func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.cache = mgr.GetCache()
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged())).
+		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged(), r.Shard.predicate())).
 		// A change of the applied release ends the addon stages of an upgrade (status.stages).
 		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), appliedReleaseChanged()))).
 		// A ClusterAddon nobody owns (made by hand) is looked at too: without a Cluster of its
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(predicate.Or(releaseFactsChanged(), requirementsMetChanged()))).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxProgressed())).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxStatusChanged())).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxStatusChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
 		Watches(&csv1.ClusterStack{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfStack), builder.WithPredicates(missingReleasesChanged())).
 		// The AfterClusterUpgrade stage waits for the workers' rollout (addon stages).
@@ -854,7 +931,9 @@ func (r *ClusterAddonReconciler) clustersOfRelease(ctx context.Context, o client
 	}
 	reqs := make([]reconcile.Request, 0, len(clusters))
 	for _, c := range clusters {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		if r.Shard.selects(&c) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
 	}
 	return reqs
 }
@@ -872,7 +951,9 @@ func (r *ClusterAddonReconciler) clustersOfStack(ctx context.Context, o client.O
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		if r.Shard.selects(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }

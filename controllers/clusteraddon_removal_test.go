@@ -43,7 +43,10 @@ func TestPruneStaleRemovesForStage(t *testing.T) {
 	}
 	terminating := hr("old", "r1")
 	terminating.DeletionTimestamp = ptr.To(metav1.Now())
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(addon, hr("cni", "r2"), hr("ccm", "r1"), hr("csi", "r1"), terminating).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&helmv2.HelmRelease{}, generatedClusterIndex, generatedCluster).
+		WithIndex(&kustomizev1.Kustomization{}, generatedClusterIndex, generatedCluster).
+		WithObjects(addon, hr("cni", "r2"), hr("ccm", "r1"), hr("csi", "r1"), terminating).Build()
 	rec := record.NewFakeRecorder(10)
 	r := &ClusterAddonReconciler{Client: c, Recorder: rec}
 	rel := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r2"}}

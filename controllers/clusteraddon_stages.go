@@ -196,7 +196,7 @@ func (s *addonScope) heldStatus(name, rel string, want map[string]bool) csv1.Add
 	want[ref] = true
 	for _, old := range s.addon.Status.Components {
 		if old.Name == name && old.Release == rel && old.FluxObject == ref {
-			// This reconciler's fields only: mergeComponents keeps the status reconciler's.
+			// The delivery fields only: mergeComponents keeps the judged ones (ready, message).
 			old.Ready, old.Message, old.WaitingFor = false, "", ""
 			return old
 		}

@@ -256,25 +256,30 @@ func TestReleaseStages(t *testing.T) {
 	}
 }
 
-func TestFluxProgressed(t *testing.T) {
-	hr := func(ready metav1.ConditionStatus, observed int64) *helmv2.HelmRelease {
+func TestFluxStatusChanged(t *testing.T) {
+	hr := func(ready metav1.ConditionStatus, observed int64, msg string) *helmv2.HelmRelease {
 		o := &helmv2.HelmRelease{}
 		o.Status.ObservedGeneration = observed
-		o.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready}}
+		o.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready, Message: msg}}
 		return o
 	}
+	relabelled := hr(metav1.ConditionTrue, 2, "ok")
+	relabelled.Labels = map[string]string{"x": "y"}
+	relabelled.Generation = 3
 	tests := []struct {
 		name     string
 		old, new *helmv2.HelmRelease
 		want     bool
 	}{
-		{"Ready changed", hr(metav1.ConditionUnknown, 2), hr(metav1.ConditionTrue, 2), true},
-		{"a new generation observed, Ready unchanged", hr(metav1.ConditionTrue, 1), hr(metav1.ConditionTrue, 2), true},
-		{"nothing of either changed", hr(metav1.ConditionTrue, 2), hr(metav1.ConditionTrue, 2), false},
+		{"Ready changed", hr(metav1.ConditionUnknown, 2, "ok"), hr(metav1.ConditionTrue, 2, "ok"), true},
+		{"a new generation observed, Ready unchanged", hr(metav1.ConditionTrue, 1, "ok"), hr(metav1.ConditionTrue, 2, "ok"), true},
+		{"only Flux's message changed (a retry)", hr(metav1.ConditionFalse, 2, "install failed"), hr(metav1.ConditionFalse, 2, "install failed again"), true},
+		{"spec and metadata changed, status not (our own apply)", hr(metav1.ConditionTrue, 2, "ok"), relabelled, false},
+		{"nothing changed", hr(metav1.ConditionTrue, 2, "ok"), hr(metav1.ConditionTrue, 2, "ok"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := fluxProgressed().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
+			if got := fluxStatusChanged().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
 				t.Errorf("passes = %v, want %v", got, tt.want)
 			}
 		})
@@ -314,7 +319,7 @@ func TestAddonStatusInputDuringUpgrade(t *testing.T) {
 	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni"}}
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-info"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rel("r1", "r1@sha1:aaa", "1.0.0"), rel("r2", "r2@sha1:bbb", "2.0.0"), addon, hr, ks).Build()
-	r := &ClusterAddonStatusReconciler{Client: c}
+	r := addonJudge{Reader: c}
 	in, judged, err := r.input(context.Background(), addon)
 	if err != nil {
 		t.Fatal(err)

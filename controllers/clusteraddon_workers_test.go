@@ -185,6 +185,8 @@ func TestPlanStagesWaitsForWorkers(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&clusterv1.MachineDeployment{}, workerClusterIndex, workerCluster).
 		WithIndex(&clusterv1.MachinePool{}, workerClusterIndex, workerCluster).
+		WithIndex(&helmv2.HelmRelease{}, generatedClusterIndex, generatedCluster).
+		WithIndex(&kustomizev1.Kustomization{}, generatedClusterIndex, generatedCluster).
 		WithObjects(rel("r1", "v1.36.3"), addon, hr("cni", "r2"), hr("csi", "r1"),
 			mdAt("c1", "md-0", "v1.37.2", three, three, ptr.To[int32](1), true), mdAt("c2", "md-other", "v1.36.3", three, three, three, true), deleting, pool).
 		Build()

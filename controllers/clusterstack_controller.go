@@ -373,15 +373,18 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 // SetupWithManager watches ClusterStacks; their releases (created, deleted, validated: they carry
 // a non-controller owner reference, so Owns would not map them); Clusters moving between
 // ClusterClasses; ClusterAddons whose applied release changes; and cluster Flux objects that go
-// or move to another release (a release may become unused).
+// or move to another release (a release may become unused). The per-Cluster events (Clusters,
+// ClusterAddons, their Flux objects) are coalesced over RollupDelay: each reconcile reads every
+// user of the stack's releases, so one per Cluster change would cost O(N) each while a fleet of
+// N Clusters is created or upgraded.
 func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), candidateChanged()))).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
-		Watches(&clusterv1.Cluster{}, clusterClassHandler(r.stacksOfClass)).
-		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon), builder.WithPredicates(appliedReleaseChanged())).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfLabel), builder.WithPredicates(releaseLabelChanged())).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(stackOfLabel), builder.WithPredicates(releaseLabelChanged())).
+		Watches(&clusterv1.Cluster{}, coalesced(clusterClassHandler(r.stacksOfClass))).
+		Watches(&csv1.ClusterAddon{}, coalesced(handler.EnqueueRequestsFromMapFunc(stackOfAddon)), builder.WithPredicates(appliedReleaseChanged())).
+		Watches(&helmv2.HelmRelease{}, coalesced(handler.EnqueueRequestsFromMapFunc(stackOfLabel)), builder.WithPredicates(releaseLabelChanged())).
+		Watches(&kustomizev1.Kustomization{}, coalesced(handler.EnqueueRequestsFromMapFunc(stackOfLabel)), builder.WithPredicates(releaseLabelChanged())).
 		Named("clusterstack").
 		Complete(r)
 }

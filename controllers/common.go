@@ -16,11 +16,15 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -33,6 +37,9 @@ import (
 
 // Field index names.
 const (
+	// generatedClusterIndex indexes the operator's generated HelmReleases, Kustomizations and
+	// ConfigMaps by the (label value of the) Cluster they are generated for.
+	generatedClusterIndex = "metadata.labels.cluster"
 	// clusterClassIndex indexes CAPI Clusters by the name of the ClusterClass their topology
 	// uses, counting only references within the Cluster's own namespace.
 	clusterClassIndex = "spec.topology.classRef.name"
@@ -45,6 +52,10 @@ const (
 	// clusterFluxStackIndex indexes the clusters' generated HelmReleases and Kustomizations by
 	// their ClusterStack label.
 	clusterFluxStackIndex = "metadata.labels.clusterstack.io/stack"
+	// releaseFluxStackIndex indexes the releases' own generated HelmReleases and Kustomizations
+	// (the ClusterClass's, not the clusters') by their ClusterStack label: the stack's related
+	// objects, read without a walk over every cluster's.
+	releaseFluxStackIndex = "metadata.labels.clusterstack.io/stack.release"
 	// clusterStackKeyIndex indexes CAPI Clusters by the stack their ClusterClass would be a
 	// release of ("aws-base-1-36"), whether or not the release exists.
 	clusterStackKeyIndex = "spec.topology.classRef.stack"
@@ -59,6 +70,17 @@ func ClusterClassOf(c *clusterv1.Cluster) string {
 		return ""
 	}
 	return ref.Name
+}
+
+// generatedCluster is the generatedClusterIndex value of an object: the Cluster (label value)
+// the operator generated it for. A reconcile lists its own objects in O(their number) instead of
+// matching the labels of every object in the namespace.
+func generatedCluster(o client.Object) []string {
+	l := o.GetLabels()
+	if name := l[csv1.ClusterNameLabel]; name != "" && l[csv1.ManagedByLabel] == csv1.ManagedByValue {
+		return []string{name}
+	}
+	return nil
 }
 
 // SetupIndexes registers the field indexes the reconcilers use.
@@ -80,6 +102,11 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	for _, obj := range []client.Object{&helmv2.HelmRelease{}, &kustomizev1.Kustomization{}, &corev1.ConfigMap{}} {
+		if err := idx.IndexField(ctx, obj, generatedClusterIndex, generatedCluster); err != nil {
+			return err
+		}
+	}
 	byStack := func(o client.Object) []string {
 		l := o.GetLabels()
 		if _, perCluster := l[csv1.ClusterNameLabel]; !perCluster || l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
@@ -91,6 +118,19 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	if err := idx.IndexField(ctx, &kustomizev1.Kustomization{}, clusterFluxStackIndex, byStack); err != nil {
+		return err
+	}
+	releaseByStack := func(o client.Object) []string {
+		l := o.GetLabels()
+		if _, perCluster := l[csv1.ClusterNameLabel]; perCluster || l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
+			return nil
+		}
+		return []string{l[csv1.StackLabel]}
+	}
+	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, releaseFluxStackIndex, releaseByStack); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &kustomizev1.Kustomization{}, releaseFluxStackIndex, releaseByStack); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &csv1.ClusterStackRelease{}, releaseStackIndex, func(o client.Object) []string {
@@ -124,7 +164,11 @@ func clustersUsing(ctx context.Context, c client.Reader, ns, release string) ([]
 }
 
 // uncachedReader reads from the API server directly (the manager's API reader); set by Setup.
-var uncachedReader client.Reader
+var uncachedReader atomic.Pointer[client.Reader]
+
+// setUncachedReader sets the API reader status writes fall back to (Setup; several managers of
+// one process, as in tests, share one API server).
+func setUncachedReader(r client.Reader) { uncachedReader.Store(&r) }
 
 // statusObject is an API object of ours with a status.
 type statusObject interface {
@@ -166,12 +210,26 @@ func updateStatusEmit[T statusObject](ctx context.Context, c client.Client, rec 
 // was written).
 func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T) (bool, []statusEvent)) ([]statusEvent, error) {
 	var reader client.Reader = c
+	var live client.Reader
+	if p := uncachedReader.Load(); p != nil {
+		live = *p
+	}
 	var written []statusEvent
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	// retry.DefaultRetry: the retry reads the API server, not the cache, so a second attempt
+	// rarely conflicts again; DefaultBackoff's growing pauses (up to a quarter second) would hold
+	// a worker for nothing while a fleet converges.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		written = nil
 		err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if uncachedReader != nil {
-			reader = uncachedReader // after a conflict the cache may lag behind: read the API
+		if live != nil && reader != live &&
+			(apierrors.IsNotFound(err) || (err == nil && ownWrites.behind(obj))) {
+			// Created a moment ago and not in the cache yet, or the cache has not seen this
+			// process's last status write yet: the API server has it (a read now, not a
+			// conflicting write).
+			err = live.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		}
+		if live != nil {
+			reader = live // after a conflict the cache may lag behind: read the API
 		}
 		if err != nil {
 			return client.IgnoreNotFound(err)
@@ -184,13 +242,53 @@ func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mu
 		if equality.Semantic.DeepEqual(before, runtime.Object(obj)) {
 			return nil
 		}
+		replaced := obj.GetResourceVersion()
 		if err := c.Status().Update(ctx, obj); err != nil {
 			return err
 		}
+		ownWrites.wrote(obj, replaced)
 		written = events
 		return nil
 	})
 	return written, err
+}
+
+// ownWrites remembers, per object, the resourceVersion this process's last status write
+// replaced: while the cache still shows that version, it is behind the write, and a status
+// computed from it would conflict. At thousands of Clusters, reconciles woken right after a
+// write made about one conflict (and a retry) per Cluster.
+var ownWrites = &writtenVersions{replaced: map[string]string{}}
+
+type writtenVersions struct {
+	mu       sync.Mutex
+	replaced map[string]string
+}
+
+func writtenKey(obj client.Object) string {
+	return fmt.Sprintf("%T/%s/%s", obj, obj.GetNamespace(), obj.GetName())
+}
+
+func (w *writtenVersions) wrote(obj client.Object, replaced string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.replaced[writtenKey(obj)] = replaced
+}
+
+// behind reports whether obj, as read from the cache, is the version a write of this process
+// replaced; once the cache has caught up, it forgets the object.
+func (w *writtenVersions) behind(obj client.Object) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := writtenKey(obj)
+	rv, ok := w.replaced[key]
+	if !ok {
+		return false
+	}
+	if rv == obj.GetResourceVersion() {
+		return true
+	}
+	delete(w.replaced, key)
+	return false
 }
 
 // statusEvent is an Event decided while a status is computed, recorded only once the status

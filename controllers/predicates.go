@@ -5,7 +5,6 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,29 +113,24 @@ func releaseFactsChanged() predicate.Predicate {
 	}}
 }
 
-// fluxProgressed passes Flux object updates whose Ready status or observed generation changed:
-// the moments a component may have become Ready at what was last written (addon stages).
-func fluxProgressed() predicate.Predicate {
+// fluxStatusChanged passes Flux object updates whose status changed: what the ClusterAddon's
+// judged status is computed from (readiness, messages, failure counts, history), and the moments
+// a component may have become Ready at what was last written (ordering across kinds, addon
+// stages). Changes of the spec or metadata alone (the operator's own applies) do not pass.
+func fluxStatusChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return readyStatus(e.ObjectOld) != readyStatus(e.ObjectNew) || observedGeneration(e.ObjectOld) != observedGeneration(e.ObjectNew)
+		return !equality.Semantic.DeepEqual(fluxStatusOf(e.ObjectOld), fluxStatusOf(e.ObjectNew))
 	}}
 }
 
-func observedGeneration(o client.Object) int64 {
+func fluxStatusOf(o client.Object) any {
 	switch t := o.(type) {
 	case *helmv2.HelmRelease:
-		return t.Status.ObservedGeneration
+		return t.Status
 	case *kustomizev1.Kustomization:
-		return t.Status.ObservedGeneration
+		return t.Status
 	}
-	return 0
-}
-
-func readyStatus(o client.Object) metav1.ConditionStatus {
-	if g, ok := o.(interface{ GetConditions() []metav1.Condition }); ok {
-		return conditionStatus(g.GetConditions(), meta.ReadyCondition)
-	}
-	return metav1.ConditionUnknown
+	return o.GetResourceVersion() // another kind: any change
 }
 
 func conditionStatus(conds []metav1.Condition, t string) metav1.ConditionStatus {

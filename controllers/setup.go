@@ -10,9 +10,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
@@ -36,6 +39,15 @@ type Config struct {
 	// ManagementNamespace is where ManagementOperators' Flux objects are generated and their
 	// Secrets read; it must be the namespace CacheOptions was given. Empty: DefaultManagementNamespace.
 	ManagementNamespace string
+	// WatchLabelSelector selects the CAPI Clusters whose addons this instance delivers
+	// (--watch-label-selector, see ParseShardSelector); nil selects every Cluster.
+	WatchLabelSelector labels.Selector
+	// ClusterAddonsOnly runs only the per-Cluster controllers, the ClusterAddon reconciler and
+	// the ClusterAddon status reconciler (--manage-stacks=false: a shard). The controllers of the
+	// shared objects (ClusterStack, ClusterStackRelease and their status, the updates controller,
+	// ManagementOperator) then run in another instance, exactly one, which also removes the
+	// ClusterAddons of deleted Clusters.
+	ClusterAddonsOnly bool
 }
 
 // DefaultManagementNamespace is the management namespace when none is configured.
@@ -43,6 +55,7 @@ const DefaultManagementNamespace = "clusterstack-system"
 
 // Setup registers the field indexes and every controller of the operator with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
+	shard := &Shard{Selector: cfg.WatchLabelSelector, LeaveOrphans: cfg.ClusterAddonsOnly}
 	if err := SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
@@ -54,8 +67,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	c := mgr.GetClient()
-	uncachedReader = mgr.GetAPIReader()
-	applier := &Applier{Client: c, Scheme: mgr.GetScheme()}
+	setUncachedReader(mgr.GetAPIReader())
+	applier := &Applier{Client: c, Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), PartialKinds: PartialKinds(mgr.GetScheme())}
 	stacks := &StackCache{HostnameOverride: cfg.ArtifactHostOverride}
 	status := StatusOptions{Grace: cfg.Grace, Now: cfg.Now}
 	tags := cfg.Tags
@@ -67,6 +80,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if mgmtNS == "" {
 		mgmtNS = DefaultManagementNamespace
 	}
+	perCluster := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller"), Shard: shard, Status: status},
+	}
+	if cfg.ClusterAddonsOnly {
+		return setupAll(mgr, perCluster)
+	}
+	// The stack and release roll-ups read their counts from an index the ClusterAddon informer
+	// keeps up to date; its handler is registered before the manager starts.
+	fleets, err := NewAddonFleets(ctx, mgr)
+	if err != nil {
+		return err
+	}
 	helmDeployments, err := cache.New(mgr.GetConfig(), HelmDeploymentCacheOptions(mgr, mgmtNS))
 	if err != nil {
 		return fmt.Errorf("create the cache of Deployments installed by HelmReleases of %s: %w", mgmtNS, err)
@@ -74,17 +99,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := mgr.Add(helmDeployments); err != nil {
 		return err
 	}
-	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
+	return setupAll(mgr, append(perCluster,
 		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
-		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller")},
-		&ClusterAddonStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
-		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status},
-		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status")},
+		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
+		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Fleets: fleets},
 		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now},
 		&ManagementOperatorReconciler{Client: c, Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
 			Namespace: mgmtNS, HelmDeployments: helmDeployments},
-	} {
+	))
+}
+
+// setupAll registers each controller with mgr.
+func setupAll(mgr ctrl.Manager, rs []interface{ SetupWithManager(ctrl.Manager) error }) error {
+	for _, s := range rs {
 		if err := s.SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -107,11 +135,27 @@ func CacheOptions(managementNamespace string) cache.Options {
 		managementNamespace = DefaultManagementNamespace
 	}
 	managed := labels.SelectorFromSet(labels.Set{csv1.ManagedByLabel: csv1.ManagedByValue})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:                         {Label: managed},
-		&appsv1.Deployment{}:                        {Label: labels.SelectorFromSet(labels.Set{kustomizeNamespaceLabel: managementNamespace})},
-		&apiextensionsv1.CustomResourceDefinition{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterCRDName)},
-	}}
+	return cache.Options{
+		// Nothing the operator does reads managedFields: leaving them out of the cache roughly
+		// halves what it holds per object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}:                         {Label: managed},
+			&appsv1.Deployment{}:                        {Label: labels.SelectorFromSet(labels.Set{kustomizeNamespaceLabel: managementNamespace})},
+			&apiextensionsv1.CustomResourceDefinition{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterCRDName)},
+		}}
+}
+
+// PartialKinds are the kinds of which CacheOptions keeps only a selection in the cache: a
+// missing object of these kinds may still exist.
+func PartialKinds(scheme *runtime.Scheme) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for obj := range CacheOptions("").ByObject {
+		if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
+			out[gvk.GroupKind()] = true
+		}
+	}
+	return out
 }
 
 // HelmDeploymentCacheOptions configure the second cache of Deployments: those helm-controller

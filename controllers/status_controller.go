@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -51,71 +51,72 @@ func (o StatusOptions) now() time.Time {
 // ---------------------------------------------------------------------------------------------
 // ClusterAddon
 
-// ClusterAddonStatusReconciler is the one place that computes a ClusterAddon's Available,
-// Progressing, Degraded and Ready conditions, its components' readiness and its last applied
-// release, from the Flux objects delivering its components.
-type ClusterAddonStatusReconciler struct {
-	client.Client
-	Recorder record.EventRecorder
-	Options  StatusOptions
+// addonJudge is the one place that computes a ClusterAddon's Available, Progressing, Degraded
+// and Ready conditions, its components' readiness and its last applied release, from the Flux
+// objects delivering its components. The ClusterAddon reconciler calls it in the same status
+// write as its facts: one writer, one write per change, no conflicts between two writers.
+type addonJudge struct {
+	client.Reader
+	Options StatusOptions
+	// applied are the Flux objects the reconcile just wrote (by namespace/name): one the cache
+	// does not have yet exists all the same, as written, without status (Flux has not seen it).
+	// Judged "does not exist" it would be judged again, and written again, once the cache has it.
+	applied map[client.ObjectKey]client.Object
 }
 
-// Reconcile recomputes one ClusterAddon's status.
-func (r *ClusterAddonStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	addon := &csv1.ClusterAddon{}
-	if err := r.Get(ctx, req.NamespacedName, addon); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+// get reads a Flux object from the cache, or, when the cache does not have it yet, as the
+// reconcile just applied it.
+func (r addonJudge) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.Get(ctx, key, obj)
+	if !apierrors.IsNotFound(err) {
+		return err
 	}
-	if !addon.DeletionTimestamp.IsZero() || apimeta.IsStatusConditionTrue(addon.Status.Conditions, csv1.PausedCondition) {
-		return ctrl.Result{}, nil // a paused Cluster is left alone; its Paused condition says so
+	written, ok := r.applied[key]
+	if !ok || reflect.TypeOf(written) != reflect.TypeOf(obj) {
+		return err
 	}
-	in, judged, err := r.input(ctx, addon)
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(written).Elem())
+	obj.SetGeneration(max(obj.GetGeneration(), 1)) // the API server's generation of a new object
+	return nil
+}
+
+// judge sets a's judged fields from its facts (already in a) and the Flux objects delivering
+// its components: components' ready and message, progress, unhealthy, the last applied release,
+// the aggregated conditions (docs/status-ownership.md). It returns the Events of the change and
+// when to judge again (a grace period running out).
+func (r addonJudge) judge(ctx context.Context, a *csv1.ClusterAddon) ([]statusEvent, time.Duration, error) {
+	in, judged, err := r.input(ctx, a)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, 0, err
 	}
 	res := fluxstatus.Compute(in)
-	err = updateStatusEmit(ctx, r.Client, r.Recorder, addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
-		if a.Status.DesiredRelease != in.Desired || a.Status.LastAppliedRelease != in.Delivered {
-			return false, nil // computed for another release: give up and compute again
+	a.Status.Unhealthy = res.Unhealthy
+	for i := range a.Status.Components {
+		c := &a.Status.Components[i]
+		if j, ok := judged[c.Name]; ok && j.fluxObject == c.FluxObject && j.release == c.Release {
+			c.Ready, c.Message = componentReadiness(*c, j.state)
 		}
-		// This reconciler's fields only: components' ready and message, progress, unhealthy,
-		// the last applied release, the aggregated conditions (docs/status-ownership.md).
-		a.Status.Unhealthy = res.Unhealthy
-		for i := range a.Status.Components {
-			c := &a.Status.Components[i]
-			if j, ok := judged[c.Name]; ok && j.fluxObject == c.FluxObject && j.release == c.Release {
-				c.Ready, c.Message = componentReadiness(*c, j.state)
-			} // else the component changed since it was judged: the change requeues us
-		}
-		ready := 0
-		for _, c := range a.Status.Components {
-			if c.Ready {
-				ready++
-			}
-		}
-		a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
-		if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) &&
-			a.Status.LastAppliedRelease != a.Status.DesiredRelease {
-			a.Status.LastAppliedRelease = a.Status.DesiredRelease
-			now := metav1.NewTime(r.Options.now())
-			a.Status.LastAppliedTime = &now
-		}
-		events := transitionEvents(a.Status.Conditions, res)
-		fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
-		a.Status.ObservedGeneration = a.Generation
-		return true, events
-	})
-	if errors.Is(err, errStaleStatus) {
-		return ctrl.Result{RequeueAfter: staleRecheck}, nil
 	}
-	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+	ready := 0
+	for _, c := range a.Status.Components {
+		if c.Ready {
+			ready++
+		}
+	}
+	a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
+	if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) &&
+		a.Status.LastAppliedRelease != a.Status.DesiredRelease {
+		a.Status.LastAppliedRelease = a.Status.DesiredRelease
+		now := metav1.NewTime(r.Options.now())
+		a.Status.LastAppliedTime = &now
+	}
+	events := transitionEvents(a.Status.Conditions, res)
+	fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
+	a.Status.ObservedGeneration = a.Generation
+	return events, res.RequeueAfter, nil
 }
 
-// staleRecheck is when a ClusterAddon whose status was computed from a stale read is looked at
-// again (the change that made the read stale requeues it too).
-const staleRecheck = 100 * time.Millisecond
-
-// judgement is the state of a component's Flux object as the status reconciler read it, and
+// judgement is the state of a component's Flux object as addonJudge read it, and
 // which object and release it judged.
 type judgement struct {
 	fluxObject, release string
@@ -134,7 +135,7 @@ func componentReadiness(c csv1.AddonComponentStatus, o fluxstatus.ObjectState) (
 
 // input gathers what the ClusterAddon's conditions are computed from, and the state of each
 // component's Flux object by component name.
-func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, map[string]judgement, error) {
+func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, map[string]judgement, error) {
 	in := fluxstatus.Input{
 		Subject:   fmt.Sprintf("cluster %s/%s", addon.Namespace, addon.Spec.ClusterName),
 		Delivered: addon.Status.LastAppliedRelease,
@@ -212,7 +213,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 		switch c.Kind {
 		case csv1.ComponentKindHelm:
 			o := &helmv2.HelmRelease{}
-			if err := r.Get(ctx, key, o); err != nil {
+			if err := r.get(ctx, key, o); err != nil {
 				if !apierrors.IsNotFound(err) {
 					return in, nil, err
 				}
@@ -222,7 +223,7 @@ func (r *ClusterAddonStatusReconciler) input(ctx context.Context, addon *csv1.Cl
 			}
 		default:
 			o := &kustomizev1.Kustomization{}
-			if err := r.Get(ctx, key, o); err != nil {
+			if err := r.get(ctx, key, o); err != nil {
 				if !apierrors.IsNotFound(err) {
 					return in, nil, err
 				}
@@ -269,32 +270,6 @@ func allAtRelease(comps []csv1.AddonComponentStatus, release string) bool {
 	return true
 }
 
-// SetupWithManager watches ClusterAddons and the Flux objects they own.
-func (r *ClusterAddonStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&csv1.ClusterAddon{}).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		// Only what the addons' status is computed from (revision, component versions): a release's
-		// own status (cluster counts, conditions) changes with every addon, and would requeue all
-		// its addons each time.
-		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.addonsOfRelease), builder.WithPredicates(releaseFactsChanged())).
-		Named("clusteraddon-status").
-		Complete(r)
-}
-
-func (r *ClusterAddonStatusReconciler) addonsOfRelease(ctx context.Context, o client.Object) []reconcile.Request {
-	var list csv1.ClusterAddonList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{addonReleaseIndex: o.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
-}
-
 // ---------------------------------------------------------------------------------------------
 // ClusterStackRelease
 
@@ -304,10 +279,15 @@ type ClusterStackReleaseStatusReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 	Options  StatusOptions
+	// Fleets counts the Clusters by release as ClusterAddons change (NewAddonFleets).
+	Fleets *AddonFleets
 }
 
 // Reconcile recomputes one release's status.
 func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.Fleets.Synced() {
+		return ctrl.Result{RequeueAfter: RollupDelay}, nil // the counts would miss Clusters
+	}
 	rel := &csv1.ClusterStackRelease{}
 	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -316,10 +296,8 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	counts, err := countClusters(ctx, r.Client, rel.Namespace, client.MatchingFields{addonReleaseIndex: rel.Name})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	// The ClusterAddons wanting the release (status.desiredRelease), counted as they changed.
+	counts := r.Fleets.ReleaseClusters(rel.Namespace, rel.Name)
 	delivered, err := deliveredPlane(ctx, r.Client, requiresContract(rel.Status.Requirements))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -445,19 +423,6 @@ func getState[T client.Object](ctx context.Context, c client.Reader, ns, name st
 	return fn(obj), nil
 }
 
-// countClusters counts the ClusterAddons matching opts by state.
-func countClusters(ctx context.Context, c client.Reader, ns string, opts ...client.ListOption) (csv1.ClusterCounts, error) {
-	var list csv1.ClusterAddonList
-	if err := c.List(ctx, &list, append(opts, client.InNamespace(ns))...); err != nil {
-		return csv1.ClusterCounts{}, err
-	}
-	var n csv1.ClusterCounts
-	for i := range list.Items {
-		stackstatus.Tally(&n, &list.Items[i])
-	}
-	return n, nil
-}
-
 // SetupWithManager watches releases, their Flux objects and the ClusterAddons using them.
 func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owner := func() handler.EventHandler {
@@ -470,16 +435,8 @@ func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager)
 		Watches(&sourcev1.HelmChart{}, owner(), rv).
 		Watches(&helmv2.HelmRelease{}, owner(), rv).
 		Watches(&kustomizev1.Kustomization{}, owner(), rv).
-		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			a := o.(*csv1.ClusterAddon)
-			var reqs []reconcile.Request
-			for _, rel := range []string{a.Status.DesiredRelease, a.Status.LastAppliedRelease} {
-				if rel != "" {
-					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: rel}})
-				}
-			}
-			return reqs
-		})).
+		// ClusterAddons: once the index has counted the change, after RollupDelay (coalesced).
+		WatchesRawSource(r.Fleets.Source(releasesOfAddonRequest)).
 		// RequirementsMet: once an operator's new version is delivered, the releases requiring
 		// it become usable by themselves; so do those requiring a contract the Cluster CRD serves.
 		Watches(&csv1.ManagementOperator{}, releasesOfOperator(r.Client), builder.WithPredicates(deliveredVersionChanged())).
@@ -496,10 +453,15 @@ func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager)
 type ClusterStackStatusReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
+	// Fleets sums the ClusterAddons of each stack as they change (NewAddonFleets).
+	Fleets *AddonFleets
 }
 
 // Reconcile recomputes one ClusterStack's status.
 func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.Fleets.Synced() {
+		return ctrl.Result{RequeueAfter: RollupDelay}, nil // the roll-up would miss Clusters
+	}
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -511,11 +473,8 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.List(ctx, &rels, client.InNamespace(cs.Namespace), client.MatchingFields{releaseStackIndex: cs.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	var addons csv1.ClusterAddonList
-	if err := r.List(ctx, &addons, client.InNamespace(cs.Namespace), client.MatchingFields{addonStackIndex: cs.Name}); err != nil {
-		return ctrl.Result{}, err
-	}
-	mine := addons.Items
+	// The ClusterAddons of the stack's Clusters (status.clusterStack), summed as they changed.
+	fleet := r.Fleets.Fleet(cs.Namespace, cs.Name)
 	related, err := r.relatedObjects(ctx, cs)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -528,7 +487,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 			delivered = append(delivered, rel)
 		}
 	}
-	f := stackstatus.Facts{Releases: delivered, Addons: mine, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
+	f := stackstatus.Facts{Releases: delivered, Fleet: fleet, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
 		PreviousAvailable: cs.Status.Versions.Available}
 	err = updateStatusEmit(ctx, r.Client, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		res := stackstatus.Compute(cs.Name, f)
@@ -551,7 +510,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	})
 	if err == nil {
 		// The same recount as status.clusters, so the metrics agree with the status.
-		metrics.Default.SetStack(cs.Namespace, cs.Name, rels.Items, mine)
+		metrics.Default.SetStack(cs.Namespace, cs.Name, rels.Items, fleet.States)
 	}
 	return ctrl.Result{}, err
 }
@@ -580,15 +539,18 @@ func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *c
 	for i := range charts.Items {
 		add(sourcev1.GroupVersion.String(), sourcev1.HelmChartKind, &charts.Items[i])
 	}
+	// The releases' own HelmReleases and Kustomizations, through an index that leaves out the
+	// clusters' (thousands): O(releases), not O(Clusters).
+	own := client.MatchingFields{releaseFluxStackIndex: fluxgen.LabelValue(cs.Name)}
 	var hrs helmv2.HelmReleaseList
-	if err := r.List(ctx, &hrs, client.InNamespace(cs.Namespace), sel); err != nil {
+	if err := r.List(ctx, &hrs, client.InNamespace(cs.Namespace), own); err != nil {
 		return nil, err
 	}
 	for i := range hrs.Items {
 		add(helmv2.GroupVersion.String(), helmv2.HelmReleaseKind, &hrs.Items[i])
 	}
 	var kss kustomizev1.KustomizationList
-	if err := r.List(ctx, &kss, client.InNamespace(cs.Namespace), sel); err != nil {
+	if err := r.List(ctx, &kss, client.InNamespace(cs.Namespace), own); err != nil {
 		return nil, err
 	}
 	for i := range kss.Items {
@@ -603,7 +565,8 @@ func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *c
 	return out, nil
 }
 
-// SetupWithManager watches ClusterStacks, their releases and their clusters' ClusterAddons.
+// SetupWithManager watches ClusterStacks, their releases and (through Fleets) their clusters'
+// ClusterAddons.
 func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toStack := func(label string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -611,8 +574,6 @@ func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error 
 			switch t := o.(type) {
 			case *csv1.ClusterStackRelease:
 				name = t.Spec.ClusterStack
-			case *csv1.ClusterAddon:
-				name = t.Status.ClusterStack
 			default:
 				name = o.GetLabels()[label]
 			}
@@ -625,7 +586,8 @@ func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&csv1.ClusterStack{}).
 		Watches(&csv1.ClusterStackRelease{}, toStack(csv1.StackLabel)).
-		Watches(&csv1.ClusterAddon{}, toStack(csv1.StackLabel)).
+		// ClusterAddons: once the index has summed the change, after RollupDelay (coalesced).
+		WatchesRawSource(r.Fleets.Source(stackOfAddonRequest)).
 		Named("clusterstack-status").
 		Complete(r)
 }
@@ -640,8 +602,10 @@ func transitionEvents(prev []metav1.Condition, res fluxstatus.Result) []statusEv
 		if old != nil && old.Status == c.Status {
 			continue
 		}
-		if old == nil && c.Status == metav1.ConditionFalse && c.Type == csv1.DegradedCondition {
-			continue // "not degraded" at birth is no news
+		if old == nil && c.Status == metav1.ConditionFalse {
+			// "Not degraded" at birth is no news, nor "not available yet" while the first delivery
+			// runs: an Event per new Cluster would be one more API write each for a fleet of thousands.
+			continue
 		}
 		e := normalEvent(c.Type+string(c.Status), c.Message)
 		if (c.Type == csv1.DegradedCondition && c.Status == metav1.ConditionTrue) || (c.Type == csv1.AvailableCondition && c.Status == metav1.ConditionFalse && old != nil) {

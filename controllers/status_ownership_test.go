@@ -97,7 +97,7 @@ func TestTransitionEvents(t *testing.T) {
 		want []statusEvent
 	}{
 		{"born available, not degraded: Available only", nil, res(tr, fa), []statusEvent{{corev1.EventTypeNormal, "AvailableTrue", "a"}}},
-		{"born unavailable: no Warning for what never was", nil, res(fa, fa), []statusEvent{{corev1.EventTypeNormal, "AvailableFalse", "a"}}},
+		{"born unavailable: nothing (the first delivery runs)", nil, res(fa, fa), nil},
 		{"unchanged: nothing", []metav1.Condition{cond(csv1.AvailableCondition, tr, "x"), cond(csv1.DegradedCondition, fa, "y")}, res(tr, fa), nil},
 		{"lost Available and degraded: two Warnings", []metav1.Condition{cond(csv1.AvailableCondition, tr, "x"), cond(csv1.DegradedCondition, fa, "y")}, res(fa, tr),
 			[]statusEvent{{corev1.EventTypeWarning, "AvailableFalse", "a"}, {corev1.EventTypeWarning, "DegradedTrue", "d"}}},

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
 	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 )
@@ -90,11 +91,15 @@ var _ = BeforeSuite(func() {
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
 	// As cmd/main.go does, with the tag listing answered by the specs' registry instead of
-	// a Git server (TagLister.List).
+	// a Git server (TagLister.List). It is the main instance of sharding (README, Sharding):
+	// Clusters labelled with a shard are left to the shards the sharding spec starts.
+	mainShard, err := controllers.ParseShardSelector("!" + csv1.ShardLabel)
+	Expect(err).NotTo(HaveOccurred())
 	Expect(controllers.Setup(mgrCtx, mgr, controllers.Config{
 		Grace:               5 * time.Minute,
 		Tags:                &controllers.TagLister{Reader: mgr.GetAPIReader(), List: tags.list},
 		ManagementNamespace: managementNamespace,
+		WatchLabelSelector:  mainShard,
 	})).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

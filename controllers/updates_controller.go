@@ -608,13 +608,15 @@ func branchPrefix(cs *csv1.ClusterStack) string {
 
 // SetupWithManager watches ClusterStacks (spec changes), their Clusters and ClusterAddons, their
 // releases, and Flux's Kustomizations and GitRepositories (a merged pull request moves them).
+// Cluster and ClusterAddon events are coalesced over RollupDelay: a wave moves on when its
+// Clusters are done, which a reconcile per Cluster change would not see sooner.
 func (r *ClusterStackUpdatesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterstack-updates").
 		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
-		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(stackOfAddon), builder.WithPredicates(addonRolloutChanged())).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.stacksInNamespace), builder.WithPredicates(clusterWaveChanged())).
+		Watches(&csv1.ClusterAddon{}, coalesced(handler.EnqueueRequestsFromMapFunc(stackOfAddon)), builder.WithPredicates(addonRolloutChanged())).
+		Watches(&clusterv1.Cluster{}, coalesced(handler.EnqueueRequestsFromMapFunc(r.stacksInNamespace)), builder.WithPredicates(clusterWaveChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.proposingStacks), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return artifactRevision(e.ObjectOld) != artifactRevision(e.ObjectNew) },
 		})).

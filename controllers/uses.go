@@ -66,7 +66,8 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, ca
 	var clusters clusterv1.ClusterList
 	opts := []client.ListOption{ns}
 	if cached {
-		opts = append(opts, client.MatchingFields{clusterStackKeyIndex: key})
+		// Read only, never changed: the cache's own objects, without a copy of every Cluster.
+		opts = append(opts, client.MatchingFields{clusterStackKeyIndex: key}, client.UnsafeDisableDeepCopy)
 	}
 	if err := r.List(ctx, &clusters, opts...); err != nil {
 		return u, fmt.Errorf("list Clusters: %w", err)
@@ -81,7 +82,7 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, ca
 	var addons csv1.ClusterAddonList
 	opts = []client.ListOption{ns}
 	if cached {
-		opts = append(opts, client.MatchingFields{addonStackIndex: cs.Name})
+		opts = append(opts, client.MatchingFields{addonStackIndex: cs.Name}, client.UnsafeDisableDeepCopy)
 	}
 	if err := r.List(ctx, &addons, opts...); err != nil {
 		return u, fmt.Errorf("list ClusterAddons: %w", err)
@@ -95,7 +96,7 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, ca
 
 	opts = []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: fluxgen.LabelValue(cs.Name)}, client.HasLabels{csv1.ClusterNameLabel}}
 	if cached {
-		opts = []client.ListOption{ns, client.MatchingFields{clusterFluxStackIndex: fluxgen.LabelValue(cs.Name)}}
+		opts = []client.ListOption{ns, client.MatchingFields{clusterFluxStackIndex: fluxgen.LabelValue(cs.Name)}, client.UnsafeDisableDeepCopy}
 	}
 	var hrs helmv2.HelmReleaseList
 	if err := r.List(ctx, &hrs, opts...); err != nil {

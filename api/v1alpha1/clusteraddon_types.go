@@ -17,10 +17,9 @@ type ClusterAddonSpec struct {
 	ClusterName string `json:"clusterName"`
 }
 
-// AddonComponentStatus is the state of one addon component in one cluster. Two reconcilers
-// write it, each its own fields: the ClusterAddon reconciler says what is delivered (name,
-// kind, release, version, fluxObject, waitingFor), the ClusterAddon status reconciler how it is
-// doing (ready, message). Each keeps the other's fields as they are.
+// AddonComponentStatus is the state of one addon component in one cluster: what is delivered
+// (name, kind, release, version, fluxObject, waitingFor) and how it is doing (ready, message),
+// all written by the ClusterAddon reconciler in one status write.
 type AddonComponentStatus struct {
 	// name of the component. Written by the ClusterAddon reconciler.
 	Name string `json:"name"`
@@ -44,11 +43,11 @@ type AddonComponentStatus struct {
 	// +optional
 	WaitingFor string `json:"waitingFor,omitempty"`
 	// ready is true when the Flux object is Ready at the wanted revision. Written by the
-	// ClusterAddon status reconciler.
+	// ClusterAddon reconciler.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
 	// message is what Flux last said about the object; while the object does not exist and the
-	// component waits, waitingFor. Written by the ClusterAddon status reconciler.
+	// component waits, waitingFor. Written by the ClusterAddon reconciler.
 	// +optional
 	Message string `json:"message,omitempty"`
 }
@@ -58,12 +57,12 @@ type AddonComponentStatus struct {
 // writer per type.
 type ClusterAddonStatus struct {
 	// observedGeneration is the generation last reconciled successfully. Written by the
-	// ClusterAddon status reconciler.
+	// ClusterAddon reconciler.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Available, Progressing, Degraded, Ready, Stalled and Reconciling are written
-	// by the ClusterAddon status reconciler; ReleaseReady, ValuesRendered, WorkloadClusterReady,
+	// by the ClusterAddon reconciler; ReleaseReady, ValuesRendered, WorkloadClusterReady,
 	// ObjectsOwned and Paused by the ClusterAddon reconciler.
 	// +listType=map
 	// +listMapKey=type
@@ -81,12 +80,12 @@ type ClusterAddonStatus struct {
 	DesiredRelease string `json:"desiredRelease,omitempty"`
 
 	// lastAppliedRelease is the release whose addons were last Ready everywhere in the cluster.
-	// Written by the ClusterAddon status reconciler.
+	// Written by the ClusterAddon reconciler.
 	// +optional
 	LastAppliedRelease string `json:"lastAppliedRelease,omitempty"`
 
 	// lastAppliedTime is when lastAppliedRelease last changed (rollout waves measure their soak
-	// time from it). Written by the ClusterAddon status reconciler, with lastAppliedRelease.
+	// time from it). Written by the ClusterAddon reconciler, with lastAppliedRelease.
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
 
@@ -125,13 +124,13 @@ type ClusterAddonStatus struct {
 	Stages []AddonStageStatus `json:"stages,omitempty"`
 
 	// progress is "<ready>/<total>" components at the desired release. Written by the
-	// ClusterAddon status reconciler.
+	// ClusterAddon reconciler.
 	// +optional
 	Progress string `json:"progress,omitempty"`
 
 	// unhealthy lists the cluster's Flux objects that are not healthy, with how long they have
 	// been so (the grace clock of the Degraded condition, kept across operator restarts and Flux's
-	// retries) and what Flux last said about the failure. Written by the ClusterAddon status
+	// retries) and what Flux last said about the failure. Written by the ClusterAddon
 	// reconciler.
 	// +listType=map
 	// +listMapKey=object

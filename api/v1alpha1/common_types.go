@@ -307,6 +307,14 @@ const (
 	ManagementOperatorLabel = "clusterstack.io/management-operator"
 )
 
+// ShardLabel is the label of a CAPI Cluster that names the shard (the operator instance) that
+// delivers its addons, by convention: shard N runs with
+// --watch-label-selector=clusterstack.io/shard=N, the main instance with
+// --watch-label-selector='!clusterstack.io/shard' (it serves the Clusters without the label), as
+// Flux shards its controllers with sharding.fluxcd.io/key. Changing the label hands the Cluster
+// over to the other shard, which adopts its ClusterAddon and generated objects as they are.
+const ShardLabel = "clusterstack.io/shard"
+
 // UnhealthyObject is the status aggregation's record of a Flux object that is not healthy.
 type UnhealthyObject struct {
 	// object is "<Kind>/<name>" of the Flux object.

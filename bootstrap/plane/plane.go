@@ -236,6 +236,9 @@ type Plane struct {
 	webhookLB     *tcpBalancer
 	// apiProxy stands between the operator and the API server (Options.OperatorAPIProxy).
 	apiProxy *faultproxy.Proxy
+	// instances are the extra operator instances by name (StartOperatorInstance), guarded by instMu.
+	instances map[string]*operatorInstance
+	instMu    sync.Mutex
 	// mu guards sim, which RestartAPIServer may replace, and serializes fault injections on
 	// the API server.
 	mu sync.Mutex
@@ -1033,7 +1036,7 @@ func waitTLS(ctx context.Context, addr string, caPEM []byte, p *proc.Process) er
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
-		if err := closeAll(p.operators); err != nil {
+		if err := closeAll(slices.Concat(p.operators, p.instanceServices())); err != nil {
 			errs = append(errs, err)
 		}
 		if p.webhookLB != nil {
@@ -1215,7 +1218,7 @@ func (p *Plane) Processes() []ProcessInfo {
 	if p.forge != nil {
 		add(p.forge.Process(), 0)
 	}
-	for _, s := range slices.Concat(p.flux, p.operators) {
+	for _, s := range slices.Concat(p.flux, p.operators, p.instanceServices()) {
 		add(s.process(), s.restartCount())
 	}
 	add(p.capi, 0)

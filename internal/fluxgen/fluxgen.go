@@ -225,6 +225,32 @@ type ClusterInput struct {
 	Components []csv1.ReleaseComponent
 	// Timeout bounds one install, upgrade or health check (Flux's spec.timeout); 0 means AddonTimeout.
 	Timeout time.Duration
+	// FluxShard is the Cluster's FluxShardLabel value, copied onto its HelmReleases and
+	// Kustomizations so that the Flux controllers of that shard reconcile them; empty: no label.
+	FluxShard string
+}
+
+// FluxShardLabel is the label Flux's controllers are sharded by (their --watch-label-selector).
+// On a CAPI Cluster it names the Flux shard that delivers the Cluster's addons: the operator
+// copies it onto the Cluster's HelmReleases and Kustomizations.
+const FluxShardLabel = "sharding.fluxcd.io/key"
+
+// AddonTarget returns the workload-cluster namespace and the Helm release name of a cluster's
+// addon component. Normally they are the component's namespace (kube-system when it has none)
+// and the component's name. A namespace with render.ClusterNamePlaceholder ("cni-${cluster_name}")
+// is per cluster: the placeholder is replaced by the cluster's name (and the result shortened
+// by SafeName when it is no DNS label of at most 63 characters), and the release is named
+// after the cluster too (HelmReleaseName of AddonObjectName), so that Clusters whose workload
+// clusters share one API server never share a namespace or a Helm release.
+func AddonTarget(cluster string, c csv1.ReleaseComponent) (namespace, releaseName string) {
+	ns := c.Namespace
+	if ns == "" {
+		ns = "kube-system"
+	}
+	if !render.HasClusterName(ns) {
+		return ns, HelmReleaseName(c.Name)
+	}
+	return SafeName(MaxObjectName, render.ExpandClusterName(ns, cluster)), HelmReleaseName(AddonObjectName(cluster, c.Name))
 }
 
 // AddonObjects are a cluster's HelmReleases and Kustomizations, one per component, in order.
@@ -242,10 +268,10 @@ func AddonObjects(in ClusterInput) []client.Object {
 	for _, c := range in.Components {
 		name := AddonObjectName(in.Cluster, c.Name)
 		labels := ClusterLabels(in.Stack, in.Release.Name, in.Cluster, c.Name)
-		ns := c.Namespace
-		if ns == "" {
-			ns = "kube-system"
+		if in.FluxShard != "" {
+			labels[FluxShardLabel] = in.FluxShard
 		}
+		ns, releaseName := AddonTarget(in.Cluster, c)
 		switch c.Kind {
 		case csv1.ComponentKindHelm:
 			hr := &helmv2.HelmRelease{
@@ -255,7 +281,7 @@ func AddonObjects(in ClusterInput) []client.Object {
 					ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: AddonChartName(in.Release.Name, c.Name)},
 					Interval:         metav1.Duration{Duration: AddonInterval},
 					KubeConfig:       kubeconfig.DeepCopy(),
-					ReleaseName:      HelmReleaseName(c.Name),
+					ReleaseName:      releaseName,
 					TargetNamespace:  ns,
 					StorageNamespace: ns,
 					Timeout:          &metav1.Duration{Duration: timeout},

@@ -487,6 +487,51 @@ func TestAddonObjectsKubeconfigNotShared(t *testing.T) {
 	}
 }
 
+func TestAddonTarget(t *testing.T) {
+	long := strings.Repeat("x", 60) // a 60-character cluster name
+	tests := []struct {
+		name, cluster, namespace string
+		wantNS, wantRelease      string
+	}{
+		{name: "no namespace: kube-system, the component's name", cluster: "c1", wantNS: "kube-system", wantRelease: "cni"},
+		{name: "a fixed namespace is shared by every cluster", cluster: "c1", namespace: "net", wantNS: "net", wantRelease: "cni"},
+		{name: "placeholder: namespace and release per cluster", cluster: "c1", namespace: "cni-${cluster_name}", wantNS: "cni-c1", wantRelease: "c1-cni"},
+		{name: "placeholder alone", cluster: "tenant-a", namespace: "${cluster_name}", wantNS: "tenant-a", wantRelease: "tenant-a-cni"},
+		{name: "placeholder twice", cluster: "c1", namespace: "${cluster_name}-x-${cluster_name}", wantNS: "c1-x-c1", wantRelease: "c1-cni"},
+		{
+			name: "too long after the substitution: shortened with a hash", cluster: long, namespace: "cni-${cluster_name}",
+			wantNS: "cni-" + strings.Repeat("x", 46) + "-" + tupleHash([]string{"cni-" + long}), wantRelease: strings.Repeat("x", 40) + "-345f7887bf7d",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := csv1.ReleaseComponent{Name: "cni", Kind: csv1.ComponentKindHelm, Path: "cluster-addon/cni", Namespace: tt.namespace}
+			ns, rel := AddonTarget(tt.cluster, c)
+			if ns != tt.wantNS || rel != tt.wantRelease {
+				t.Errorf("AddonTarget(%q, namespace %q) = %q, %q; want %q, %q", tt.cluster, tt.namespace, ns, rel, tt.wantNS, tt.wantRelease)
+			}
+			if !isLabelChars(ns) || len(ns) > MaxObjectName {
+				t.Errorf("namespace %q is no DNS label of at most 63 characters", ns)
+			}
+			if !helmReleaseNameRE.MatchString(rel) || len(rel) > MaxHelmReleaseName {
+				t.Errorf("release name %q is no Helm release name", rel)
+			}
+			hr := AddonObjects(ClusterInput{Cluster: tt.cluster, Namespace: "tenant", Stack: "aws-base", Release: release(), Components: []csv1.ReleaseComponent{c}})[0].(*helmv2.HelmRelease)
+			if hr.Spec.TargetNamespace != ns || hr.Spec.StorageNamespace != ns || hr.Spec.ReleaseName != rel {
+				t.Errorf("HelmRelease targets %q/%q (storage %q), want %q/%q", hr.Spec.TargetNamespace, hr.Spec.ReleaseName, hr.Spec.StorageNamespace, ns, rel)
+			}
+		})
+	}
+	t.Run("clusters whose names share a long prefix stay apart", func(t *testing.T) {
+		c := csv1.ReleaseComponent{Name: "cni", Kind: csv1.ComponentKindHelm, Namespace: "cni-${cluster_name}"}
+		ns1, rel1 := AddonTarget(long+"-1", c)
+		ns2, rel2 := AddonTarget(long+"-2", c)
+		if ns1 == ns2 || rel1 == rel2 {
+			t.Errorf("two clusters share %q/%q and %q/%q", ns1, rel1, ns2, rel2)
+		}
+	})
+}
+
 // helmReleaseNameRE is Helm's release name pattern (helm.sh/helm/v3/pkg/chartutil).
 var helmReleaseNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
@@ -568,5 +613,41 @@ func TestServiceAccountOnEveryAppliedObject(t *testing.T) {
 		if n != 4 {
 			t.Errorf("checked %d HelmReleases and Kustomizations, want 4", n)
 		}
+	}
+}
+
+// TestAddonObjectsFluxShard: the Cluster's Flux shard (FluxShardLabel) is copied onto every
+// HelmRelease and Kustomization, so Flux's shard of the Cluster reconciles them; without one no
+// label is added.
+func TestAddonObjectsFluxShard(t *testing.T) {
+	components := []csv1.ReleaseComponent{
+		{Name: "cni", Kind: csv1.ComponentKindHelm, Path: "cluster-addon/cni"},
+		{Name: "cluster-info", Kind: csv1.ComponentKindKustomize, Path: "cluster-addon/cluster-info"},
+	}
+	tests := []struct {
+		name, shard string
+		want        []string // the label's value on each object; "-" for no label
+	}{
+		{name: "no Flux shard", shard: "", want: []string{"-", "-"}},
+		{name: "Flux shard1", shard: "shard1", want: []string{"shard1", "shard1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := AddonObjects(ClusterInput{Cluster: "c1", Namespace: "tenant", Stack: "aws-base", Release: release(), Components: components, FluxShard: tt.shard})
+			var got []string
+			for _, o := range objs {
+				v, ok := o.GetLabels()[FluxShardLabel]
+				if !ok {
+					v = "-"
+				}
+				got = append(got, v)
+				if o.GetLabels()[csv1.ClusterNameLabel] != "c1" {
+					t.Errorf("%s lost the cluster labels: %v", o.GetName(), o.GetLabels())
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("%s label (-want +got):\n%s", FluxShardLabel, diff)
+			}
+		})
 	}
 }

@@ -7,9 +7,10 @@
 //   - clusterstack_render_failures_total{namespace,stack,release}: value render failures
 //     recorded on ClusterAddons.
 //
-// The two gauges are set by the ClusterStack status aggregation from a full recount of the
-// stack's releases and ClusterAddons (never incrementally), so they always agree with the
-// conditions the status shows, and the series of releases that vanished are deleted.
+// The two gauges are set by the ClusterStack status aggregation, from the stack's releases and
+// the same per-release counts of its ClusterAddons that its status shows (kept by an index as
+// ClusterAddons change), so they always agree with the conditions the status shows, and the
+// series of releases that vanished are deleted.
 package metrics
 
 import (
@@ -100,34 +101,30 @@ func New(reg prometheus.Registerer) *Recorder {
 // Default is registered in controller-runtime's registry, which the manager serves.
 var Default = New(ctrlmetrics.Registry)
 
-// SetStack sets the gauges of one ClusterStack from all its releases and all ClusterAddons of
-// Clusters using it. Every release of the stack, and every release a ClusterAddon wants, gets a
-// series per state (zero included); series of releases in neither are deleted.
-func (r *Recorder) SetStack(namespace, stack string, releases []csv1.ClusterStackRelease, addons []csv1.ClusterAddon) {
-	clusters := map[string]map[string]int{}
-	ensure := func(rel string) map[string]int {
-		if clusters[rel] == nil {
-			clusters[rel] = map[string]int{}
-		}
-		return clusters[rel]
-	}
+// SetStack sets the gauges of one ClusterStack from all its releases and the ClusterAddons of
+// the Clusters using it, counted by the release they want and their state (StateOf): clusters
+// maps a release name to a state to a count. Every release of the stack, and every release in
+// clusters, gets a series per state (zero included); series of releases in neither are deleted.
+// It costs O(releases), whatever the number of Clusters.
+func (r *Recorder) SetStack(namespace, stack string, releases []csv1.ClusterStackRelease, clusters map[string]map[string]int) {
 	relStates := map[string]int{}
 	for i := range releases {
-		ensure(releases[i].Name)
 		relStates[StateOf(releases[i].Status.Conditions)]++
 	}
-	for i := range addons {
-		ensure(addons[i].Status.DesiredRelease)[StateOf(addons[i].Status.Conditions)]++
+	now := make(map[string]bool, len(clusters)+len(releases))
+	for i := range releases {
+		now[releases[i].Name] = true
+	}
+	for rel := range clusters {
+		now[rel] = true
 	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := stackKey{namespace, stack}
-	now := make(map[string]bool, len(clusters))
-	for rel, byState := range clusters {
-		now[rel] = true
+	for rel := range now {
 		for _, s := range States {
-			r.clusters.WithLabelValues(namespace, stack, rel, s).Set(float64(byState[s]))
+			r.clusters.WithLabelValues(namespace, stack, rel, s).Set(float64(clusters[rel][s]))
 		}
 	}
 	for rel := range r.seen[key] {

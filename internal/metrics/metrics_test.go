@@ -82,6 +82,19 @@ func releaseSeries(stack string, avail, prog, degr, unknown int) string {
 	return b.String()
 }
 
+// byState counts ClusterAddons by the release they want and their state, as the ClusterStack
+// status aggregation's index does (stackstatus.Fleet.States).
+func byState(addons ...csv1.ClusterAddon) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, a := range addons {
+		if out[a.Status.DesiredRelease] == nil {
+			out[a.Status.DesiredRelease] = map[string]int{}
+		}
+		out[a.Status.DesiredRelease][StateOf(a.Status.Conditions)]++
+	}
+	return out
+}
+
 const clustersHeader = "# HELP clusterstack_clusters CAPI Clusters using a cluster stack (one ClusterAddon each), by the release they want and their state (available, progressing, degraded, unknown).\n# TYPE clusterstack_clusters gauge\n"
 const releasesHeader = "# HELP clusterstack_releases ClusterStackReleases of a cluster stack by state (available, progressing, degraded, unknown).\n# TYPE clusterstack_releases gauge\n"
 
@@ -97,13 +110,13 @@ func TestSetStackRecountsAndDeletesVanishedSeries(t *testing.T) {
 		release("aws-v4", nil),
 		release("aws-v1", healthy),
 		release("aws-v2", conds(F, T, F)),
-	}, []csv1.ClusterAddon{
+	}, byState(
 		addon("a", "aws-v1", healthy),
 		addon("b", "aws-v1", healthy),
 		addon("c", "aws-v1", conds(F, F, T)),
 		addon("d", "aws-v2", conds(F, T, F)),
-	})
-	r.SetStack("tenant", "gcp", []csv1.ClusterStackRelease{release("gcp-v1", healthy)}, []csv1.ClusterAddon{addon("e", "gcp-v1", nil)})
+	))
+	r.SetStack("tenant", "gcp", []csv1.ClusterStackRelease{release("gcp-v1", healthy)}, byState(addon("e", "gcp-v1", nil)))
 
 	want := clustersHeader +
 		clusterSeries("aws", "aws-v0", 0, 0, 0, 0) +
@@ -122,11 +135,11 @@ func TestSetStackRecountsAndDeletesVanishedSeries(t *testing.T) {
 	// Recount: v0, v1 and v4 are gone (all clusters moved to v2, the releases were removed); a
 	// cluster of v2 wants v3, which has no release object yet. Nothing of the others is left
 	// behind.
-	r.SetStack("tenant", "aws", []csv1.ClusterStackRelease{release("aws-v2", healthy)}, []csv1.ClusterAddon{
+	r.SetStack("tenant", "aws", []csv1.ClusterStackRelease{release("aws-v2", healthy)}, byState(
 		addon("a", "aws-v2", healthy),
 		addon("b", "aws-v2", healthy),
 		addon("c", "aws-v3", conds(T, T, F)),
-	})
+	))
 	want = clustersHeader +
 		clusterSeries("aws", "aws-v2", 2, 0, 0, 0) +
 		clusterSeries("aws", "aws-v3", 1, 0, 0, 0) +

@@ -165,7 +165,12 @@ func (lt *linter) lintAddon(c Component) {
 			values, err = render.RenderComponent(lt.sampleData(), lt.s.renderComponent(c))
 			valuesOK = err == nil
 		}
-		files, err := renderHelm(lt.dir, c, helmRender{releaseName: c.Name, namespace: c.Namespace, kubeVersion: lt.s.KubernetesVersion, values: values})
+		// As the operator installs it for the sample cluster (fluxgen.AddonTarget).
+		releaseName, namespace := c.Name, c.Namespace
+		if render.HasClusterName(namespace) {
+			releaseName, namespace = sampleClusterName+"-"+c.Name, render.ExpandClusterName(namespace, sampleClusterName)
+		}
+		files, err := renderHelm(lt.dir, c, helmRender{releaseName: releaseName, namespace: namespace, kubeVersion: lt.s.KubernetesVersion, values: values})
 		if err != nil {
 			// Nor does it when subcharts that Flux fetches are missing here.
 			if valuesOK && !fetched {

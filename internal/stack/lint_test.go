@@ -367,6 +367,15 @@ func TestLintProblems(t *testing.T) {
 			{"stack.yaml", `namespaces.cni: "Kube_System" is not a valid namespace name`},
 		},
 	}, {
+		name: "a per-cluster namespace too long for a realistic cluster name",
+		base: aws,
+		mutate: func(t *testing.T, dir string) {
+			appendFile(t, dir, "stack.yaml", "namespaces:\n  cni: the-container-network-interface-of-${cluster_name}\n")
+		},
+		want: []wantProblem{
+			{"stack.yaml", `namespaces.cni: "the-container-network-interface-of-${cluster_name}" is not a valid namespace name for a Cluster named "prod-eu-central-1-payments-01"`},
+		},
+	}, {
 		name: "every problem at once",
 		base: scs,
 		mutate: func(t *testing.T, dir string) {

@@ -599,12 +599,36 @@ func (l *stackReader) applyNamespaces(comps []Component) {
 			l.ps.addf(StackFile, "namespaces.%s: there is no component %q", name, name)
 			continue
 		}
-		if !dnsLabelRE.MatchString(ns) || len(ns) > 63 {
-			l.ps.addf(StackFile, "namespaces.%s: %q is not a valid namespace name", name, ns)
+		if msg := checkNamespace(ns); msg != "" {
+			l.ps.addf(StackFile, "namespaces.%s: %s", name, msg)
 			continue
 		}
 		comps[idx].Namespace = ns
 	}
+}
+
+// sampleNamespaceCluster is the cluster name a per-cluster namespace is checked with: as
+// long as realistic cluster names get ("prod-eu-central-1-payments-01").
+const sampleNamespaceCluster = "prod-eu-central-1-payments-01"
+
+// checkNamespace returns why ns is no valid component namespace, "" when it is. A namespace
+// with render.ClusterNamePlaceholder must be a DNS label of at most 63 characters once the
+// placeholder is replaced by a realistic cluster name (sampleNamespaceCluster); the operator
+// shortens the namespaces of longer cluster names with a hash (fluxgen.AddonTarget).
+func checkNamespace(ns string) string {
+	if !render.HasClusterName(ns) {
+		if !dnsLabelRE.MatchString(ns) || len(ns) > 63 {
+			return fmt.Sprintf("%q is not a valid namespace name (a DNS label: at most 63 lower-case letters, digits and '-'; "+
+				"%s is replaced by the Cluster's name)", ns, render.ClusterNamePlaceholder)
+		}
+		return ""
+	}
+	sample := render.ExpandClusterName(ns, sampleNamespaceCluster)
+	if !dnsLabelRE.MatchString(sample) || len(sample) > 63 {
+		return fmt.Sprintf("%q is not a valid namespace name for a Cluster named %q: %q is not a DNS label of at most 63 characters "+
+			"(lower-case letters, digits and '-'; %s is the only placeholder)", ns, sampleNamespaceCluster, sample, render.ClusterNamePlaceholder)
+	}
+	return ""
 }
 
 // --- digests ---------------------------------------------------------------------------

@@ -185,6 +185,55 @@ func TestNamespaces(t *testing.T) {
 	}
 }
 
+func TestCheckNamespace(t *testing.T) {
+	tests := []struct {
+		ns      string
+		wantMsg string // "" for valid
+	}{
+		{ns: "kube-system"},
+		{ns: "cni-${cluster_name}"},
+		{ns: "${cluster_name}"},
+		{ns: "${cluster_name}-addons"},
+		{ns: strings.Repeat("a", 63)},
+		{ns: strings.Repeat("a", 64), wantMsg: "is not a valid namespace name (a DNS label"},
+		{ns: "Kube_System", wantMsg: `"Kube_System" is not a valid namespace name`},
+		{ns: "", wantMsg: `"" is not a valid namespace name`},
+		// 34 + 29 characters of the sample cluster name = 63: fits.
+		{ns: strings.Repeat("n", 33) + "-${cluster_name}"},
+		{ns: strings.Repeat("n", 34) + "-${cluster_name}", wantMsg: `for a Cluster named "prod-eu-central-1-payments-01": "` + strings.Repeat("n", 34) + `-prod-eu-central-1-payments-01" is not a DNS label of at most 63 characters`},
+		{ns: "cni-${CLUSTER_NAME}", wantMsg: "${cluster_name} is replaced by the Cluster's name"},
+		{ns: "cni-${cluster_namespace}", wantMsg: `"cni-${cluster_namespace}" is not a valid namespace name (a DNS label`},
+		{ns: "CNI-${cluster_name}", wantMsg: `"CNI-prod-eu-central-1-payments-01" is not a DNS label`},
+		{ns: "${cluster_name}-", wantMsg: "is not a DNS label"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ns, func(t *testing.T) {
+			got := checkNamespace(tt.ns)
+			if tt.wantMsg == "" && got != "" {
+				t.Errorf("checkNamespace(%q) = %q, want valid", tt.ns, got)
+			}
+			if tt.wantMsg != "" && !strings.Contains(got, tt.wantMsg) {
+				t.Errorf("checkNamespace(%q) = %q, want it to contain %q", tt.ns, got, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestNamespacePerCluster(t *testing.T) {
+	dir := copyStack(t, "../../stacks/aws/base/1-36")
+	appendFile(t, dir, "stack.yaml", "namespaces:\n  cni: cni-${cluster_name}\n")
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cni, _ := s.Component("cni"); cni.Namespace != "cni-${cluster_name}" {
+		t.Errorf("cni namespace = %q, want the placeholder kept for the operator", cni.Namespace)
+	}
+	if ps := Lint(dir, ""); len(ps) != 0 {
+		t.Errorf("Lint: %v", ps)
+	}
+}
+
 // --- helpers -------------------------------------------------------------------------------
 
 // copyStack copies a stack directory into a temporary directory of the same base name.

@@ -75,9 +75,7 @@ func TestObserved(t *testing.T) {
 			for _, r := range tt.releases {
 				o.release(r)
 			}
-			for i := range tt.addons {
-				o.addon(&tt.addons[i])
-			}
+			o.fleet(Summarize(tt.addons))
 			o.resolved(tt.resolved)
 			g := got{Degraded: o.degraded, Progressing: o.progressing, DegradedReason: o.degradedReason, AllAvailable: o.allAvailable,
 				Pending: keys(o.pending), Delivered: keys(o.delivered)}
@@ -100,9 +98,9 @@ func TestAvailableVersion(t *testing.T) {
 	}{
 		{"no clusters: the newest Available release", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}}, map[string]bool{ssRelV1: true, ssRelV2: true}, nil, nil, "v2"},
 		{"an unavailable release does not count", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}}, map[string]bool{ssRelV1: true}, nil, nil, "v1"},
-		{"with clusters, only delivered versions count", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}, Addons: []csv1.ClusterAddon{{}}},
+		{"with clusters, only delivered versions count", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}, Fleet: Summarize([]csv1.ClusterAddon{{}})},
 			map[string]bool{ssRelV1: true, ssRelV2: true}, nil, []string{ssRelV1}, "v1"},
-		{"a version some cluster still waits for does not count", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}, Addons: []csv1.ClusterAddon{{}}},
+		{"a version some cluster still waits for does not count", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}, Fleet: Summarize([]csv1.ClusterAddon{{}})},
 			map[string]bool{ssRelV1: true, ssRelV2: true}, []string{ssRelV2}, []string{ssRelV1, ssRelV2}, "v1"},
 		{"nothing qualifies: the previous version stays while its release exists", Facts{Releases: []csv1.ClusterStackRelease{v1, v2}, PreviousAvailable: "v1"},
 			map[string]bool{}, nil, nil, "v1"},

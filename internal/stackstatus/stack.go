@@ -6,6 +6,7 @@ package stackstatus
 
 import (
 	"fmt"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +23,9 @@ const maxListed = 3
 type Facts struct {
 	// Releases are the stack's delivered releases (not those kept only as a proposal's candidate).
 	Releases []csv1.ClusterStackRelease
-	// Addons are the ClusterAddons of the stack's Clusters.
-	Addons []csv1.ClusterAddon
+	// Fleet sums the ClusterAddons of the stack's Clusters (an Index keeps it, Summarize makes it
+	// from a list).
+	Fleet Fleet
 	// Resolved is the stack's ReleasesResolved condition (nil when not set yet).
 	Resolved *metav1.Condition
 	// PreviousAvailable is the status.versions.available reported so far.
@@ -46,10 +48,12 @@ type Result struct {
 // observed is what Compute gathers from the facts before it sets any condition.
 type observed struct {
 	// degraded and progressing are the messages of the degraded and progressing releases and
-	// Clusters (and of ReleasesResolved), in order; degradedReason is the reason of the first
-	// degraded one.
+	// Clusters (and of ReleasesResolved), in order, the Clusters by ClusterAddon name and only
+	// the first maxListed of them; degradedReason is the reason of the first degraded one.
 	degraded, progressing []string
 	degradedReason        string
+	// moreDegraded and moreProgressing count the Clusters left out of degraded and progressing.
+	moreDegraded, moreProgressing int
 	// allAvailable is true when every Cluster is Available.
 	allAvailable bool
 	// pending are the releases some Cluster wants but does not have (Available) yet; delivered
@@ -68,14 +72,11 @@ func Compute(name string, f Facts) Result {
 		res.ReleaseAvailable[rel.Name] = apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)
 		o.release(rel)
 	}
-	for i := range f.Addons {
-		a := &f.Addons[i]
-		counts := res.ReleaseClusters[a.Status.DesiredRelease]
-		Tally(&counts, a)
-		Tally(&res.Clusters, a)
-		res.ReleaseClusters[a.Status.DesiredRelease] = counts
-		o.addon(a)
+	res.Clusters = f.Fleet.Clusters
+	for rel, n := range f.Fleet.Releases {
+		res.ReleaseClusters[rel] = n
 	}
+	o.fleet(f.Fleet)
 	res.AvailableVersion = availableVersion(f, res.ReleaseAvailable, o)
 	o.resolved(f.Resolved)
 
@@ -103,24 +104,25 @@ func (o *observed) release(rel csv1.ClusterStackRelease) {
 	}
 }
 
-// addon notes a Cluster: whether it is Available, which release it waits for or delivers, and
-// whether it is degraded or progressing.
-func (o *observed) addon(a *csv1.ClusterAddon) {
-	avail := apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.AvailableCondition)
-	if !avail {
-		o.allAvailable = false
+// fleet notes the Clusters: whether all are Available, which releases they wait for or deliver,
+// and the first degraded and progressing ones by ClusterAddon name (only as many as a message
+// names: O(k) in the degraded or progressing Clusters, never a walk over all of them).
+func (o *observed) fleet(f Fleet) {
+	o.allAvailable = f.NotAvailable == 0
+	for rel, n := range f.Pending {
+		o.pending[rel] = n > 0
 	}
-	if !UpToDate(a) || !avail {
-		o.pending[a.Status.DesiredRelease] = true
+	for rel, n := range f.Delivered {
+		o.delivered[rel] = n > 0
 	}
-	if avail && a.Status.LastAppliedRelease != "" {
-		o.delivered[a.Status.LastAppliedRelease] = true
+	for _, name := range firstNames(f.Degraded, maxListed) {
+		o.degrade(f.Degraded[name].Reason, f.Degraded[name].Message)
 	}
-	if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
-		o.degrade(c.Reason, c.Message)
-	} else if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil && c.Status == metav1.ConditionTrue {
-		o.progressing = append(o.progressing, c.Message)
+	o.moreDegraded = len(f.Degraded) - min(len(f.Degraded), maxListed)
+	for _, name := range firstNames(f.Progressing, maxListed) {
+		o.progressing = append(o.progressing, f.Progressing[name])
 	}
+	o.moreProgressing = len(f.Progressing) - min(len(f.Progressing), maxListed)
 }
 
 // resolved puts a False ReleasesResolved first: a release still in use that is no longer wanted
@@ -153,7 +155,7 @@ func (o *observed) degrade(reason, msg string) {
 func availableVersion(f Facts, releaseAvailable map[string]bool, o observed) string {
 	v := ""
 	for _, rel := range f.Releases {
-		if !releaseAvailable[rel.Name] || o.pending[rel.Name] || (len(f.Addons) > 0 && !o.delivered[rel.Name]) {
+		if !releaseAvailable[rel.Name] || o.pending[rel.Name] || (f.Fleet.Clusters.Total > 0 && !o.delivered[rel.Name]) {
 			continue
 		}
 		if v == "" || stack.CompareVersions(rel.Spec.Version, v) > 0 {
@@ -175,7 +177,7 @@ func availableVersion(f Facts, releaseAvailable map[string]bool, o observed) str
 // a Cluster is degraded (or the releases cannot be resolved), naming up to three of them.
 func degradedCondition(subject string, o observed) metav1.Condition {
 	if len(o.degraded) > 0 {
-		return cond(csv1.DegradedCondition, metav1.ConditionTrue, o.degradedReason, subject+": "+fluxstatus.JoinLimited(o.degraded, maxListed))
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, o.degradedReason, subject+": "+joinLimited(o.degraded, o.moreDegraded))
 	}
 	return cond(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": no release or cluster is degraded")
 }
@@ -184,7 +186,7 @@ func degradedCondition(subject string, o observed) metav1.Condition {
 // no longer wanted waits for its Clusters, naming up to three of them.
 func progressingCondition(subject string, o observed) metav1.Condition {
 	if len(o.progressing) > 0 {
-		return cond(csv1.ProgressingCondition, metav1.ConditionTrue, csv1.ReasonReconciling, subject+": "+fluxstatus.JoinLimited(o.progressing, maxListed))
+		return cond(csv1.ProgressingCondition, metav1.ConditionTrue, csv1.ReasonReconciling, subject+": "+joinLimited(o.progressing, o.moreProgressing))
 	}
 	return cond(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": nothing is rolling out")
 }
@@ -203,6 +205,19 @@ func availableCondition(subject string, releases int, version string, allAvailab
 		return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected,
 			fmt.Sprintf("%s: %s is available on %d/%d clusters", subject, version, clusters.Available, clusters.Total))
 	}
+}
+
+// joinLimited names the first maxListed items and counts the rest, more of which were left out
+// of items already (fluxstatus.JoinLimited of the whole list).
+func joinLimited(items []string, more int) string {
+	if more == 0 {
+		return fluxstatus.JoinLimited(items, maxListed)
+	}
+	if len(items) > maxListed {
+		more += len(items) - maxListed
+		items = items[:maxListed]
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items, "; "), more)
 }
 
 func cond(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {

@@ -121,7 +121,7 @@ func TestCompute(t *testing.T) {
 					ssRelease(ssRelV2, "v2", ssCond("Available", metav1.ConditionFalse, "Reconciling", "release "+ssRelV2+": reconciling"),
 						ssCond("Progressing", metav1.ConditionTrue, "Reconciling", "release "+ssRelV2+": component source: GitRepository/"+ssRelV2+" does not exist yet")),
 				},
-				Addons: []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1)},
+				Fleet: Summarize([]csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1)}),
 			},
 			want: ssWant{
 				AvailableVersion: "v1",
@@ -149,7 +149,7 @@ func TestCompute(t *testing.T) {
 			name: "rollout to v2 under way: one cluster still has v1 applied, available stays v1",
 			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1"), ssAvailableRelease(ssRelV2, "v2")},
-				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV2), ssUpgradingAddon("c2", ssRelV2, ssRelV1)},
+				Fleet:    Summarize([]csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV2), ssUpgradingAddon("c2", ssRelV2, ssRelV1)}),
 			},
 			want: ssWant{
 				AvailableVersion: "v1",
@@ -166,13 +166,13 @@ func TestCompute(t *testing.T) {
 			name: "v2 applied everywhere but one cluster not Available: available stays v1",
 			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1"), ssAvailableRelease(ssRelV2, "v2")},
-				Addons: []csv1.ClusterAddon{
+				Fleet: Summarize([]csv1.ClusterAddon{
 					ssUpToDateAddon("c1", ssRelV2),
 					ssAddon("c2", ssRelV2, ssRelV2,
 						ssCond("Available", metav1.ConditionFalse, "Reconciling", "cluster tenant/c2: reconciling"),
 						ssCond("Progressing", metav1.ConditionTrue, "Reconciling", "cluster tenant/c2: component cni: HelmRelease/c2-cni is not Ready"),
 						ssCond("Degraded", metav1.ConditionFalse, "AsExpected", "cluster tenant/c2: converging")),
-				},
+				}),
 				PreviousAvailable: "v1",
 			},
 			want: ssWant{
@@ -190,7 +190,7 @@ func TestCompute(t *testing.T) {
 			name: "rollout complete: available moves to v2",
 			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1"), ssAvailableRelease(ssRelV2, "v2")},
-				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV2), ssUpToDateAddon("c2", ssRelV2)},
+				Fleet:    Summarize([]csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV2), ssUpToDateAddon("c2", ssRelV2)}),
 			},
 			want: ssWant{
 				AvailableVersion: "v2",
@@ -208,7 +208,7 @@ func TestCompute(t *testing.T) {
 			name: "clusters on two versions, both done: the newer is available",
 			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV2, "v2"), ssAvailableRelease(ssRelV1, "v1")},
-				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1), ssUpToDateAddon("c2", ssRelV2)},
+				Fleet:    Summarize([]csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1), ssUpToDateAddon("c2", ssRelV2)}),
 			},
 			want: ssWant{
 				AvailableVersion: "v2",
@@ -246,12 +246,12 @@ func TestCompute(t *testing.T) {
 						ssCond("Progressing", metav1.ConditionFalse, "InvalidStack", "release "+ssRelV2+": not progressing"),
 						ssCond("Degraded", metav1.ConditionTrue, "InvalidStack", "release "+ssRelV2+": stack is invalid")),
 				},
-				Addons: []csv1.ClusterAddon{
+				Fleet: Summarize([]csv1.ClusterAddon{
 					ssDegradedAddon("c1", ssRelV1, "cluster tenant/c1: component cni: HelmRelease/c1-cni stalled: boom"),
 					ssUpToDateAddon("c2", ssRelV1),
 					ssDegradedAddon("c3", "", "cluster tenant/c3: waiting for Secret c3-kubeconfig (for more than 10m0s)"),
 					ssDegradedAddon("c4", ssRelV1, "cluster tenant/c4: x"),
-				},
+				}),
 			},
 			want: ssWant{
 				Clusters:         csv1.ClusterCounts{Total: 4, UpToDate: 3, Available: 1, Degraded: 3},
@@ -269,7 +269,7 @@ func TestCompute(t *testing.T) {
 			name: "ReleasesResolved False because a release is in use: Progressing, not Degraded",
 			f: Facts{
 				Releases: []csv1.ClusterStackRelease{ssAvailableRelease(ssRelV1, "v1")},
-				Addons:   []csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1)},
+				Fleet:    Summarize([]csv1.ClusterAddon{ssUpToDateAddon("c1", ssRelV1)}),
 				Resolved: &metav1.Condition{Type: "ReleasesResolved", Status: metav1.ConditionFalse, Reason: "InUse", Message: "release " + ssRelV1 + " is no longer wanted but 1 Cluster uses it"},
 			},
 			want: ssWant{

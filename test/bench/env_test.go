@@ -37,8 +37,31 @@ type benchEnv struct {
 	git         *gitserver.Server
 
 	source, manager *proc.Process
+	managerSpec     proc.Spec
+	managerStarts   int
 	storageAddr     string
 	metricsAddr     string
+	probeAddr       string
+	apiServerBinary string
+}
+
+// stopManager stops the operator (SIGTERM, as a rolling update would).
+func (e *benchEnv) stopManager() error { return e.manager.Stop(30 * time.Second) }
+
+// startManager starts the operator again with the same flags (its log in manager-<n>.log) and
+// waits until it is ready.
+func (e *benchEnv) startManager(ctx context.Context) error {
+	e.managerStarts++
+	spec := e.managerSpec
+	spec.LogFile = filepath.Join(e.logDir, fmt.Sprintf("manager-%d.log", e.managerStarts+1))
+	p, err := proc.Start(spec)
+	if err != nil {
+		return err
+	}
+	e.manager = p
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return proc.WaitHTTP(wctx, "http://"+e.probeAddr+"/readyz", p)
 }
 
 // startEnv starts everything; b.Cleanup stops it again, in reverse order, whatever happens.
@@ -58,7 +81,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &benchEnv{dir: dir, logDir: filepath.Join(dir, "logs")}
+	e := &benchEnv{dir: dir, logDir: filepath.Join(dir, "logs"), apiServerBinary: filepath.Join(bin, "kube-apiserver")}
 	b.Cleanup(func() {
 		if b.Failed() || cfg.keep {
 			fmt.Printf("bench: state and logs kept in %s\n", dir)
@@ -179,23 +202,24 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 
 	// The operator, exactly as shipped.
 	e.metricsAddr = addr(3)
-	e.manager, err = proc.Start(proc.Spec{Name: "manager", Path: manager, Args: []string{
+	e.probeAddr = addr(4)
+	e.managerSpec = proc.Spec{Name: "manager", Path: manager, Args: append([]string{
 		"--metrics-bind-address=" + addr(3),
 		"--health-probe-bind-address=" + addr(4),
 		"--leader-elect=false",
 		"--zap-log-level=" + cfg.logLevel,
-	}, Env: []string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, LogFile: filepath.Join(e.logDir, "manager.log")})
-	if err != nil {
+	}, cfg.managerArgs...), Env: []string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, LogFile: filepath.Join(e.logDir, "manager.log")}
+	if e.manager, err = proc.Start(e.managerSpec); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = e.manager.Stop(0) }) // registered last: stopped first
+	b.Cleanup(func() { _ = e.manager.Stop(0) }) // e.manager at cleanup time; registered last: stopped first
 
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := proc.WaitHTTP(wctx, "http://"+addr(2)+"/readyz", e.source); err != nil {
 		b.Fatal(err)
 	}
-	if err := proc.WaitHTTP(wctx, "http://"+addr(4)+"/readyz", e.manager); err != nil {
+	if err := proc.WaitHTTP(wctx, "http://"+e.probeAddr+"/readyz", e.manager); err != nil {
 		b.Fatal(err)
 	}
 	return e

@@ -166,6 +166,11 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 	It("upgrades a cluster from v1 to v2: Available stays True, unchanged components are not reinstalled, versions move at the end", func(ctx SpecContext) {
 		var revBefore int
 		Eventually(ctx, func(g Gomega) { revBefore = helmRevision(ctx, g, ns, "a1-cni") }).Should(Succeed())
+		// The starting point: v1 delivered everywhere, as the ClusterStack reports it (its
+		// roll-up follows the ClusterAddons within RollupDelay).
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getStack(ctx, g, ns).Status.Versions.Available).To(Equal("v1"))
+		}).Should(Succeed())
 
 		stop := observe(ctx, ns, "a1")
 		moveCluster(ctx, ns, "a1", "v2")

@@ -49,6 +49,10 @@ const (
 	addonTimeout = 30 * time.Second
 )
 
+// operatorArgs are the flags of every operator instance of these tests, besides those the plane
+// sets.
+var operatorArgs = []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(), "--zap-log-level=debug"}
+
 // namesComponents are the extra components of namesVersion: with Clusters "a" and "a-b", "b-c"
 // and "c" give the same "<cluster>-<component>"; the last has 40 characters.
 var namesComponents = []string{"b-c", "c", "component-with-a-forty-character-name-xx"}
@@ -86,8 +90,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// providers (E2E_WITH_CAPI=false: localinfra's own minimal topology, faster).
 		WithCAPI: withCAPI,
 		// Gitea hosts the fleet repositories Flux applies and the operator proposes to.
-		WithForge:    true,
-		OperatorArgs: []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(), "--zap-log-level=debug"},
+		WithForge: true,
+		// The main instance of sharding (README, Sharding): Clusters labelled with a shard are
+		// the shards' ("Sharding by label"); no other spec labels its Clusters.
+		OperatorArgs: append([]string{"--watch-label-selector=!" + csv1.ShardLabel}, operatorArgs...),
 		StartTimeout: 4 * time.Minute,
 		Logger:       GinkgoLogr,
 	})

@@ -1,0 +1,310 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+)
+
+// The fan-out part of the benchmark: what the operator writes for N Clusters, compared with the
+// floor, the time a minimal concurrent server-side-apply writer takes to write exactly the same
+// objects into the same API server.
+
+const (
+	// templateCluster is the Cluster whose generated objects, once the operator made them, are
+	// the model of the floor's objects.
+	templateCluster = "template-cluster"
+	floorNS         = "floor"
+)
+
+// generatedKinds are the kinds of the objects the operator generates per Cluster.
+var generatedKinds = []schema.GroupVersionKind{
+	csv1.GroupVersion.WithKind("ClusterAddon"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
+	kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
+}
+
+// templateObjects reads the objects the operator generated for the template Cluster, as the
+// models of the floor's objects.
+func templateObjects(ctx context.Context, b *testing.B, e *benchEnv) []*unstructured.Unstructured {
+	b.Helper()
+	var out []*unstructured.Unstructured
+	for _, gvk := range generatedKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		must(b, e.c.List(ctx, list, client.InNamespace(benchNS), client.MatchingLabels{csv1.ClusterNameLabel: templateCluster}))
+		for i := range list.Items {
+			if gvk.Kind == "ClusterAddon" || metav1.GetControllerOfNoCopy(&list.Items[i]) != nil {
+				out = append(out, &list.Items[i])
+			}
+		}
+	}
+	return out
+}
+
+// floorObject is the template object t as the operator would generate it for cluster, in the
+// floor's namespace: the template Cluster's name replaced everywhere, the object's name as
+// fluxgen names it, without what the API server sets (uid, resourceVersion, status...).
+func floorObject(t *unstructured.Unstructured, cluster string) (*unstructured.Unstructured, error) {
+	raw, err := json.Marshal(t.Object)
+	if err != nil {
+		return nil, err
+	}
+	raw = []byte(strings.ReplaceAll(string(raw), templateCluster, cluster))
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw, &u.Object); err != nil {
+		return nil, err
+	}
+	switch u.GetKind() {
+	case "ClusterAddon":
+		u.SetName(cluster)
+	case "ConfigMap":
+		u.SetName(fluxgen.ValuesConfigMapName(cluster, t.GetLabels()[csv1.ReleaseLabel]))
+	default:
+		u.SetName(fluxgen.AddonObjectName(cluster, t.GetLabels()[csv1.ComponentLabel]))
+	}
+	u.SetNamespace(floorNS)
+	for _, f := range [][]string{{"status"}, {"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "generation"},
+		{"metadata", "creationTimestamp"}, {"metadata", "managedFields"}, {"metadata", "finalizers"}} {
+		unstructured.RemoveNestedField(u.Object, f...)
+	}
+	return u, nil
+}
+
+// floorResult is what the floor writer measured.
+type floorResult struct {
+	objects, workers int
+	took             time.Duration
+}
+
+// measureFloor writes, for each of n Clusters, the objects the operator generated for the
+// template Cluster, with `workers` concurrent server-side applies (no client-side rate limit),
+// into the floor namespace, and removes them again. It is the floor: no reads, no rendering, no
+// ordering, just the writes.
+func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*unstructured.Unstructured, n, workers int) floorResult {
+	b.Helper()
+	must(b, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}))
+	objs := make([]*unstructured.Unstructured, 0, n*len(templates))
+	for i := range n {
+		for _, t := range templates {
+			o, err := floorObject(t, clusterName(i))
+			must(b, err)
+			objs = append(objs, o)
+		}
+	}
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: e.scheme})
+	must(b, err)
+
+	jobs := make(chan *unstructured.Unstructured)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for o := range jobs {
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("floor"), client.ForceOwnership); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("floor: apply %s %s: %w", o.GetKind(), o.GetName(), err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		jobs <- o
+	}
+	close(jobs)
+	wg.Wait()
+	took := time.Since(start)
+	must(b, firstErr)
+
+	for _, gvk := range generatedKinds {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		must(b, c.DeleteAllOf(ctx, u, client.InNamespace(floorNS)))
+	}
+	return floorResult{objects: len(objs), workers: workers, took: took}
+}
+
+// fanoutTracker watches the bench namespace and records when the generated objects of the N
+// Clusters exist (per kind), and when their ClusterAddons are Ready at the release.
+type fanoutTracker struct {
+	n     int
+	start time.Time
+
+	mu        sync.Mutex
+	seen      map[string]map[string]bool // kind -> names
+	allSeen   map[string]time.Duration   // kind -> when the n-th appeared
+	ready     map[string]bool
+	readyTook time.Duration
+	stop      context.CancelFunc
+}
+
+// startTracker starts the tracker's informers (metadata only, but for ClusterAddons) and waits
+// until they are synced.
+func startTracker(ctx context.Context, b *testing.B, e *benchEnv, n int) *fanoutTracker {
+	b.Helper()
+	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}}
+	c, err := cache.New(e.cfg, cache.Options{Scheme: e.scheme, DefaultNamespaces: map[string]cache.Config{benchNS: {}},
+		DefaultTransform: cache.TransformStripManagedFields()})
+	must(b, err)
+	tctx, cancel := context.WithCancel(ctx)
+	t.stop = cancel
+	b.Cleanup(cancel)
+	for _, gvk := range generatedKinds {
+		var obj client.Object
+		if gvk.Kind == "ClusterAddon" {
+			obj = &csv1.ClusterAddon{}
+		} else {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(gvk)
+			obj = m
+		}
+		inf, err := c.GetInformer(tctx, obj)
+		must(b, err)
+		kind := gvk.Kind
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { t.observe(kind, o) },
+			UpdateFunc: func(_, o any) { t.observe(kind, o) },
+		})
+		must(b, err)
+	}
+	go func() { _ = c.Start(tctx) }()
+	if !c.WaitForCacheSync(tctx) {
+		b.Fatal("the benchmark's own informers did not sync")
+	}
+	return t
+}
+
+// begin starts the clock (the operator starts).
+func (t *fanoutTracker) begin() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.start = time.Now()
+}
+
+func (t *fanoutTracker) observe(kind string, o any) {
+	obj, ok := o.(client.Object)
+	if !ok || obj.GetLabels()[csv1.ClusterNameLabel] == templateCluster {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.start.IsZero() {
+		return
+	}
+	if t.seen[kind] == nil {
+		t.seen[kind] = map[string]bool{}
+	}
+	if !t.seen[kind][obj.GetName()] {
+		t.seen[kind][obj.GetName()] = true
+		if len(t.seen[kind]) == t.n {
+			t.allSeen[kind] = time.Since(t.start)
+		}
+	}
+	if a, ok := obj.(*csv1.ClusterAddon); ok && !t.ready[a.Name] &&
+		apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition) && a.Status.LastAppliedRelease == release {
+		t.ready[a.Name] = true
+		if len(t.ready) == t.n {
+			t.readyTook = time.Since(t.start)
+		}
+	}
+}
+
+// progress says how far the fan-out is.
+func (t *fanoutTracker) progress() (fanout, ready time.Duration, msg string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var parts []string
+	done := len(t.allSeen) == len(generatedKinds)
+	for _, gvk := range generatedKinds {
+		parts = append(parts, fmt.Sprintf("%d %ss", len(t.seen[gvk.Kind]), gvk.Kind))
+		fanout = max(fanout, t.allSeen[gvk.Kind])
+	}
+	if !done {
+		fanout = 0
+	}
+	return fanout, t.readyTook, fmt.Sprintf("%s; %d ClusterAddons Ready", strings.Join(parts, ", "), len(t.ready))
+}
+
+// procStats are a process's peak and current resident memory and its CPU time so far.
+type procStats struct {
+	peakRSS, rss int64 // bytes
+	cpu          time.Duration
+}
+
+// readProcStats reads /proc/<pid>/status (VmHWM, VmRSS) and /proc/<pid>/stat (utime + stime).
+func readProcStats(pid int) (procStats, error) {
+	var s procStats
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmHWM:":
+			s.peakRSS = kb * 1024
+		case "VmRSS:":
+			s.rss = kb * 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// The command (field 2) may contain spaces: count from its closing parenthesis.
+	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(rest) > 12 {
+		ut, _ := strconv.ParseInt(rest[11], 10, 64)      // field 14
+		st, _ := strconv.ParseInt(rest[12], 10, 64)      // field 15
+		s.cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	return s, nil
+}
+
+// apiServerStats are the management kube-apiserver's process figures.
+func apiServerStats(e *benchEnv) (procStats, error) {
+	pid, err := proc.ChildPid(e.apiServerBinary)
+	if err != nil {
+		return procStats{}, fmt.Errorf("find the kube-apiserver process: %w", err)
+	}
+	if pid == 0 {
+		return procStats{}, fmt.Errorf("no kube-apiserver child process runs %s", e.apiServerBinary)
+	}
+	return readProcStats(pid)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,725 @@
+package bench
+
+// BenchmarkRealFlux, run by `make bench-flux`: the operator binary with the real Flux
+// helm-controller and kustomize-controller (bin/), N Clusters whose addons all target one
+// shared workload API server, and where the time goes between Cluster creation and every
+// ClusterAddon Ready: the operator's part (every generated HelmRelease and Kustomization
+// written) and Flux's (every one of them Ready). It reports figures and asserts no timing; it
+// fails only when a process dies or the objects are not Ready within a generous timeout.
+//
+// Settings (flag after -args, or environment), besides -bench.log-level, -bench.keep and
+// -bench.manager of the main benchmark:
+//
+//	-bench.flux-clusters   / BENCH_FLUX_CLUSTERS    number of Clusters (200)
+//	-bench.flux-concurrent / BENCH_FLUX_CONCURRENT  --concurrent of helm- and kustomize-controller
+//	                                                (empty: Flux's default, as the local plane runs them)
+//
+// The stack is written by the benchmark (benchStack): the reference cluster-class, a Helm addon
+// (a ConfigMap and a ServiceAccount) installed into "cfg-${cluster_name}" (stack.yaml's
+// per-cluster namespace, see stacks/README.md) and a kustomize addon creating namespace
+// "obj-${cluster_name}" with a ConfigMap and a ServiceAccount (post-build substitution from
+// the values ConfigMap). No addon has Pods, so no kubelet is needed: the figure is about the
+// operator and Flux.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+)
+
+var (
+	flagFluxClusters   = flag.String("bench.flux-clusters", envOr("BENCH_FLUX_CLUSTERS", "200"), "number of Clusters of BenchmarkRealFlux")
+	flagFluxConcurrent = flag.String("bench.flux-concurrent", os.Getenv("BENCH_FLUX_CONCURRENT"), "--concurrent of helm- and kustomize-controller; Flux's default when empty")
+)
+
+// Flux's published figure (github.com/fluxcd/flux-benchmark, RESULTS.md, Flux v2.6.0 and v2.5.0):
+// 1000 HelmReleases installed by helm-controller in 8m12s, with helm-controller at 2 CPU, 1 GiB
+// and --concurrent=10 (kustomize-controller 2 CPU, --concurrent=20: 1000 Kustomizations in 4m16s)
+// on a 16-core GitHub runner with a kind cluster; the charts were podinfo from an OCI registry.
+const (
+	fluxPublishedHelmReleases = 1000
+	fluxPublishedDuration     = 8*time.Minute + 12*time.Second
+	fluxPublishedFlags        = "helm-controller --concurrent=10 (2 CPU, 1 GiB), 16-core runner"
+)
+
+// fluxProcs are the Flux controllers the benchmark runs besides source-controller.
+type fluxProcs struct {
+	helm, kustomize *proc.Process
+	flags           []string
+}
+
+// BenchmarkRealFlux runs once whatever b.N is (make bench-flux passes -benchtime 1x).
+func BenchmarkRealFlux(b *testing.B) {
+	n, err := strconv.Atoi(*flagFluxClusters)
+	if err != nil || n < 1 {
+		b.Fatalf("BENCH_FLUX_CLUSTERS / -bench.flux-clusters: want a positive number, got %q", *flagFluxClusters)
+	}
+	var fluxFlags []string
+	if c := *flagFluxConcurrent; c != "" {
+		if v, err := strconv.Atoi(c); err != nil || v < 1 {
+			b.Fatalf("BENCH_FLUX_CONCURRENT / -bench.flux-concurrent: want a positive number, got %q", c)
+		}
+		fluxFlags = append(fluxFlags, "--concurrent="+c)
+	}
+	cfg := benchConfig{clusters: n, logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager}
+	started = time.Now()
+	load0 := loadAvg()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := plane.FindRepoRoot(wd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []string{"helm-controller", "kustomize-controller"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", f)); err != nil {
+			b.Fatalf("bin/%s missing: run `make tools`", f)
+		}
+	}
+
+	e := startEnv(ctx, b, root, cfg)
+	benchLog, err := os.Create(filepath.Join(e.logDir, "bench-controllers.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = benchLog.Close() })
+	ctrl.SetLogger(zap.New(zap.WriteTo(benchLog)))
+	// The reference cluster-class's templates, which helm-controller installs for real.
+	bin := filepath.Join(root, "bin")
+	if _, err := envtest.InstallCRDs(e.cfg, envtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(bin, "crds", "capa", "bases", "infrastructure.cluster.x-k8s.io_awsclustertemplates.yaml"),
+		filepath.Join(bin, "crds", "capa", "bases", "infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml"),
+		filepath.Join(bin, "crds", "capi-kubeadm-bootstrap", "bases", "bootstrap.cluster.x-k8s.io_kubeadmconfigtemplates.yaml"),
+	}, ErrorIfPathMissing: true}); err != nil {
+		b.Fatal(err)
+	}
+	work := startWorkloadAPIServer(b, e, bin)
+	flux := startRealFlux(ctx, b, e, bin, fluxFlags)
+	alive := func() error {
+		if err := e.alive(); err != nil {
+			return err
+		}
+		for _, p := range []*proc.Process{flux.helm, flux.kustomize} {
+			if err := p.Exited(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	logf("API servers, source-, helm- and kustomize-controller and operator up; logs in %s", e.logDir)
+
+	// Flux applies as --default-service-account (the plane's lockdown): that account may do
+	// anything in both API servers, as the plane's tenancy setup grants it.
+	fluxUser := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: plane.DefaultFluxServiceAccount, Namespace: benchNS}
+	must(b, bindClusterAdmin(ctx, e.c, fluxUser))
+	must(b, bindClusterAdmin(ctx, work.c, fluxUser))
+
+	// The stack, published to the Git server, and a ClusterStack delivering its v1.
+	src := filepath.Join(e.dir, "flux-stack-src")
+	stackDir := filepath.Join(src, "aws", "base", "1-36")
+	must(b, writeBenchStack(stackDir, filepath.Join(root, "stacks", "aws", "base", "1-36", "cluster-class")))
+	if ps := stack.Lint(stackDir, "v1"); len(ps) > 0 {
+		b.Fatalf("the benchmark's stack does not lint:\n%s", stack.FormatProblems(stackDir, ps))
+	}
+	if _, err := e.git.CreateRepo(repoName); err != nil {
+		b.Fatal(err)
+	}
+	must(b, e.git.Publish(ctx, repoName, src, ".", release))
+	for _, ns := range []string{benchNS, "flux-system"} {
+		must(b, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	must(b, e.c.Create(ctx, &csv1.ClusterStack{
+		ObjectMeta: metav1.ObjectMeta{Name: stackName, Namespace: benchNS},
+		Spec: csv1.ClusterStackSpec{
+			Provider: "aws", Name: "base", KubernetesVersion: "1.36",
+			Source:   csv1.StackSource{URL: e.git.RepoURL(repoName), Path: "aws/base/1-36"},
+			Versions: []string{"v1"},
+		},
+	}))
+	tRelease := time.Now()
+	pollUntil(ctx, b, alive, e.logDir, 5*time.Minute, "release "+release+" Ready (its cluster-class installed by helm-controller)", func() (bool, string, error) {
+		rel := &csv1.ClusterStackRelease{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: release}, rel); err != nil {
+			return false, err.Error(), client.IgnoreNotFound(err)
+		}
+		c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ReadyCondition)
+		if c == nil {
+			return false, "no Ready condition yet", nil
+		}
+		return c.Status == metav1.ConditionTrue, c.Message, nil
+	})
+	logf("release %s Ready after %s", release, since(tRelease))
+
+	// N Clusters, each with the shared workload API server's kubeconfig.
+	writesAtCreate := scrapeWrites(ctx, b, e)
+	cpu0 := map[string]float64{}
+	for name, pid := range map[string]int{"manager": e.manager.Pid(), "helm-controller": flux.helm.Pid(), "kustomize-controller": flux.kustomize.Pid()} {
+		cpu0[name], _ = procCPUSeconds(pid)
+	}
+	tCreate := time.Now()
+	must(b, createClustersWith(ctx, e.c, n, work.kubeconfig))
+	created := time.Since(tCreate)
+	logf("%d Clusters created in %s", n, created.Round(time.Millisecond))
+
+	tr := newReadyTracker(n)
+	var lastProgress time.Time
+	pollUntil(ctx, b, alive, e.logDir, 40*time.Minute, fmt.Sprintf("%d ClusterAddons Ready", n), func() (bool, string, error) {
+		done, msg, err := tr.observe(ctx, e.c, time.Since(tCreate))
+		if time.Since(lastProgress) > 15*time.Second {
+			lastProgress = time.Now()
+			logf("converging: %s", msg)
+		}
+		return done, msg, err
+	})
+	writes, breakdown := diffCounts(writesAtCreate, scrapeWrites(ctx, b, e))
+	must(b, checkWorkload(ctx, work.c, n))
+	load1 := loadAvg()
+
+	type usage struct {
+		name      string
+		hwm       string
+		cpu       float64
+		cpuErr    error
+		procError error
+	}
+	var usages []usage
+	for _, p := range []struct {
+		name string
+		pid  int
+	}{{"manager (operator)", e.manager.Pid()}, {"helm-controller", flux.helm.Pid()}, {"kustomize-controller", flux.kustomize.Pid()}} {
+		key := strings.TrimSuffix(p.name, " (operator)")
+		u := usage{name: p.name}
+		u.hwm, u.procError = procHWM(p.pid)
+		cpu, err := procCPUSeconds(p.pid)
+		u.cpu, u.cpuErr = cpu-cpu0[key], err
+		usages = append(usages, u)
+	}
+
+	hrSpan := tr.hrLastReady - tr.hrFirstSeen
+	hrPerMin := float64(n) / hrSpan.Minutes()
+	published := float64(fluxPublishedHelmReleases) / fluxPublishedDuration.Minutes()
+	flags := "none: Flux's defaults (--concurrent=4, --requeue-dependency=30s), as bootstrap/plane runs them"
+	if len(fluxFlags) > 0 {
+		flags = strings.Join(fluxFlags, " ") + " (the plane runs Flux's defaults)"
+	}
+
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(n), "clusters")
+	b.ReportMetric(tr.allWritten.Seconds(), "all-written-s")
+	b.ReportMetric(percentile(tr.operatorPart, 50).Seconds(), "p50-operator-s")
+	b.ReportMetric(percentile(tr.fluxPart, 50).Seconds(), "p50-flux-s")
+	b.ReportMetric(tr.fluxReady.Seconds(), "flux-ready-s")
+	b.ReportMetric(tr.addonsReady.Seconds(), "addons-ready-s")
+	b.ReportMetric(hrPerMin, "helmreleases/min")
+	b.ReportMetric(float64(writes)/float64(n), "operator-writes/cluster")
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "\nClusterStack operator with real Flux: bin/manager, helm-controller and kustomize-controller, %d Clusters on one shared workload API server\n", n)
+	fmt.Fprintf(&out, "  (each: Cluster + AWSCluster + kubeconfig Secret -> ClusterAddon, values ConfigMap, HelmRelease (ConfigMap + ServiceAccount\n")
+	fmt.Fprintf(&out, "   into cfg-<cluster>, release <cluster>-config), Kustomization (Namespace obj-<cluster>, ConfigMap, ServiceAccount))\n")
+	fmt.Fprintf(&out, "  Flux flags                                       %s; plus --no-cross-namespace-refs=true --default-service-account=%s\n", flags, plane.DefaultFluxServiceAccount)
+	fmt.Fprintf(&out, "  load average (1/5/15 min) at start / at the end   %s / %s  (%d cores)\n", load0, load1, goruntime.NumCPU())
+	fmt.Fprintf(&out, "  create the Clusters                              %s\n", created.Round(time.Millisecond))
+	fmt.Fprintf(&out, "  create -> last HelmRelease+Kustomization written  %s   (each Kustomization waits for its Cluster's HelmRelease Ready)\n", tr.allWritten.Round(time.Second))
+	fmt.Fprintf(&out, "  create -> every HelmRelease+Kustomization Ready   %s\n", tr.fluxReady.Round(time.Second))
+	fmt.Fprintf(&out, "  create -> every ClusterAddon Ready                %s\n", tr.addonsReady.Round(time.Second))
+	fmt.Fprintf(&out, "  per Cluster, create -> ClusterAddon Ready         p50 %s  p90 %s  max %s, of which\n", tr.pct(tr.total, 50), tr.pct(tr.total, 90), tr.pct(tr.total, 100))
+	fmt.Fprintf(&out, "    operator (create -> HR written, HR Ready -> KS written, Flux Ready -> addon Ready)  p50 %s  p90 %s  max %s  (%.0f%% of the sum)\n",
+		tr.pct(tr.operatorPart, 50), tr.pct(tr.operatorPart, 90), tr.pct(tr.operatorPart, 100), 100*sumDur(tr.operatorPart).Seconds()/sumDur(tr.total).Seconds())
+	fmt.Fprintf(&out, "    Flux (HR written -> Ready, KS written -> Ready)                                   p50 %s  p90 %s  max %s  (%.0f%% of the sum)\n",
+		tr.pct(tr.fluxPart, 50), tr.pct(tr.fluxPart, 90), tr.pct(tr.fluxPart, 100), 100*sumDur(tr.fluxPart).Seconds()/sumDur(tr.total).Seconds())
+	fmt.Fprintf(&out, "  per object, written -> Ready                      HelmRelease p50 %s  p90 %s  max %s;  Kustomization p50 %s  p90 %s  max %s\n",
+		tr.pct(tr.hrWait, 50), tr.pct(tr.hrWait, 90), tr.pct(tr.hrWait, 100), tr.pct(tr.ksWait, 50), tr.pct(tr.ksWait, 90), tr.pct(tr.ksWait, 100))
+	fmt.Fprintf(&out, "  HelmReleases per minute                          %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))
+	fmt.Fprintf(&out, "  operator API writes                              %d (%.1f per Cluster) %s\n", writes, float64(writes)/float64(n), breakdown)
+	for _, u := range usages {
+		if u.procError != nil || u.cpuErr != nil {
+			fmt.Fprintf(&out, "  %-48s %v %v\n", u.name, u.procError, u.cpuErr)
+			continue
+		}
+		fmt.Fprintf(&out, "  %-48s peak RSS %s, CPU %.1fs from create to converged\n", u.name, u.hwm, u.cpu)
+	}
+	fmt.Fprintf(&out, "  Flux's published figure                          %d HelmReleases in %s = %.1f/min (%s;\n", fluxPublishedHelmReleases, fluxPublishedDuration, published, fluxPublishedFlags)
+	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it\n", hrPerMin, 100*hrPerMin/published)
+	fmt.Print(out.String())
+}
+
+// pollUntil polls cond every 500ms until it holds, failing the benchmark after timeout or when
+// alive reports a dead process.
+func pollUntil(ctx context.Context, b *testing.B, alive func() error, logDir string, timeout time.Duration, what string, cond func() (bool, string, error)) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg, err := cond()
+		if err != nil {
+			b.Fatalf("wait for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if err := alive(); err != nil {
+			b.Fatalf("wait for %s: %v; logs in %s", what, err, logDir)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, msg, logDir)
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatal(ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// workloadServer is the one workload API server every Cluster's kubeconfig points to.
+type workloadServer struct {
+	c          client.Client
+	kubeconfig []byte
+}
+
+// startWorkloadAPIServer starts a kube-apiserver with etcd (envtest), as the local plane's
+// workload clusters have, without controller-manager, scheduler or kwok: no addon has Pods.
+func startWorkloadAPIServer(b *testing.B, e *benchEnv, bin string) *workloadServer {
+	b.Helper()
+	dir := filepath.Join(e.dir, "workload")
+	for _, d := range []string{"kube-apiserver", "etcd"} {
+		must(b, os.MkdirAll(filepath.Join(dir, d), 0o700))
+	}
+	logFile, err := os.Create(filepath.Join(e.logDir, "workload-kube-apiserver.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = logFile.Close() })
+	wrappers := filepath.Join(dir, "bin")
+	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	must(b, clientgoscheme.AddToScheme(scheme))
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: apiPath, CertDir: filepath.Join(dir, "kube-apiserver"), Out: logFile, Err: logFile},
+			Etcd:      &envtest.Etcd{Path: etcdPath, DataDir: filepath.Join(dir, "etcd"), Out: logFile, Err: logFile},
+		},
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	proc.OnSpawnerThread(func() { _, err = env.Start() })
+	b.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			b.Errorf("stop the workload API server: %v", err)
+		}
+	})
+	if err != nil {
+		b.Fatalf("start the workload API server (log %s): %v", logFile.Name(), err)
+	}
+	user, err := env.AddUser(envtest.User{Name: "workload-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 500, Burst: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &workloadServer{}
+	cfg := user.Config()
+	if w.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		b.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["workload"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["workload-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["workload"] = &clientcmdapi.Context{Cluster: "workload", AuthInfo: "workload-admin"}
+	kc.CurrentContext = "workload"
+	if w.kubeconfig, err = clientcmd.Write(*kc); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// startRealFlux starts helm-controller and kustomize-controller as bootstrap/plane does
+// (startFlux): one process each against the management API server, fetching artifacts from
+// the benchmark's source-controller, with Flux's multi-tenancy lockdown, plus extra flags.
+func startRealFlux(ctx context.Context, b *testing.B, e *benchEnv, bin string, extra []string) *fluxProcs {
+	b.Helper()
+	ports, err := proc.FreePorts(4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+	f := &fluxProcs{flags: extra}
+	start := func(name string, metrics, health string) *proc.Process {
+		home := filepath.Join(e.dir, "home", name)
+		must(b, os.MkdirAll(home, 0o755))
+		args := append([]string{
+			"--metrics-addr=" + metrics, "--health-addr=" + health,
+			"--enable-leader-election=false", "--watch-all-namespaces=true", "--log-encoding=console",
+			"--no-cross-namespace-refs=true", "--default-service-account=" + plane.DefaultFluxServiceAccount,
+		}, extra...)
+		p, err := proc.Start(proc.Spec{Name: name, Path: filepath.Join(bin, name), Args: args, Env: []string{
+			"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system", "HOME=" + home, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr,
+		}, LogFile: filepath.Join(e.logDir, name+".log")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = p.Stop(0) })
+		return p
+	}
+	f.helm = start("helm-controller", addr(0), addr(1))
+	f.kustomize = start("kustomize-controller", addr(2), addr(3))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	must(b, proc.WaitHTTP(wctx, "http://"+addr(1)+"/readyz", f.helm))
+	must(b, proc.WaitHTTP(wctx, "http://"+addr(3)+"/readyz", f.kustomize))
+	return f
+}
+
+// bindClusterAdmin grants subject cluster-admin.
+func bindClusterAdmin(ctx context.Context, c client.Client, subject rbacv1.Subject) error {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-flux-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+	if err := c.Create(ctx, crb); err != nil {
+		return fmt.Errorf("bind %s to cluster-admin: %w", subject.Name, err)
+	}
+	return nil
+}
+
+// createClustersWith creates n Clusters (see createCluster) with the given kubeconfig.
+func createClustersWith(ctx context.Context, c client.Client, n int, kubeconfig []byte) error {
+	jobs := make(chan int)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range jobs {
+				if err := createCluster(ctx, c, clusterName(i), kubeconfig); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// readyTracker follows each Cluster's HelmRelease, Kustomization and ClusterAddon: when each
+// was first seen written and first seen Ready, as durations since the Clusters were created.
+type readyTracker struct {
+	n                                  int
+	hrSeen, hrReady, ksSeen, ksReady   map[string]time.Duration // by cluster
+	addonReady                         map[string]time.Duration
+	allWritten, fluxReady, addonsReady time.Duration
+	hrFirstSeen, hrLastReady           time.Duration
+
+	// Per Cluster, along its critical path create -> HelmRelease written (operator) -> Ready
+	// (Flux) -> Kustomization written (operator; it waits for the HelmRelease, see
+	// fluxgen.AddonObjects) -> Ready (Flux) -> ClusterAddon Ready (operator).
+	operatorPart, fluxPart, total []time.Duration
+	// Per object: written -> Ready.
+	hrWait, ksWait []time.Duration
+}
+
+func newReadyTracker(n int) *readyTracker {
+	return &readyTracker{n: n, hrSeen: map[string]time.Duration{}, hrReady: map[string]time.Duration{},
+		ksSeen: map[string]time.Duration{}, ksReady: map[string]time.Duration{}, addonReady: map[string]time.Duration{}}
+}
+
+func fluxReady(conds []metav1.Condition, gen, observed int64) bool {
+	return observed == gen && apimeta.IsStatusConditionTrue(conds, meta.ReadyCondition)
+}
+
+// note records now as the first time of cluster in m.
+func note(m map[string]time.Duration, cluster string, now time.Duration) {
+	if _, ok := m[cluster]; !ok {
+		m[cluster] = now
+	}
+}
+
+// observe lists the objects once, at now since creation; it reports whether every ClusterAddon
+// is Ready with the release.
+func (t *readyTracker) observe(ctx context.Context, c client.Client, now time.Duration) (bool, string, error) {
+	perCluster := client.HasLabels{csv1.ClusterNameLabel}
+	var hrs helmv2.HelmReleaseList
+	if err := c.List(ctx, &hrs, client.InNamespace(benchNS), perCluster); err != nil {
+		return false, "", err
+	}
+	var kss kustomizev1.KustomizationList
+	if err := c.List(ctx, &kss, client.InNamespace(benchNS), perCluster); err != nil {
+		return false, "", err
+	}
+	var addons csv1.ClusterAddonList
+	if err := c.List(ctx, &addons, client.InNamespace(benchNS)); err != nil {
+		return false, "", err
+	}
+	for _, o := range hrs.Items {
+		cl := o.Labels[csv1.ClusterNameLabel]
+		note(t.hrSeen, cl, now)
+		if fluxReady(o.Status.Conditions, o.Generation, o.Status.ObservedGeneration) {
+			note(t.hrReady, cl, now)
+		}
+	}
+	for _, o := range kss.Items {
+		cl := o.Labels[csv1.ClusterNameLabel]
+		note(t.ksSeen, cl, now)
+		if fluxReady(o.Status.Conditions, o.Generation, o.Status.ObservedGeneration) {
+			note(t.ksReady, cl, now)
+		}
+	}
+	for _, a := range addons.Items {
+		if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition) && a.Status.LastAppliedRelease == release {
+			note(t.addonReady, a.Name, now)
+		}
+	}
+	if t.allWritten == 0 && len(t.hrSeen) >= t.n && len(t.ksSeen) >= t.n {
+		t.allWritten = now
+	}
+	if t.fluxReady == 0 && len(t.hrReady) >= t.n && len(t.ksReady) >= t.n {
+		t.fluxReady = now
+	}
+	msg := fmt.Sprintf("HelmReleases %d written, %d Ready; Kustomizations %d written, %d Ready; ClusterAddons %d, %d Ready",
+		len(hrs.Items), len(t.hrReady), len(kss.Items), len(t.ksReady), len(addons.Items), len(t.addonReady))
+	if len(t.addonReady) < t.n || t.fluxReady == 0 {
+		return false, msg, nil
+	}
+	t.addonsReady = now
+	t.hrFirstSeen = -1
+	for cl, done := range t.addonReady {
+		hrSeen, hrReady, ksSeen, ksReady := t.hrSeen[cl], t.hrReady[cl], t.ksSeen[cl], t.ksReady[cl]
+		op := hrSeen + max(0, ksSeen-hrReady) + max(0, done-max(hrReady, ksReady))
+		t.operatorPart = append(t.operatorPart, op)
+		t.fluxPart = append(t.fluxPart, done-op)
+		t.total = append(t.total, done)
+		t.hrWait = append(t.hrWait, hrReady-hrSeen)
+		t.ksWait = append(t.ksWait, ksReady-ksSeen)
+		if t.hrFirstSeen < 0 || hrSeen < t.hrFirstSeen {
+			t.hrFirstSeen = hrSeen
+		}
+		t.hrLastReady = max(t.hrLastReady, hrReady)
+	}
+	return true, msg, nil
+}
+
+// pct is the p-th percentile of ds, rounded to the polling resolution.
+func (t *readyTracker) pct(ds []time.Duration, p int) time.Duration {
+	return percentile(ds, p).Round(100 * time.Millisecond)
+}
+
+// sumDur is the sum of ds.
+func sumDur(ds []time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s
+}
+
+// checkWorkload checks that the addons of every Cluster are in the shared workload API
+// server, each in its own namespace: the Helm chart's ConfigMap <cluster>-config in
+// cfg-<cluster> (a release of its own) and the kustomize ConfigMap in obj-<cluster>.
+func checkWorkload(ctx context.Context, c client.Client, n int) error {
+	var errs []error
+	for i := range n {
+		cl := clusterName(i)
+		for _, key := range []client.ObjectKey{{Namespace: "cfg-" + cl, Name: cl + "-config"}, {Namespace: "obj-" + cl, Name: "cluster-info"}} {
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, key, cm); err != nil {
+				errs = append(errs, fmt.Errorf("workload API server: ConfigMap %s: %w", key, err))
+			} else if cm.Data["cluster-name"] != cl {
+				errs = append(errs, fmt.Errorf("workload API server: ConfigMap %s has cluster-name %q, want %q", key, cm.Data["cluster-name"], cl))
+			}
+		}
+		if len(errs) > 5 {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeBenchStack writes the benchmark's stack into dir: the reference cluster-class (copied
+// from classDir), a Helm addon "config" installed into the per-cluster namespace
+// cfg-${cluster_name}, and a kustomize addon "objects" that creates namespace
+// obj-${cluster_name} with its objects (Flux substitutes ${cluster_name} from the values
+// ConfigMap).
+func writeBenchStack(dir, classDir string) error {
+	if err := os.CopyFS(filepath.Join(dir, "cluster-class"), os.DirFS(classDir)); err != nil {
+		return fmt.Errorf("copy the cluster-class: %w", err)
+	}
+	files := map[string]string{
+		"stack.yaml": `# Written by BenchmarkRealFlux (test/bench/realflux_test.go).
+provider: aws
+clusterStackName: base
+kubernetesVersion: 1.36.3
+namespaces:
+  config: cfg-${cluster_name}
+`,
+		"clusteraddon.yaml": `apiVersion: clusteraddonconfig.x-k8s.io/v1alpha1
+clusterAddonVersion: clusteraddons.clusterstack.x-k8s.io/v1alpha1
+addonStages:
+  AfterControlPlaneInitialized:
+    - name: config
+      action: apply
+    - name: objects
+      action: apply
+`,
+		"cluster-addon/config/Chart.yaml":  "apiVersion: v2\nname: config\nversion: 1.0.0\n",
+		"cluster-addon/config/values.yaml": "clusterName: \"\"\npodCIDR: \"\"\n",
+		"cluster-addon/config/overwrite.yaml": `values: |
+  clusterName: "{{ .Cluster.metadata.name }}"
+  podCIDR: "{{ index .Cluster.spec.clusterNetwork.pods.cidrBlocks 0 }}"
+`,
+		"cluster-addon/config/templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+data:
+  cluster-name: {{ .Values.clusterName | quote }}
+  pod-cidr: {{ .Values.podCIDR | quote }}
+`,
+		"cluster-addon/config/templates/serviceaccount.yaml": `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .Release.Name }}
+  namespace: {{ .Release.Namespace }}
+`,
+		"cluster-addon/objects/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - objects.yaml
+`,
+		"cluster-addon/objects/objects.yaml": `apiVersion: v1
+kind: Namespace
+metadata:
+  name: obj-${cluster_name}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cluster-info
+  namespace: obj-${cluster_name}
+data:
+  cluster-name: "${cluster_name}"
+  pod-cidr: "${cluster_pod_cidr}"
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: objects
+  namespace: obj-${cluster_name}
+`,
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings.
+
+// procHWM is the peak resident set size (VmHWM) of a process, as /proc reports it ("123456 kB"
+// becomes "121 MiB").
+func procHWM(pid int) (string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", fmt.Errorf("read the status of pid %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				return "", fmt.Errorf("pid %d: VmHWM %q: %w", pid, v, err)
+			}
+			return fmt.Sprintf("%d MiB", kb/1024), nil
+		}
+	}
+	return "", fmt.Errorf("pid %d: no VmHWM", pid)
+}
+
+// procCPUSeconds is the user and system CPU time of a process (/proc/<pid>/stat utime + stime,
+// in clock ticks of 1/100 s).
+func procCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the stat of pid %d: %w", pid, err)
+	}
+	// The command name (field 2) may contain spaces: fields are counted after its ')'.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("pid %d: short stat %q", pid, s)
+	}
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("pid %d: stat: %w", pid, err)
+	}
+	return (utime + stime) / 100, nil
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
