@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -266,32 +267,43 @@ func readProcStats(pid int) (procStats, error) {
 	var s procStats
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("read the status of pid %d: %w", pid, err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok || (name != "VmHWM" && name != "VmRSS") {
 			continue
 		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmHWM:":
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("pid %d: %s %q: %w", pid, name, v, err)
+		}
+		if name == "VmHWM" {
 			s.peakRSS = kb * 1024
-		case "VmRSS:":
+		} else {
 			s.rss = kb * 1024
 		}
 	}
+	if s.peakRSS == 0 {
+		return s, fmt.Errorf("pid %d: no VmHWM", pid)
+	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("read the stat of pid %d: %w", pid, err)
 	}
-	// The command (field 2) may contain spaces: count from its closing parenthesis.
-	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if len(rest) > 12 {
-		ut, _ := strconv.ParseInt(rest[11], 10, 64)      // field 14
-		st, _ := strconv.ParseInt(rest[12], 10, 64)      // field 15
-		s.cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	// The command name (field 2) may contain spaces: fields are counted after its ')'; rest[0]
+	// is field 3 (state), utime and stime are fields 14 and 15.
+	text := string(stat)
+	rest := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
+	if len(rest) < 13 {
+		return s, fmt.Errorf("pid %d: short stat %q", pid, text)
 	}
+	ut, err1 := strconv.ParseInt(rest[11], 10, 64)
+	st, err2 := strconv.ParseInt(rest[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return s, fmt.Errorf("pid %d: stat: %w", pid, err)
+	}
+	s.cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
 	return s, nil
 }
 

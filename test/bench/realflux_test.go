@@ -670,45 +670,16 @@ metadata:
 // ---------------------------------------------------------------------------------------------
 // /proc readings.
 
-// procHWM is the peak resident set size (VmHWM) of a process, as /proc reports it ("123456 kB"
-// becomes "121 MiB").
+// procHWM is the peak resident set size (VmHWM) of a process, e.g. "121 MiB".
 func procHWM(pid int) (string, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "", fmt.Errorf("read the status of pid %d: %w", pid, err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			if err != nil {
-				return "", fmt.Errorf("pid %d: VmHWM %q: %w", pid, v, err)
-			}
-			return fmt.Sprintf("%d MiB", kb/1024), nil
-		}
-	}
-	return "", fmt.Errorf("pid %d: no VmHWM", pid)
+	st, err := readProcStats(pid)
+	return mib(st.peakRSS), err
 }
 
-// procCPUSeconds is the user and system CPU time of a process (/proc/<pid>/stat utime + stime,
-// in clock ticks of 1/100 s).
+// procCPUSeconds is the user and system CPU time of a process, in seconds.
 func procCPUSeconds(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read the stat of pid %d: %w", pid, err)
-	}
-	// The command name (field 2) may contain spaces: fields are counted after its ')'.
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("pid %d: short stat %q", pid, s)
-	}
-	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	utime, err1 := strconv.ParseFloat(fields[11], 64)
-	stime, err2 := strconv.ParseFloat(fields[12], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("pid %d: stat: %w", pid, err)
-	}
-	return (utime + stime) / 100, nil
+	st, err := readProcStats(pid)
+	return st.cpu.Seconds(), err
 }
 
 // loadAvg is the first three fields of /proc/loadavg.
