@@ -94,66 +94,19 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	}
 
 	// The management API server.
-	apiLog, err := os.Create(filepath.Join(e.logDir, "kube-apiserver.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = apiLog.Close() })
-	for _, d := range []string{"kube-apiserver", "etcd"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			b.Fatal(err)
-		}
-	}
-	wrappers := filepath.Join(dir, "bin")
-	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	envScheme := runtime.NewScheme() // no CAPI hub types: no conversion webhook nobody serves
-	if err := clientgoscheme.AddToScheme(envScheme); err != nil {
-		b.Fatal(err)
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		ControlPlane: envtest.ControlPlane{
-			APIServer: &envtest.APIServer{Path: apiPath, CertDir: filepath.Join(dir, "kube-apiserver"), Out: apiLog, Err: apiLog},
-			Etcd:      &envtest.Etcd{Path: etcdPath, DataDir: filepath.Join(dir, "etcd"), Out: apiLog, Err: apiLog},
+	e.cfg = startAPIServer(b, bin, dir, filepath.Join(e.logDir, "kube-apiserver.log"), "bench", &envtest.CRDInstallOptions{
+		Paths: []string{
+			filepath.Join(root, "config", "crd", "bases"),
+			filepath.Join(bin, "crds", "flux"),
+			filepath.Join(bin, "crds", "capi-core", "bases"),
+			filepath.Join(bin, "crds", "capi-kubeadm-controlplane", "bases"),
+			// The reference stack's values read the infrastructure cluster's region.
+			filepath.Join(bin, "crds", "capa", "bases", "infrastructure.cluster.x-k8s.io_awsclusters.yaml"),
 		},
-		Scheme: envScheme,
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths: []string{
-				filepath.Join(root, "config", "crd", "bases"),
-				filepath.Join(bin, "crds", "flux"),
-				filepath.Join(bin, "crds", "capi-core", "bases"),
-				filepath.Join(bin, "crds", "capi-kubeadm-controlplane", "bases"),
-				// The reference stack's values read the infrastructure cluster's region.
-				filepath.Join(bin, "crds", "capa", "bases", "infrastructure.cluster.x-k8s.io_awsclusters.yaml"),
-			},
-			ErrorIfPathMissing: true,
-		},
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
-	proc.OnSpawnerThread(func() { _, err = env.Start() })
-	b.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			b.Errorf("stop the API server: %v", err)
-		}
+		ErrorIfPathMissing: true,
 	})
-	if err != nil {
-		b.Fatalf("start the API server (log %s): %v", apiLog.Name(), err)
-	}
-	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 500, Burst: 1000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.cfg = user.Config()
 	e.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(e.cfg, e.kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(kubeconfigFor(e.cfg, "bench"), e.kubeconfig); err != nil {
 		b.Fatal(err)
 	}
 	if e.scheme, err = plane.NewScheme(); err != nil {
@@ -225,13 +178,63 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	return e
 }
 
-func writeKubeconfig(cfg *rest.Config, path string) error {
+// startAPIServer starts a kube-apiserver with etcd (envtest) from bin/, its state in dir and
+// its log in logPath, each process getting SIGKILL should the benchmark die; b.Cleanup stops
+// them. crds are installed when not nil. It returns the config of a system:masters user
+// "<name>-admin".
+func startAPIServer(b *testing.B, bin, dir, logPath, name string, crds *envtest.CRDInstallOptions) *rest.Config {
+	b.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = logFile.Close() })
+	for _, d := range []string{"kube-apiserver", "etcd"} {
+		must(b, os.MkdirAll(filepath.Join(dir, d), 0o700))
+	}
+	wrappers := filepath.Join(dir, "bin")
+	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
+	must(b, err)
+	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
+	must(b, err)
+	scheme := runtime.NewScheme() // no CAPI hub types: no conversion webhook nobody serves
+	must(b, clientgoscheme.AddToScheme(scheme))
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: apiPath, CertDir: filepath.Join(dir, "kube-apiserver"), Out: logFile, Err: logFile},
+			Etcd:      &envtest.Etcd{Path: etcdPath, DataDir: filepath.Join(dir, "etcd"), Out: logFile, Err: logFile},
+		},
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	if crds != nil {
+		env.CRDInstallOptions = *crds
+	}
+	proc.OnSpawnerThread(func() { _, err = env.Start() })
+	b.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			b.Errorf("stop the %s API server: %v", name, err)
+		}
+	})
+	if err != nil {
+		b.Fatalf("start the %s API server (log %s): %v", name, logPath, err)
+	}
+	user, err := env.AddUser(envtest.User{Name: name + "-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 500, Burst: 1000})
+	must(b, err)
+	return user.Config()
+}
+
+// kubeconfigFor is a kubeconfig of cfg's server and client certificate, its cluster and context
+// called name and its user "<name>-admin".
+func kubeconfigFor(cfg *rest.Config, name string) clientcmdapi.Config {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["bench-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench-admin"}
-	kc.CurrentContext = "bench"
-	return clientcmd.WriteToFile(*kc, path)
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin"}
+	kc.CurrentContext = name
+	return *kc
 }
 
 // alive fails the benchmark when a process it needs has exited.

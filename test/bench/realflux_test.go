@@ -44,9 +44,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -315,60 +313,15 @@ type workloadServer struct {
 // workload clusters have, without controller-manager, scheduler or kwok: no addon has Pods.
 func startWorkloadAPIServer(b *testing.B, e *benchEnv, bin string) *workloadServer {
 	b.Helper()
-	dir := filepath.Join(e.dir, "workload")
-	for _, d := range []string{"kube-apiserver", "etcd"} {
-		must(b, os.MkdirAll(filepath.Join(dir, d), 0o700))
-	}
-	logFile, err := os.Create(filepath.Join(e.logDir, "workload-kube-apiserver.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = logFile.Close() })
-	wrappers := filepath.Join(dir, "bin")
-	apiPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "kube-apiserver"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	etcdPath, err := proc.DeathSignalWrapper(wrappers, filepath.Join(bin, "etcd"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := startAPIServer(b, bin, filepath.Join(e.dir, "workload"), filepath.Join(e.logDir, "workload-kube-apiserver.log"), "workload", nil)
 	scheme := runtime.NewScheme()
 	must(b, clientgoscheme.AddToScheme(scheme))
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		ControlPlane: envtest.ControlPlane{
-			APIServer: &envtest.APIServer{Path: apiPath, CertDir: filepath.Join(dir, "kube-apiserver"), Out: logFile, Err: logFile},
-			Etcd:      &envtest.Etcd{Path: etcdPath, DataDir: filepath.Join(dir, "etcd"), Out: logFile, Err: logFile},
-		},
-		Scheme:                   scheme,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
-	proc.OnSpawnerThread(func() { _, err = env.Start() })
-	b.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			b.Errorf("stop the workload API server: %v", err)
-		}
-	})
-	if err != nil {
-		b.Fatalf("start the workload API server (log %s): %v", logFile.Name(), err)
-	}
-	user, err := env.AddUser(envtest.User{Name: "workload-admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 500, Burst: 1000})
-	if err != nil {
-		b.Fatal(err)
-	}
 	w := &workloadServer{}
-	cfg := user.Config()
+	var err error
 	if w.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		b.Fatal(err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["workload"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["workload-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["workload"] = &clientcmdapi.Context{Cluster: "workload", AuthInfo: "workload-admin"}
-	kc.CurrentContext = "workload"
-	if w.kubeconfig, err = clientcmd.Write(*kc); err != nil {
+	if w.kubeconfig, err = clientcmd.Write(kubeconfigFor(cfg, "workload")); err != nil {
 		b.Fatal(err)
 	}
 	return w
