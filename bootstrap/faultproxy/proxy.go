@@ -44,7 +44,9 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
@@ -490,42 +492,20 @@ func longRunning(info *request.RequestInfo) bool {
 	return false
 }
 
-// reasonFor is the metav1.StatusReason the API server gives with code.
-func reasonFor(code int) metav1.StatusReason {
-	switch code {
-	case http.StatusInternalServerError:
-		return metav1.StatusReasonInternalError
-	case http.StatusServiceUnavailable:
-		return metav1.StatusReasonServiceUnavailable
-	case http.StatusTooManyRequests:
-		return metav1.StatusReasonTooManyRequests
-	case http.StatusGatewayTimeout:
-		return metav1.StatusReasonTimeout
-	case http.StatusConflict:
-		return metav1.StatusReasonConflict
-	case http.StatusNotFound:
-		return metav1.StatusReasonNotFound
-	case http.StatusForbidden:
-		return metav1.StatusReasonForbidden
-	case http.StatusUnauthorized:
-		return metav1.StatusReasonUnauthorized
-	}
-	return metav1.StatusReasonUnknown
-}
-
 // writeStatus answers as the API server does: a metav1.Status in JSON, and Retry-After: 1 with
 // 429 and 503.
 func writeStatus(w http.ResponseWriter, code int, message string) {
-	st := metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  message,
-		Reason:   reasonFor(code),
-		Code:     int32(code),
-	}
+	retryAfter := 0
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
-		st.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		retryAfter = 1
+	}
+	// apimachinery's own mapping of a status code to its reason, as a client decodes it.
+	st := apierrors.NewGenericServerResponse(code, "", schema.GroupResource{}, "", message, retryAfter, false).ErrStatus
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	st.Message = message
+	if retryAfter == 0 {
+		st.Details = nil
 	}
 	b, err := json.Marshal(st)
 	if err != nil {
