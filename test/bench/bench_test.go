@@ -390,6 +390,13 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // process died.
 func waitFor(ctx context.Context, b *testing.B, e *benchEnv, timeout time.Duration, what string, cond func() (bool, string, error)) {
 	b.Helper()
+	pollUntil(ctx, b, e.alive, e.logDir, 250*time.Millisecond, timeout, what, cond)
+}
+
+// pollUntil polls cond every interval until it holds, failing the benchmark after timeout or
+// when alive reports a dead process.
+func pollUntil(ctx context.Context, b *testing.B, alive func() error, logDir string, interval, timeout time.Duration, what string, cond func() (bool, string, error)) {
+	b.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, msg, err := cond()
@@ -399,16 +406,16 @@ func waitFor(ctx context.Context, b *testing.B, e *benchEnv, timeout time.Durati
 		if ok {
 			return
 		}
-		if err := e.alive(); err != nil {
-			b.Fatalf("wait for %s: %v", what, err)
+		if err := alive(); err != nil {
+			b.Fatalf("wait for %s: %v; logs in %s", what, err, logDir)
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, msg, e.logDir)
+			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, msg, logDir)
 		}
 		select {
 		case <-ctx.Done():
 			b.Fatal(ctx.Err())
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

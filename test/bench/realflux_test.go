@@ -169,7 +169,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		},
 	}))
 	tRelease := time.Now()
-	pollUntil(ctx, b, alive, e.logDir, 5*time.Minute, "release "+release+" Ready (its cluster-class installed by helm-controller)", func() (bool, string, error) {
+	pollUntil(ctx, b, alive, e.logDir, 500*time.Millisecond, 5*time.Minute, "release "+release+" Ready (its cluster-class installed by helm-controller)", func() (bool, string, error) {
 		rel := &csv1.ClusterStackRelease{}
 		if err := e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: release}, rel); err != nil {
 			return false, err.Error(), client.IgnoreNotFound(err)
@@ -195,7 +195,7 @@ func BenchmarkRealFlux(b *testing.B) {
 
 	tr := newReadyTracker(n)
 	var lastProgress time.Time
-	pollUntil(ctx, b, alive, e.logDir, 40*time.Minute, fmt.Sprintf("%d ClusterAddons Ready", n), func() (bool, string, error) {
+	pollUntil(ctx, b, alive, e.logDir, 500*time.Millisecond, 40*time.Minute, fmt.Sprintf("%d ClusterAddons Ready", n), func() (bool, string, error) {
 		done, msg, err := tr.observe(ctx, e.c, time.Since(tCreate))
 		if time.Since(lastProgress) > 15*time.Second {
 			lastProgress = time.Now()
@@ -274,33 +274,6 @@ func BenchmarkRealFlux(b *testing.B) {
 	fmt.Fprintf(&out, "  Flux's published figure                          %d HelmReleases in %s = %.1f/min (%s;\n", fluxPublishedHelmReleases, fluxPublishedDuration, published, fluxPublishedFlags)
 	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it\n", hrPerMin, 100*hrPerMin/published)
 	fmt.Print(out.String())
-}
-
-// pollUntil polls cond every 500ms until it holds, failing the benchmark after timeout or when
-// alive reports a dead process.
-func pollUntil(ctx context.Context, b *testing.B, alive func() error, logDir string, timeout time.Duration, what string, cond func() (bool, string, error)) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg, err := cond()
-		if err != nil {
-			b.Fatalf("wait for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if err := alive(); err != nil {
-			b.Fatalf("wait for %s: %v; logs in %s", what, err, logDir)
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s: not after %s (last: %s); logs in %s", what, timeout, msg, logDir)
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatal(ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // workloadServer is the one workload API server every Cluster's kubeconfig points to.
