@@ -17,11 +17,16 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
+	opscheme "github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -189,5 +194,72 @@ func TestRefusedPushesExpireOnTheReconcilersClock(t *testing.T) {
 	}
 	if _, ok := r.refusedPushes().Get("team-a/other"); ok {
 		t.Error("another ClusterStack's push is throttled")
+	}
+}
+
+func TestCachedConfigMapsHoldNoData(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "c1-values", Annotations: map[string]string{appliedHashAnnotation: "h"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}},
+		Data:       map[string]string{"cni.yaml": "big"},
+		BinaryData: map[string][]byte{"b": []byte("x")},
+	}
+	out, err := stripConfigMapData(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.ConfigMap)
+	if got.Data != nil || got.BinaryData != nil || got.ManagedFields != nil {
+		t.Errorf("cached ConfigMap keeps data %v, binaryData %v or managedFields %v", got.Data, got.BinaryData, got.ManagedFields)
+	}
+	if got.Annotations[appliedHashAnnotation] != "h" {
+		t.Errorf("the applied hash the Applier decides by is gone: %v", got.Annotations)
+	}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"k": []byte("v")}}
+	if out, err := stripConfigMapData(other); err != nil || len(out.(*corev1.Secret).Data) != 1 {
+		t.Errorf("other kinds pass unchanged: %v, %v", out, err)
+	}
+}
+
+func TestCachedClusterFluxObjectsKeepStatusNotSpec(t *testing.T) {
+	generated := map[string]string{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.ClusterNameLabel: "c1"}
+	ready := []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue}}
+	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "c1-cni", Labels: generated, Generation: 3},
+		Spec:   helmv2.HelmReleaseSpec{ReleaseName: "cni", Suspend: true, ValuesFrom: []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "v"}}},
+		Status: helmv2.HelmReleaseStatus{Conditions: ready, ObservedGeneration: 3}}
+	out, err := trimClusterFluxObject(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*helmv2.HelmRelease)
+	if got.Spec.ReleaseName != "" || got.Spec.ValuesFrom != nil || !got.Spec.Suspend {
+		t.Errorf("a Cluster's HelmRelease is cached with its spec but suspend: %+v", got.Spec)
+	}
+	if len(got.Status.Conditions) != 1 || got.Status.ObservedGeneration != 3 || got.Generation != 3 {
+		t.Errorf("its status and generation stay: %+v, generation %d", got.Status, got.Generation)
+	}
+
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "c1-info", Labels: generated},
+		Spec: kustomizev1.KustomizationSpec{Path: "./info"}, Status: kustomizev1.KustomizationStatus{LastAppliedRevision: "r1"}}
+	out, _ = trimClusterFluxObject(ks)
+	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "" || k.Status.LastAppliedRevision != "r1" {
+		t.Errorf("a Cluster's Kustomization: spec %+v, status %+v", k.Spec, k.Status)
+	}
+
+	fleet := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
+		Spec: kustomizev1.KustomizationSpec{Path: "./clusters", SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "fleet"}}}
+	out, _ = trimClusterFluxObject(fleet)
+	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "./clusters" || k.Spec.SourceRef.Name != "fleet" {
+		t.Errorf("a Kustomization not generated for a Cluster (the fleet's) is kept whole: %+v", k.Spec)
+	}
+}
+
+func TestPartialKindsAreTheSelectedOnes(t *testing.T) {
+	got := PartialKinds(opscheme.New())
+	if !got[schema.GroupKind{Kind: "ConfigMap"}] {
+		t.Errorf("ConfigMaps are cached by label: partial (%v)", got)
+	}
+	if got[schema.GroupKind{Group: helmv2.GroupVersion.Group, Kind: helmv2.HelmReleaseKind}] {
+		t.Errorf("HelmReleases are all cached (trimmed): not partial (%v)", got)
 	}
 }

@@ -316,12 +316,14 @@ func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error
 		Owns(&sourcev1.HelmChart{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&clusterv1.Cluster{}, clusterClassHandler(func(_ context.Context, ns, class string) []reconcile.Request {
+		// Who uses the release (Clusters of its class, ClusterAddons, their Flux objects): one
+		// event per Cluster while a fleet converges, merged over StackReconcileDelay.
+		Watches(&clusterv1.Cluster{}, coalesced(clusterClassHandler(func(_ context.Context, ns, class string) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: class}}}
-		})).
-		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(releasesOfAddon), builder.WithPredicates(appliedReleaseChanged())).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(releaseOfLabel), builder.WithPredicates(releaseLabelChanged())).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(releaseOfLabel), builder.WithPredicates(releaseLabelChanged())).
+		}))).
+		Watches(&csv1.ClusterAddon{}, coalesced(handler.EnqueueRequestsFromMapFunc(releasesOfAddon)), builder.WithPredicates(appliedReleaseChanged())).
+		Watches(&helmv2.HelmRelease{}, coalesced(handler.EnqueueRequestsFromMapFunc(releaseOfLabel)), builder.WithPredicates(releaseLabelChanged())).
+		Watches(&kustomizev1.Kustomization{}, coalesced(handler.EnqueueRequestsFromMapFunc(releaseOfLabel)), builder.WithPredicates(releaseLabelChanged())).
 		Named("clusterstackrelease").
 		Complete(r)
 }

@@ -29,6 +29,58 @@ import (
 // ClusterAddons by at most about RollupDelay. A ClusterAddon's own conditions are not delayed.
 const RollupDelay = 250 * time.Millisecond
 
+// RollupInterval is the least time between two status writes of one ClusterStack or
+// ClusterStackRelease by its roll-up reconciler (rollupPacer). RollupDelay merges the changes of
+// one moment; the interval caps the rate at which a converging fleet rewrites the same object
+// while every trigger (its ClusterAddons, its own status writes, its releases' writes) keeps
+// coming: at ten thousand Clusters converging for minutes, one write a second per ClusterStack
+// and release instead of one per handful of Clusters. An isolated change is written as soon as
+// before.
+const RollupInterval = time.Second
+
+// rollupPacer remembers when a roll-up reconciler last wrote each object's status and how long a
+// reconcile of it must still wait. Only a rate limit lives in memory: a restarted process
+// writes at once, and the status itself is recomputed from the API every time.
+type rollupPacer struct {
+	mu   sync.Mutex
+	last map[client.ObjectKey]time.Time
+	// now is the clock (time.Now when nil).
+	now func() time.Time
+}
+
+func (p *rollupPacer) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+// wait is how long a reconcile of key must wait before it may write again (0: now).
+func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.last[key]
+	if !ok {
+		return 0
+	}
+	d := RollupInterval - p.clock().Sub(last)
+	if d <= 0 {
+		delete(p.last, key)
+		return 0
+	}
+	return d
+}
+
+// wrote records a status write of key.
+func (p *rollupPacer) wrote(key client.ObjectKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = map[client.ObjectKey]time.Time{}
+	}
+	p.last[key] = p.clock()
+}
+
 // AddonFleets keeps the roll-ups of the ClusterAddons (stackstatus.Index: a Fleet per
 // ClusterStack, the Cluster counts per release) up to date from the manager's ClusterAddon
 // informer, one event at a time, and wakes the roll-up reconcilers after RollupDelay once the
@@ -155,10 +207,11 @@ func releasesOfAddonRequest(a *csv1.ClusterAddon) []reconcile.Request {
 	return reqs
 }
 
-// StackReconcileDelay is RollupDelay for the ClusterStack and updates reconcilers woken by
-// Cluster and ClusterAddon changes: each of their reconciles reads every Cluster of the stack
-// (which releases are in use, which Clusters a wave holds), so at ten thousand Clusters they are
-// merged over longer. A release is kept or removed, a wave moves on, at most this much later.
+// StackReconcileDelay is RollupDelay for the ClusterStack, ClusterStackRelease and updates
+// reconcilers woken by Cluster, ClusterAddon and generated Flux object changes: each of their
+// reconciles reads which Clusters use a release or which Clusters a wave holds, and a converging
+// fleet changes them once per Cluster, so at ten thousand Clusters they are merged over longer. A
+// release is kept or removed, a wave moves on, at most this much later.
 const StackReconcileDelay = 2 * time.Second
 
 // coalesced delays every request h enqueues by StackReconcileDelay, so that a burst of events for

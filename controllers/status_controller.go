@@ -104,6 +104,7 @@ func (r addonJudge) judge(ctx context.Context, a *csv1.ClusterAddon) ([]statusEv
 		}
 	}
 	a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
+	firstDelivery := a.Status.LastAppliedRelease == ""
 	if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) &&
 		a.Status.LastAppliedRelease != a.Status.DesiredRelease {
 		a.Status.LastAppliedRelease = a.Status.DesiredRelease
@@ -111,9 +112,30 @@ func (r addonJudge) judge(ctx context.Context, a *csv1.ClusterAddon) ([]statusEv
 		a.Status.LastAppliedTime = &now
 	}
 	events := transitionEvents(a.Status.Conditions, res)
+	if firstDelivery {
+		events = withoutQuietFirstDelivery(a.Status.Conditions, events)
+	}
 	fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
 	a.Status.ObservedGeneration = a.Generation
 	return events, res.RequeueAfter, nil
+}
+
+// withoutQuietFirstDelivery drops the AvailableTrue Event of a ClusterAddon's first delivery
+// when nothing went wrong on the way (it was never Degraded): a new Cluster getting its addons is
+// told by its conditions and lastAppliedTime, and an Event each would be one more API write per
+// Cluster (ten thousand of them for a new fleet). A first delivery that recovers from Degraded,
+// and every later change, still gets its Events.
+func withoutQuietFirstDelivery(prev []metav1.Condition, events []statusEvent) []statusEvent {
+	if apimeta.IsStatusConditionTrue(prev, csv1.DegradedCondition) {
+		return events
+	}
+	var out []statusEvent
+	for _, e := range events {
+		if e.reason != csv1.AvailableCondition+string(metav1.ConditionTrue) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // judgement is the state of a component's Flux object as addonJudge read it, and
@@ -281,6 +303,8 @@ type ClusterStackReleaseStatusReconciler struct {
 	Options  StatusOptions
 	// Fleets counts the Clusters by release as ClusterAddons change (NewAddonFleets).
 	Fleets *AddonFleets
+
+	pace rollupPacer
 }
 
 // Reconcile recomputes one release's status.
@@ -288,10 +312,19 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	if !r.Fleets.Synced() {
 		return ctrl.Result{RequeueAfter: RollupDelay}, nil // the counts would miss Clusters
 	}
+	if d := r.pace.wait(req.NamespacedName); d > 0 {
+		return ctrl.Result{RequeueAfter: d}, nil // written a moment ago (RollupInterval)
+	}
 	rel := &csv1.ClusterStackRelease{}
 	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	seen := rel.ResourceVersion
+	defer func() {
+		if rel.ResourceVersion != seen {
+			r.pace.wrote(req.NamespacedName)
+		}
+	}()
 	in, err := r.input(ctx, rel)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -455,12 +488,17 @@ type ClusterStackStatusReconciler struct {
 	Recorder record.EventRecorder
 	// Fleets sums the ClusterAddons of each stack as they change (NewAddonFleets).
 	Fleets *AddonFleets
+
+	pace rollupPacer
 }
 
 // Reconcile recomputes one ClusterStack's status.
 func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !r.Fleets.Synced() {
 		return ctrl.Result{RequeueAfter: RollupDelay}, nil // the roll-up would miss Clusters
+	}
+	if d := r.pace.wait(req.NamespacedName); d > 0 {
+		return ctrl.Result{RequeueAfter: d}, nil // written a moment ago (RollupInterval)
 	}
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
@@ -469,6 +507,12 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	seen := cs.ResourceVersion
+	defer func() {
+		if cs.ResourceVersion != seen {
+			r.pace.wrote(req.NamespacedName)
+		}
+	}()
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels, client.InNamespace(cs.Namespace), client.MatchingFields{releaseStackIndex: cs.Name}); err != nil {
 		return ctrl.Result{}, err

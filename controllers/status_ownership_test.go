@@ -113,6 +113,34 @@ func TestTransitionEvents(t *testing.T) {
 	}
 }
 
+func TestWithoutQuietFirstDelivery(t *testing.T) {
+	tr, fa := metav1.ConditionTrue, metav1.ConditionFalse
+	cond := func(typ string, st metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: "R"}
+	}
+	available := statusEvent{corev1.EventTypeNormal, "AvailableTrue", "a"}
+	recovered := statusEvent{corev1.EventTypeNormal, "DegradedFalse", "d"}
+	tests := []struct {
+		name   string
+		prev   []metav1.Condition
+		events []statusEvent
+		want   []statusEvent
+	}{
+		{"first delivery on a quiet path: no Event", []metav1.Condition{cond(csv1.AvailableCondition, fa), cond(csv1.DegradedCondition, fa)}, []statusEvent{available}, nil},
+		{"first delivery of a new object: no Event", nil, []statusEvent{available}, nil},
+		{"first delivery after Degraded: both Events", []metav1.Condition{cond(csv1.AvailableCondition, fa), cond(csv1.DegradedCondition, tr)},
+			[]statusEvent{available, recovered}, []statusEvent{available, recovered}},
+		{"other Events stay", nil, []statusEvent{{corev1.EventTypeWarning, "DegradedTrue", "d"}}, []statusEvent{{corev1.EventTypeWarning, "DegradedTrue", "d"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, withoutQuietFirstDelivery(tt.prev, tt.events), cmp.AllowUnexported(statusEvent{})); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestWaveEvents(t *testing.T) {
 	prev := &csv1.RolloutStatus{Target: "v2", Waves: []csv1.WaveStatus{{Name: "canary", Phase: csv1.WaveProposed}, {Name: "rest", Phase: csv1.WavePending}}}
 	cur := &csv1.RolloutStatus{Target: "v2", Waves: []csv1.WaveStatus{{Name: "canary", Phase: csv1.WaveHalted, Message: "a cluster is degraded"}, {Name: "rest", Phase: csv1.WavePending}}}

@@ -287,6 +287,13 @@ func (x *Index) remove(k key, c contribution) {
 	}
 }
 
+// Len is the number of ClusterAddons the index holds.
+func (x *Index) Len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.members)
+}
+
 // Fleet is a copy of the Fleet of the ClusterStack namespace/stack: the ClusterAddons whose
 // status.clusterStack names it. It costs O(r + k) in its releases and its degraded or
 // progressing Clusters.

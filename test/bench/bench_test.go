@@ -21,6 +21,7 @@
 //	-bench.samples      / BENCH_SAMPLES        Ready flips for the status latency (20)
 //	-bench.floor-workers/ BENCH_FLOOR_WORKERS  concurrent applies of the floor writer (32)
 //	-bench.manager-args / BENCH_MANAGER_ARGS   more operator flags, e.g. "--concurrent=4"
+//	-bench.manager-env  / BENCH_MANAGER_ENV    more operator environment, e.g. "GOMEMLIMIT=300MiB"
 //	-bench.log-level    / BENCH_LOG_LEVEL      the operator's --zap-log-level (info; debug to find churn)
 //	-bench.keep         / BENCH_KEEP=1         keep the state directory with all logs
 //	-bench.manager      / BENCH_MANAGER        the operator binary (bin/manager), e.g. to compare two builds
@@ -53,6 +54,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,6 +76,7 @@ type benchConfig struct {
 	clusters     int
 	floorWorkers int
 	managerArgs  []string
+	managerEnv   []string
 	idle         time.Duration
 	samples      int
 	logLevel     string
@@ -89,6 +92,7 @@ var (
 	flagKeep     = flag.Bool("bench.keep", os.Getenv("BENCH_KEEP") != "", "keep the state directory and logs")
 	flagManager  = flag.String("bench.manager", os.Getenv("BENCH_MANAGER"), "the operator binary; bin/manager when empty")
 	flagArgs     = flag.String("bench.manager-args", os.Getenv("BENCH_MANAGER_ARGS"), "more flags for the operator, space-separated (e.g. --concurrent=4)")
+	flagEnv      = flag.String("bench.manager-env", os.Getenv("BENCH_MANAGER_ENV"), "more environment for the operator, space-separated (e.g. GOMEMLIMIT=300MiB, as the Deployment sets it from its memory limit)")
 	flagFloor    = flag.String("bench.floor-workers", envOr("BENCH_FLOOR_WORKERS", "32"), "concurrent server-side applies of the floor writer")
 )
 
@@ -100,7 +104,7 @@ func envOr(key, def string) string {
 }
 
 func loadConfig() (benchConfig, error) {
-	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager, managerArgs: strings.Fields(*flagArgs)}
+	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager, managerArgs: strings.Fields(*flagArgs), managerEnv: strings.Fields(*flagEnv)}
 	var err error
 	if cfg.floorWorkers, err = strconv.Atoi(*flagFloor); err != nil || cfg.floorWorkers < 1 {
 		return cfg, fmt.Errorf("BENCH_FLOOR_WORKERS / -bench.floor-workers: want a positive number, got %q", *flagFloor)
@@ -218,6 +222,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, cfg.clusters)
 	tracker.begin()
+	apiWritesAtStart := scrapeAPIWrites(ctx, b, e)
 	tStart := time.Now()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -250,6 +255,8 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	converge := time.Since(tStart)
 	convergeWrites, convergeBreakdown := diffCounts(writesAtCreate, scrapeWrites(ctx, b, e))
 	convergeReconciles, reconciles := diffCounts(reconcilesAtCreate, scrapeReconciles(ctx, b, e))
+	_, apiWrites := diffCounts(apiWritesAtStart, scrapeAPIWrites(ctx, b, e))
+	logf("API server writes to converge, by resource (every writer: the stand-in for Flux writes helmreleases/status and kustomizations/status): %s", apiWrites)
 	logf("operator API writes to converge: %d %s; reconciles: %d %s", convergeWrites, convergeBreakdown, convergeReconciles, reconciles)
 	logf("converged: every ClusterAddon Ready after %s, ClusterStack %s Ready after %s", convergeAddons.Round(time.Millisecond), want, converge.Round(time.Millisecond))
 
@@ -323,11 +330,13 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
   (each: Cluster + AWSCluster + kubeconfig Secret -> %d generated objects: ClusterAddon, values ConfigMap, HelmRelease, Kustomization)
   create the Clusters (operator stopped)        %s
   floor: the same %d objects by %d concurrent server-side applies   %s
+  operator settings                           flags %q, environment %q
   operator started (process start -> ready)     %s
   fan-out: operator start -> every generated object written   %s   (%.2fx the floor)
   converge: operator start -> every ClusterAddon Ready         %s   (%.2fx the floor)
   converge: operator start -> ClusterStack Ready %s            %s
   operator API writes to converge             %d (%.2f per Cluster; generated objects + 2 = %d) %s
+  API server writes to converge by resource   %s
   operator reconciles to converge             %d (%.1f per Cluster) %s
   operator CPU to converge                    %s
   operator memory                             peak RSS %s (now %s), CPU %s in all
@@ -345,10 +354,11 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 | %d | %s | %s | %.2fx | %s | %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
 `, cfg.clusters, perCluster, created.Round(time.Millisecond),
 		floor.objects, floor.workers, floor.took.Round(time.Millisecond),
+		strings.Join(cfg.managerArgs, " "), strings.Join(cfg.managerEnv, " "),
 		startup.Round(time.Millisecond),
 		fanout.Round(time.Millisecond), fanoutRatio, convergeAddons.Round(time.Millisecond), readyRatio,
 		want, converge.Round(time.Millisecond),
-		convergeWrites, writesPer, perCluster+2, convergeBreakdown,
+		convergeWrites, writesPer, perCluster+2, convergeBreakdown, apiWrites,
 		convergeReconciles, float64(convergeReconciles)/float64(cfg.clusters), reconciles,
 		opAtConverge.cpu.Round(100*time.Millisecond),
 		mib(op.peakRSS), mib(op.rss), op.cpu.Round(100*time.Millisecond),
@@ -580,6 +590,35 @@ func scrapeWrites(ctx context.Context, b *testing.B, e *benchEnv) map[string]flo
 		if writeMethods[s.labels["method"]] {
 			out[s.labels["method"]+" "+s.labels["code"]] += s.value
 		}
+	}
+	return out
+}
+
+// apiWriteVerbs are the write verbs of the API server's apiserver_request_total.
+var apiWriteVerbs = map[string]bool{"CREATE": true, "UPDATE": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true, "POST": true, "PUT": true}
+
+// scrapeAPIWrites returns the management API server's write requests so far, of every client,
+// by "resource[/subresource] VERB": which objects the writes went to.
+func scrapeAPIWrites(ctx context.Context, b *testing.B, e *benchEnv) map[string]float64 {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(e.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		b.Fatalf("GET the API server's /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, s := range samples(string(text), "apiserver_request_total") {
+		if !apiWriteVerbs[s.labels["verb"]] {
+			continue
+		}
+		res := s.labels["resource"]
+		if sub := s.labels["subresource"]; sub != "" {
+			res += "/" + sub
+		}
+		out[res+" "+s.labels["verb"]] += s.value
 	}
 	return out
 }

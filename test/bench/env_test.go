@@ -161,7 +161,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 		"--health-probe-bind-address=" + addr(4),
 		"--leader-elect=false",
 		"--zap-log-level=" + cfg.logLevel,
-	}, cfg.managerArgs...), Env: []string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, LogFile: filepath.Join(e.logDir, "manager.log")}
+	}, cfg.managerArgs...), Env: append([]string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, cfg.managerEnv...), LogFile: filepath.Join(e.logDir, "manager.log")}
 	if e.manager, err = proc.Start(e.managerSpec); err != nil {
 		b.Fatal(err)
 	}
