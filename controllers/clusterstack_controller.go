@@ -374,7 +374,7 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 // a non-controller owner reference, so Owns would not map them); Clusters moving between
 // ClusterClasses; ClusterAddons whose applied release changes; and cluster Flux objects that go
 // or move to another release (a release may become unused). The per-Cluster events (Clusters,
-// ClusterAddons, their Flux objects) are coalesced over RollupDelay: each reconcile reads every
+// ClusterAddons, their Flux objects) are coalesced over StackReconcileDelay: each reconcile reads every
 // user of the stack's releases, so one per Cluster change would cost O(N) each while a fleet of
 // N Clusters is created or upgraded.
 func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -19,14 +19,11 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/stackstatus"
 )
 
-// RollupDelay is how long a ClusterAddon (or Cluster) change waits before it wakes a
-// stack-level reconciler: the ClusterStack and ClusterStackRelease status roll-ups, the
-// ClusterStack reconciler and the updates reconciler. The queue keeps one entry per object and
-// the earliest time it is due, so every change within the delay is handled by one reconcile:
-// while a fleet of thousands of Clusters converges, a ClusterStack or release is reconciled,
-// and its status written, at most about four times a second instead of once per Cluster change
-// (at N = 1,000: about 300 roll-up reconciles instead of about 6,000), and it trails its
-// ClusterAddons by at most about RollupDelay. A ClusterAddon's own conditions are not delayed.
+// RollupDelay is how long a ClusterAddon change waits before it wakes the ClusterStack and
+// ClusterStackRelease status roll-ups. The queue keeps one entry per object and the earliest
+// time it is due, so every change within the delay is handled by one reconcile, and a roll-up
+// trails its ClusterAddons by about RollupDelay (RollupInterval more while it is being written
+// every second). A ClusterAddon's own conditions are not delayed.
 const RollupDelay = 250 * time.Millisecond
 
 // RollupInterval is the least time between two status writes of one ClusterStack or
@@ -69,6 +66,17 @@ func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// track returns a func that records a write of key if obj's resourceVersion has moved on by
+// the time it runs (defer it after reading obj: a status write updates obj in place).
+func (p *rollupPacer) track(key client.ObjectKey, obj client.Object) func() {
+	seen := obj.GetResourceVersion()
+	return func() {
+		if obj.GetResourceVersion() != seen {
+			p.wrote(key)
+		}
+	}
 }
 
 // wrote records a status write of key.

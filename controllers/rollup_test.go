@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
 func TestRollupPacer(t *testing.T) {
@@ -32,5 +35,21 @@ func TestRollupPacer(t *testing.T) {
 	}
 	if len(p.last) != 0 {
 		t.Errorf("a key past its interval is forgotten: %v", p.last)
+	}
+}
+
+func TestRollupPacerTracksWrites(t *testing.T) {
+	p := &rollupPacer{}
+	key := client.ObjectKey{Namespace: "ns", Name: "stack"}
+	obj := &csv1.ClusterStack{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stack", ResourceVersion: "1"}}
+	p.track(key, obj)()
+	if d := p.wait(key); d != 0 {
+		t.Errorf("nothing written: wait %s, want 0", d)
+	}
+	done := p.track(key, obj)
+	obj.ResourceVersion = "2" // the status write
+	done()
+	if d := p.wait(key); d <= 0 {
+		t.Errorf("written: wait %s, want > 0", d)
 	}
 }

@@ -319,12 +319,7 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	seen := rel.ResourceVersion
-	defer func() {
-		if rel.ResourceVersion != seen {
-			r.pace.wrote(req.NamespacedName)
-		}
-	}()
+	defer r.pace.track(req.NamespacedName, rel)()
 	in, err := r.input(ctx, rel)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -507,12 +502,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	seen := cs.ResourceVersion
-	defer func() {
-		if cs.ResourceVersion != seen {
-			r.pace.wrote(req.NamespacedName)
-		}
-	}()
+	defer r.pace.track(req.NamespacedName, cs)()
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels, client.InNamespace(cs.Namespace), client.MatchingFields{releaseStackIndex: cs.Name}); err != nil {
 		return ctrl.Result{}, err

@@ -222,7 +222,11 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, cfg.clusters)
 	tracker.begin()
-	apiWritesAtStart := scrapeAPIWrites(ctx, b, e)
+	apiWritesAtStart, apiReadsAtStart := scrapeAPIWrites(ctx, b, e), scrapeAPIReads(ctx, b, e)
+	apiAtStart, err := apiServerStats(e)
+	must(b, err)
+	selfAtStart, err := readProcStats(os.Getpid())
+	must(b, err)
 	tStart := time.Now()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -242,6 +246,10 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	tracker.stop()
 	opAtConverge, err := readProcStats(e.manager.Pid())
 	must(b, err)
+	apiAtConverge, err := apiServerStats(e)
+	must(b, err)
+	selfAtConverge, err := readProcStats(os.Getpid())
+	must(b, err)
 	writesAtCreate, reconcilesAtCreate := map[string]float64{}, map[string]float64{} // a new process: its counters start at 0
 	total := cfg.clusters + 1
 	cs := &csv1.ClusterStack{}
@@ -256,6 +264,8 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	convergeWrites, convergeBreakdown := diffCounts(writesAtCreate, scrapeWrites(ctx, b, e))
 	convergeReconciles, reconciles := diffCounts(reconcilesAtCreate, scrapeReconciles(ctx, b, e))
 	_, apiWrites := diffCounts(apiWritesAtStart, scrapeAPIWrites(ctx, b, e))
+	_, apiReads := diffCounts(apiReadsAtStart, scrapeAPIReads(ctx, b, e))
+	logf("API server reads to converge, by resource (every client): %s", apiReads)
 	logf("API server writes to converge, by resource (every writer: the stand-in for Flux writes helmreleases/status and kustomizations/status): %s", apiWrites)
 	logf("operator API writes to converge: %d %s; reconciles: %d %s", convergeWrites, convergeBreakdown, convergeReconciles, reconciles)
 	logf("converged: every ClusterAddon Ready after %s, ClusterStack %s Ready after %s", convergeAddons.Round(time.Millisecond), want, converge.Round(time.Millisecond))
@@ -337,8 +347,9 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
   converge: operator start -> ClusterStack Ready %s            %s
   operator API writes to converge             %d (%.2f per Cluster; generated objects + 2 = %d) %s
   API server writes to converge by resource   %s
+  API server reads to converge by resource    %s
   operator reconciles to converge             %d (%.1f per Cluster) %s
-  operator CPU to converge                    %s
+  CPU from operator start to converged        operator %s, API server %s, this benchmark (stand-in for Flux, trackers) %s
   operator memory                             peak RSS %s (now %s), CPU %s in all
   management kube-apiserver memory            peak RSS %s (now %s), CPU %s in all
   idle window                                 %s (after waiting %s for 15s without operator writes; reached: %v)
@@ -358,9 +369,10 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 		startup.Round(time.Millisecond),
 		fanout.Round(time.Millisecond), fanoutRatio, convergeAddons.Round(time.Millisecond), readyRatio,
 		want, converge.Round(time.Millisecond),
-		convergeWrites, writesPer, perCluster+2, convergeBreakdown, apiWrites,
+		convergeWrites, writesPer, perCluster+2, convergeBreakdown, apiWrites, apiReads,
 		convergeReconciles, float64(convergeReconciles)/float64(cfg.clusters), reconciles,
-		opAtConverge.cpu.Round(100*time.Millisecond),
+		opAtConverge.cpu.Round(100*time.Millisecond), (apiAtConverge.cpu - apiAtStart.cpu).Round(100*time.Millisecond),
+		(selfAtConverge.cpu - selfAtStart.cpu).Round(100*time.Millisecond),
 		mib(op.peakRSS), mib(op.rss), op.cpu.Round(100*time.Millisecond),
 		mib(api.peakRSS), mib(api.rss), api.cpu.Round(100*time.Millisecond),
 		cfg.idle, settleTook.Round(time.Second), settled, writes, perMin, breakdown, len(changes), cfg.samples,
@@ -600,6 +612,17 @@ var apiWriteVerbs = map[string]bool{"CREATE": true, "UPDATE": true, "PATCH": tru
 // scrapeAPIWrites returns the management API server's write requests so far, of every client,
 // by "resource[/subresource] VERB": which objects the writes went to.
 func scrapeAPIWrites(ctx context.Context, b *testing.B, e *benchEnv) map[string]float64 {
+	return scrapeAPIRequests(ctx, b, e, func(verb string) bool { return apiWriteVerbs[verb] })
+}
+
+// scrapeAPIReads is scrapeAPIWrites for GETs and LISTs (watches are long-running: not counted).
+func scrapeAPIReads(ctx context.Context, b *testing.B, e *benchEnv) map[string]float64 {
+	return scrapeAPIRequests(ctx, b, e, func(verb string) bool { return verb == "GET" || verb == "LIST" })
+}
+
+// scrapeAPIRequests returns the management API server's requests so far whose verb keep accepts,
+// by "resource[/subresource] VERB".
+func scrapeAPIRequests(ctx context.Context, b *testing.B, e *benchEnv, keep func(verb string) bool) map[string]float64 {
 	b.Helper()
 	cs, err := kubernetes.NewForConfig(e.cfg)
 	if err != nil {
@@ -611,7 +634,7 @@ func scrapeAPIWrites(ctx context.Context, b *testing.B, e *benchEnv) map[string]
 	}
 	out := map[string]float64{}
 	for _, s := range samples(string(text), "apiserver_request_total") {
-		if !apiWriteVerbs[s.labels["verb"]] {
+		if !keep(s.labels["verb"]) {
 			continue
 		}
 		res := s.labels["resource"]
