@@ -1145,6 +1145,21 @@ func (p *Plane) Scheme() *runtime.Scheme { return p.scheme }
 // Client is a client for the management API server with the scheme of NewScheme.
 func (p *Plane) Client() client.Client { return p.client }
 
+// NewClient is a client for the management API server with the scheme of NewScheme and the
+// kinds add registers (the operator's API, for a test suite).
+func (p *Plane) NewClient(add ...func(*runtime.Scheme) error) (client.Client, error) {
+	s := p.Scheme()
+	for _, f := range add {
+		if err := f(s); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(p.Config(), client.Options{Scheme: s})
+}
+
+// RepoRoot is the checkout of this module the plane runs from (Options.RepoRoot).
+func (p *Plane) RepoRoot() string { return p.opts.RepoRoot }
+
 // Git is the plane's Git server.
 func (p *Plane) Git() *gitserver.Server { return p.git }
 

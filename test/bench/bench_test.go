@@ -7,8 +7,10 @@
 //     template Cluster), with no reads, rendering or ordering;
 //   - the fan-out: from the operator's start (the N Clusters exist) until every generated object
 //     is written, and until every ClusterAddon is Ready, as ratios to the floor;
-//   - the operator's API writes and reconciles per Cluster, its peak RSS and CPU time, and the
-//     API server's memory;
+//   - the operator's API writes and reconciles per Cluster, the API server's writes and reads
+//     by resource (which objects they went to), the CPU the operator, the API server and this
+//     benchmark (the stand-in for Flux) spent until converged, the operator's peak RSS and the
+//     API server's;
 //   - what it pays when nothing happens (API writes while idle, expected 0) and how quickly a
 //     Flux readiness change shows in a ClusterAddon's conditions (p50/p99).
 //
@@ -216,8 +218,8 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 
 	// The floor: the same objects, written by a minimal concurrent server-side-apply writer.
 	floor := measureFloor(ctx, b, e, templates, cfg.clusters, cfg.floorWorkers)
-	logf("floor: %d objects (%d per Cluster) written by %d concurrent server-side applies in %s",
-		floor.objects, perCluster, floor.workers, floor.took.Round(time.Millisecond))
+	logf("floor: %d objects (%d per Cluster) written by %d concurrent server-side applies in %s; API server CPU %s",
+		floor.objects, perCluster, floor.workers, floor.took.Round(time.Millisecond), floor.apiCPU.Round(100*time.Millisecond))
 
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, cfg.clusters)
@@ -339,7 +341,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d Clusters
   (each: Cluster + AWSCluster + kubeconfig Secret -> %d generated objects: ClusterAddon, values ConfigMap, HelmRelease, Kustomization)
   create the Clusters (operator stopped)        %s
-  floor: the same %d objects by %d concurrent server-side applies   %s
+  floor: the same %d objects by %d concurrent server-side applies   %s   (API server CPU %s)
   operator settings                           flags %q, environment %q
   operator started (process start -> ready)     %s
   fan-out: operator start -> every generated object written   %s   (%.2fx the floor)
@@ -364,7 +366,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
 | %d | %s | %s | %.2fx | %s | %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
 `, cfg.clusters, perCluster, created.Round(time.Millisecond),
-		floor.objects, floor.workers, floor.took.Round(time.Millisecond),
+		floor.objects, floor.workers, floor.took.Round(time.Millisecond), floor.apiCPU.Round(100*time.Millisecond),
 		strings.Join(cfg.managerArgs, " "), strings.Join(cfg.managerEnv, " "),
 		startup.Round(time.Millisecond),
 		fanout.Round(time.Millisecond), fanoutRatio, convergeAddons.Round(time.Millisecond), readyRatio,

@@ -99,6 +99,8 @@ func floorObject(t *unstructured.Unstructured, cluster string) (*unstructured.Un
 type floorResult struct {
 	objects, workers int
 	took             time.Duration
+	// apiCPU is the CPU time the API server spent meanwhile.
+	apiCPU time.Duration
 }
 
 // measureFloor writes, for each of n Clusters, the objects the operator generated for the
@@ -125,6 +127,8 @@ func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*u
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
+	apiBefore, err := apiServerStats(e)
+	must(b, err)
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -146,13 +150,15 @@ func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*u
 	wg.Wait()
 	took := time.Since(start)
 	must(b, firstErr)
+	apiAfter, err := apiServerStats(e)
+	must(b, err)
 
 	for _, gvk := range generatedKinds {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		must(b, c.DeleteAllOf(ctx, u, client.InNamespace(floorNS)))
 	}
-	return floorResult{objects: len(objs), workers: workers, took: took}
+	return floorResult{objects: len(objs), workers: workers, took: took, apiCPU: apiAfter.cpu - apiBefore.cpu}
 }
 
 // fanoutTracker watches the bench namespace and records when the generated objects of the N

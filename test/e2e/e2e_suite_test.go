@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,22 +68,12 @@ var (
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(GinkgoLogr)
-	wd, err := os.Getwd()
-	Expect(err).NotTo(HaveOccurred())
-	repoRoot, err = plane.FindRepoRoot(wd)
-	Expect(err).NotTo(HaveOccurred())
-	binDir := filepath.Join(repoRoot, "bin")
-	missing := plane.MissingBinaries(binDir)
-	if _, err := os.Stat(filepath.Join(binDir, "manager")); err != nil {
-		missing = append(missing, "manager")
-	}
-	Expect(missing).To(BeEmpty(), "run `make tools build` first (make test does): missing in %s: %s", binDir, strings.Join(missing, ", "))
-
 	stateDir, err := os.MkdirTemp("", "clusterstack-e2e-")
 	Expect(err).NotTo(HaveOccurred())
+	// Start finds the checkout from the working directory and says which binaries `make tools
+	// build` (make test runs it) has not built yet.
 	pl, err = plane.Start(ctx, plane.Options{
 		StateDir:     stateDir,
-		RepoRoot:     repoRoot,
 		WithOperator: true,
 		// Cluster API's topology controller builds the Clusters; localinfra plays the
 		// providers (E2E_WITH_CAPI=false: localinfra's own minimal topology, faster).
@@ -98,9 +87,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Logger:       GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
-	scheme := pl.Scheme()
-	Expect(csv1.AddToScheme(scheme)).To(Succeed())
-	k8s, err = client.New(pl.Config(), client.Options{Scheme: scheme})
+	repoRoot = pl.RepoRoot()
+	k8s, err = pl.NewClient(csv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
 

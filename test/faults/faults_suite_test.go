@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -101,22 +100,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	fmt.Fprintf(GinkgoWriter, "fault suite seed %d (replay: FAULTS_SEED=%d make test-faults)\n", seed, seed)
 	AddReportEntry("seed", seed)
 
-	wd, err := os.Getwd()
-	Expect(err).NotTo(HaveOccurred())
-	repoRoot, err = plane.FindRepoRoot(wd)
-	Expect(err).NotTo(HaveOccurred())
-	binDir := filepath.Join(repoRoot, "bin")
-	missing := plane.MissingBinaries(binDir)
-	if _, err := os.Stat(filepath.Join(binDir, "manager")); err != nil {
-		missing = append(missing, "manager")
-	}
-	Expect(missing).To(BeEmpty(), "run `make tools build` first (make test-faults does): missing in %s: %s", binDir, strings.Join(missing, ", "))
-
 	stateDir, err := os.MkdirTemp("", "clusterstack-faults-")
 	Expect(err).NotTo(HaveOccurred())
+	// Start finds the checkout from the working directory and says which binaries `make tools
+	// build` (make test-faults runs it) has not built yet.
 	pl, err = plane.Start(ctx, plane.Options{
 		StateDir:             stateDir,
-		RepoRoot:             repoRoot,
 		WithOperator:         true,
 		WithCAPI:             os.Getenv("FAULTS_WITH_CAPI") == "true",
 		SkipFixtureOperators: true,
@@ -133,9 +122,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Logger:       GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
-	scheme := pl.Scheme()
-	Expect(csv1.AddToScheme(scheme)).To(Succeed())
-	k8s, err = client.New(pl.Config(), client.Options{Scheme: scheme})
+	repoRoot = pl.RepoRoot()
+	k8s, err = pl.NewClient(csv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
 	fmt.Fprintf(GinkgoWriter, "local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
 
