@@ -83,6 +83,18 @@ func generatedCluster(o client.Object) []string {
 	return nil
 }
 
+// fluxByStack indexes the operator's Flux objects by their stack label: those generated for a
+// Cluster (with a cluster-name label) when perCluster, else those of a release (without one).
+func fluxByStack(perCluster bool) client.IndexerFunc {
+	return func(o client.Object) []string {
+		l := o.GetLabels()
+		if _, forCluster := l[csv1.ClusterNameLabel]; forCluster != perCluster || l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
+			return nil
+		}
+		return []string{l[csv1.StackLabel]}
+	}
+}
+
 // SetupIndexes registers the field indexes the reconcilers use.
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
@@ -107,31 +119,13 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	byStack := func(o client.Object) []string {
-		l := o.GetLabels()
-		if _, perCluster := l[csv1.ClusterNameLabel]; !perCluster || l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
-			return nil
+	for _, obj := range []client.Object{&helmv2.HelmRelease{}, &kustomizev1.Kustomization{}} {
+		if err := idx.IndexField(ctx, obj, clusterFluxStackIndex, fluxByStack(true)); err != nil {
+			return err
 		}
-		return []string{l[csv1.StackLabel]}
-	}
-	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, clusterFluxStackIndex, byStack); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &kustomizev1.Kustomization{}, clusterFluxStackIndex, byStack); err != nil {
-		return err
-	}
-	releaseByStack := func(o client.Object) []string {
-		l := o.GetLabels()
-		if _, perCluster := l[csv1.ClusterNameLabel]; perCluster || l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.StackLabel] == "" {
-			return nil
+		if err := idx.IndexField(ctx, obj, releaseFluxStackIndex, fluxByStack(false)); err != nil {
+			return err
 		}
-		return []string{l[csv1.StackLabel]}
-	}
-	if err := idx.IndexField(ctx, &helmv2.HelmRelease{}, releaseFluxStackIndex, releaseByStack); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &kustomizev1.Kustomization{}, releaseFluxStackIndex, releaseByStack); err != nil {
-		return err
 	}
 	if err := idx.IndexField(ctx, &csv1.ClusterStackRelease{}, releaseStackIndex, func(o client.Object) []string {
 		return []string{o.(*csv1.ClusterStackRelease).Spec.ClusterStack}
