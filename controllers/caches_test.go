@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +23,10 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
@@ -225,8 +229,10 @@ func TestCachedClusterFluxObjectsKeepStatusNotSpec(t *testing.T) {
 	generated := map[string]string{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.ClusterNameLabel: "c1"}
 	ready := []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue}}
 	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "c1-cni", Labels: generated, Generation: 3},
-		Spec:   helmv2.HelmReleaseSpec{ReleaseName: "cni", Suspend: true, ValuesFrom: []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "v"}}},
-		Status: helmv2.HelmReleaseStatus{Conditions: ready, ObservedGeneration: 3}}
+		Spec: helmv2.HelmReleaseSpec{ReleaseName: "cni", Suspend: true, ValuesFrom: []helmv2.ValuesReference{{Kind: "ConfigMap", Name: "v"}}},
+		Status: helmv2.HelmReleaseStatus{Conditions: ready, ObservedGeneration: 3, History: helmv2.Snapshots{
+			{Version: 1, ChartVersion: "1.0.0", Status: "superseded"}, {Version: 3, ChartVersion: "1.2.0", Status: "deployed"},
+			{Version: 2, ChartVersion: "1.1.0", Status: "failed"}}}}
 	out, err := trimClusterFluxObject(hr)
 	if err != nil {
 		t.Fatal(err)
@@ -234,6 +240,9 @@ func TestCachedClusterFluxObjectsKeepStatusNotSpec(t *testing.T) {
 	got := out.(*helmv2.HelmRelease)
 	if got.Spec.ReleaseName != "" || got.Spec.ValuesFrom != nil || !got.Spec.Suspend {
 		t.Errorf("a Cluster's HelmRelease is cached with its spec but suspend: %+v", got.Spec)
+	}
+	if h := got.Status.History; len(h) != 1 || h[0].Version != 3 || h[0].ChartVersion != "1.2.0" {
+		t.Errorf("a Cluster's HelmRelease is cached with its latest Helm release alone: %+v", h)
 	}
 	if len(got.Status.Conditions) != 1 || got.Status.ObservedGeneration != 3 || got.Generation != 3 {
 		t.Errorf("its status and generation stay: %+v, generation %d", got.Status, got.Generation)
@@ -251,6 +260,35 @@ func TestCachedClusterFluxObjectsKeepStatusNotSpec(t *testing.T) {
 	out, _ = trimClusterFluxObject(fleet)
 	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "./clusters" || k.Spec.SourceRef.Name != "fleet" {
 		t.Errorf("a Kustomization not generated for a Cluster (the fleet's) is kept whole: %+v", k.Spec)
+	}
+}
+
+func TestCachedReadOnlyObjectsHoldNoLastAppliedCopy(t *testing.T) {
+	lastApplied := map[string]string{corev1.LastAppliedConfigAnnotation: `{"spec":"a second copy"}`, "team": "a"}
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Annotations: maps.Clone(lastApplied), ManagedFields: managed}}
+	infra := &unstructured.Unstructured{}
+	infra.SetAnnotations(maps.Clone(lastApplied))
+	infra.SetManagedFields(managed)
+	for _, o := range []client.Object{cluster, infra} {
+		out, err := stripReadOnly(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(client.Object)
+		if _, ok := got.GetAnnotations()[corev1.LastAppliedConfigAnnotation]; ok || got.GetManagedFields() != nil {
+			t.Errorf("%T is cached with kubectl's last-applied copy or managedFields: %v", o, got.GetAnnotations())
+		}
+		if got.GetAnnotations()["team"] != "a" {
+			t.Errorf("%T loses the annotations templates may read: %v", o, got.GetAnnotations())
+		}
+	}
+	// Objects the operator writes keep the annotation: an update from the cached copy would
+	// otherwise remove it from the API server.
+	stack := &csv1.ClusterStack{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: maps.Clone(lastApplied), ManagedFields: managed}}
+	out, _ := stripReadOnly(stack)
+	if got := out.(*csv1.ClusterStack); got.Annotations[corev1.LastAppliedConfigAnnotation] == "" || got.ManagedFields != nil {
+		t.Errorf("a ClusterStack: annotations %v, managedFields %v", got.Annotations, got.ManagedFields)
 	}
 }
 

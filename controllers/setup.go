@@ -10,10 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,8 +142,8 @@ func CacheOptions(managementNamespace string) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{csv1.ManagedByLabel: csv1.ManagedByValue})
 	return cache.Options{
 		// Nothing the operator does reads managedFields: leaving them out of the cache roughly
-		// halves what it holds per object.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// halves what it holds per object (stripReadOnly: more of the objects it only reads).
+		DefaultTransform: stripReadOnly,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}:                         {Label: managed, Transform: stripConfigMapData},
 			&helmv2.HelmRelease{}:                       {Transform: trimClusterFluxObject},
@@ -149,6 +151,25 @@ func CacheOptions(managementNamespace string) cache.Options {
 			&appsv1.Deployment{}:                        {Label: labels.SelectorFromSet(labels.Set{kustomizeNamespaceLabel: managementNamespace})},
 			&apiextensionsv1.CustomResourceDefinition{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterCRDName)},
 		}}
+}
+
+// stripReadOnly is the cache transform of every kind without one of its own: managedFields
+// left out and, of the objects the operator only reads and renders values from (Clusters and the
+// infrastructure and control plane objects they refer to, cached unstructured), kubectl's
+// last-applied annotation too. That annotation is a second copy of the object as last applied by
+// client-side kubectl; render.Clean drops it from every template input, and the operator never
+// writes those objects, so no write can lose it.
+func stripReadOnly(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	switch t := obj.(type) {
+	case *clusterv1.Cluster, *unstructured.Unstructured:
+		o := t.(client.Object)
+		if ann := o.GetAnnotations(); ann[corev1.LastAppliedConfigAnnotation] != "" {
+			delete(ann, corev1.LastAppliedConfigAnnotation)
+			o.SetAnnotations(ann)
+		}
+	}
+	return obj, err
 }
 
 // stripConfigMapData is the cache transform of ConfigMaps: managedFields, data and binaryData
@@ -165,9 +186,10 @@ func stripConfigMapData(obj any) (any, error) {
 
 // trimClusterFluxObject is the cache transform of HelmReleases and Kustomizations: managedFields
 // left out, and of those generated for a Cluster (managed by the operator, with a cluster-name
-// label) the spec but spec.suspend. The operator reads those objects' metadata (ownership, the
-// applied-hash annotation, the generation its drift check compares), their status (readiness,
-// history, the applied revision) and whether they are suspended; it writes them by server-side
+// label) the spec but spec.suspend, and of a HelmRelease's history the latest release alone. The
+// operator reads those objects' metadata (ownership, the applied-hash annotation, the generation
+// its drift check compares), their status (readiness, the latest Helm release, the applied
+// revision) and whether they are suspended; it writes them by server-side
 // apply from what it renders and suspends them by a merge patch of spec.suspend alone, never
 // by an update of a cached copy. Their specs would be a third of what the cache holds per
 // Cluster. Other Flux objects (the fleet's Kustomizations, the ClusterClass delivery, the
@@ -178,6 +200,9 @@ func trimClusterFluxObject(obj any) (any, error) {
 	case *helmv2.HelmRelease:
 		if generatedCluster(t) != nil {
 			t.Spec = helmv2.HelmReleaseSpec{Suspend: t.Spec.Suspend}
+			if latest := t.Status.History.Latest(); latest != nil {
+				t.Status.History = helmv2.Snapshots{latest}
+			}
 		}
 	case *kustomizev1.Kustomization:
 		if generatedCluster(t) != nil {
