@@ -19,12 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -240,18 +242,73 @@ func (p *Process) Kill() error {
 	return p.stopErr
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (see FreePorts).
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, err
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
-// FreePorts returns n distinct free ports on 127.0.0.1.
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago, below the
+// kernel's ephemeral port range when it is known. A port the kernel hands out for ":0" is one it
+// also hands out as the local port of outgoing connections: once the process listening on it
+// stops (a fault test kills and restarts it), any client's connection could take it, and the
+// restarted process would fail with "address already in use". Ports below the range are never
+// given to outgoing connections.
 func FreePorts(n int) ([]int, error) {
+	lo, hi := listenPortRange()
+	if lo == 0 {
+		return kernelPorts(n)
+	}
+	lns := make([]net.Listener, 0, n)
+	defer func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries >= 100*n {
+			return nil, fmt.Errorf("find %d free ports in %d-%d: only %d free after %d tries", n, lo, hi, len(ports), tries)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))))
+		if err != nil {
+			continue // in use: another
+		}
+		lns = append(lns, ln) // held until all are found: distinct
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// listenPortMin is the lowest port FreePorts picks.
+const listenPortMin = 10000
+
+// listenPortRange is the range FreePorts picks from: from port 10000 (above most fixed service
+// ports) up to the kernel's ephemeral range (net.ipv4.ip_local_port_range): 22,768 ports with
+// Linux's default range, as many as keep two planes started side by side from picking the same
+// port in the moment between the pick and its use; 0, 0 when the range is unknown (not Linux) or
+// leaves too little room below it.
+func listenPortRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	start, err := strconv.Atoi(f[0])
+	if err != nil || start-listenPortMin < 4096 {
+		return 0, 0
+	}
+	return listenPortMin, start
+}
+
+// kernelPorts are n distinct ports the kernel chose for ":0".
+func kernelPorts(n int) ([]int, error) {
 	lns := make([]net.Listener, 0, n)
 	defer func() {
 		for _, ln := range lns {

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,5 +282,36 @@ func TestTerminateKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 				t.Fatalf("Terminate of a process that is gone: %v", err)
 			}
 		})
+	}
+}
+
+func TestFreePortsAreDistinctFreeAndOutsideTheEphemeralRange(t *testing.T) {
+	ports, err := FreePorts(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := listenPortRange()
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			t.Fatalf("port %d returned twice: %v", p, ports)
+		}
+		seen[p] = true
+		if lo != 0 && (p < lo || p >= hi) {
+			t.Errorf("port %d outside %d-%d: the kernel may give it to an outgoing connection", p, lo, hi)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Errorf("port %d is not free: %v", p, err)
+			continue
+		}
+		_ = ln.Close()
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 && lo == 0 {
+			if start, err := strconv.Atoi(f[0]); err == nil && start >= listenPortMin+4096 {
+				t.Errorf("the kernel's ephemeral range (%s) is readable but not used", strings.TrimSpace(string(b)))
+			}
+		}
 	}
 }
