@@ -258,9 +258,10 @@ func FreePort() (int, error) {
 // restarted process would fail with "address already in use". Ports below the range are never
 // given to outgoing connections.
 func FreePorts(n int) ([]int, error) {
+	addr := func() string { return "127.0.0.1:0" }
 	lo, hi := listenPortRange()
-	if lo == 0 {
-		return kernelPorts(n)
+	if lo != 0 {
+		addr = func() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))) }
 	}
 	lns := make([]net.Listener, 0, n)
 	defer func() {
@@ -270,11 +271,11 @@ func FreePorts(n int) ([]int, error) {
 	}()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
-		if tries >= 100*n {
-			return nil, fmt.Errorf("find %d free ports in %d-%d: only %d free after %d tries", n, lo, hi, len(ports), tries)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))))
+		ln, err := net.Listen("tcp", addr())
 		if err != nil {
+			if lo == 0 || tries >= 100*n {
+				return nil, fmt.Errorf("find %d free ports (%d found): %w", n, len(ports), err)
+			}
 			continue // in use: another
 		}
 		lns = append(lns, ln) // held until all are found: distinct
@@ -288,7 +289,7 @@ const listenPortMin = 10000
 
 // listenPortRange is the range FreePorts picks from: from port 10000 (above most fixed service
 // ports) up to the kernel's ephemeral range (net.ipv4.ip_local_port_range): 22,768 ports with
-// Linux's default range, as many as keep two planes started side by side from picking the same
+// Linux's default range, wide enough that two planes started side by side rarely pick the same
 // port in the moment between the pick and its use; 0, 0 when the range is unknown (not Linux) or
 // leaves too little room below it.
 func listenPortRange() (lo, hi int) {
@@ -305,26 +306,6 @@ func listenPortRange() (lo, hi int) {
 		return 0, 0
 	}
 	return listenPortMin, start
-}
-
-// kernelPorts are n distinct ports the kernel chose for ":0".
-func kernelPorts(n int) ([]int, error) {
-	lns := make([]net.Listener, 0, n)
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // WaitHTTP polls url until it answers 200 OK, the process p (when not nil) exits, or ctx is
