@@ -4,9 +4,11 @@
 //
 //   - the floor: how long a minimal concurrent server-side-apply writer takes to write exactly
 //     the objects the operator generates for the N Clusters (modelled on what it generated for a
-//     template Cluster), with no reads, rendering or ordering;
+//     template Cluster), with no reads, rendering or ordering; and the floor with statuses: then
+//     the same writer's status writes of those objects that no operator can avoid (Flux
+//     reporting the HelmRelease and the Kustomization Ready, one ClusterAddon status);
 //   - the fan-out: from the operator's start (the N Clusters exist) until every generated object
-//     is written, and until every ClusterAddon is Ready, as ratios to the floor;
+//     is written, and until every ClusterAddon is Ready, as ratios to both floors;
 //   - the operator's API writes and reconciles per Cluster, the API server's writes and reads
 //     by resource (which objects they went to), the CPU the operator, the API server and this
 //     benchmark (the stand-in for Flux) spent until converged, the operator's peak RSS and the
@@ -216,10 +218,16 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	created := time.Since(tCreate)
 	logf("%d Clusters created in %s (operator stopped)", cfg.clusters, created.Round(time.Millisecond))
 
-	// The floor: the same objects, written by a minimal concurrent server-side-apply writer.
+	// The floor: the same objects, written by a minimal concurrent server-side-apply writer;
+	// then the status writes no operator can avoid (Flux's Ready reports, one ClusterAddon
+	// status): with them, what the fan-out could come down to at best.
 	floor := measureFloor(ctx, b, e, templates, cfg.clusters, cfg.floorWorkers)
+	floorSt, floorStCPU := floor.withStatuses()
 	logf("floor: %d objects (%d per Cluster) written by %d concurrent server-side applies in %s; API server CPU %s",
 		floor.objects, perCluster, floor.workers, floor.took.Round(time.Millisecond), floor.apiCPU.Round(100*time.Millisecond))
+	logf("floor with statuses: then %d status writes (%.0f per Cluster) in %s; in all %s, API server CPU %s",
+		floor.statusWrites, float64(floor.statusWrites)/float64(cfg.clusters), floor.statusTook.Round(time.Millisecond),
+		floorSt.Round(time.Millisecond), floorStCPU.Round(100*time.Millisecond))
 
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, cfg.clusters)
@@ -322,12 +330,16 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 
 	fanoutRatio := fanout.Seconds() / floor.took.Seconds()
 	readyRatio := convergeAddons.Seconds() / floor.took.Seconds()
+	fanoutStRatio := fanout.Seconds() / floorSt.Seconds()
+	readyStRatio := convergeAddons.Seconds() / floorSt.Seconds()
 	writesPer := float64(convergeWrites) / float64(cfg.clusters)
 	b.ReportMetric(0, "ns/op") // setup dominates the wall time; it is not the figure
 	b.ReportMetric(float64(cfg.clusters), "clusters")
 	b.ReportMetric(floor.took.Seconds(), "floor-s")
 	b.ReportMetric(fanout.Seconds(), "fanout-s")
 	b.ReportMetric(fanoutRatio, "fanout/floor")
+	b.ReportMetric(floorSt.Seconds(), "floor-status-s")
+	b.ReportMetric(readyStRatio, "ready/floor-status")
 	b.ReportMetric(convergeAddons.Seconds(), "ready-s")
 	b.ReportMetric(readyRatio, "ready/floor")
 	b.ReportMetric(writesPer, "converge-writes/cluster")
@@ -342,10 +354,11 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
   (each: Cluster + AWSCluster + kubeconfig Secret -> %d generated objects: ClusterAddon, values ConfigMap, HelmRelease, Kustomization)
   create the Clusters (operator stopped)        %s
   floor: the same %d objects by %d concurrent server-side applies   %s   (API server CPU %s)
+  floor with statuses: then %d status writes (Flux's Ready reports, one ClusterAddon status)   %s in all   (API server CPU %s)
   operator settings                           flags %q, environment %q
   operator started (process start -> ready)     %s
-  fan-out: operator start -> every generated object written   %s   (%.2fx the floor)
-  converge: operator start -> every ClusterAddon Ready         %s   (%.2fx the floor)
+  fan-out: operator start -> every generated object written   %s   (%.2fx the floor, %.2fx the floor with statuses)
+  converge: operator start -> every ClusterAddon Ready         %s   (%.2fx the floor, %.2fx the floor with statuses)
   converge: operator start -> ClusterStack Ready %s            %s
   operator API writes to converge             %d (%.2f per Cluster; generated objects + 2 = %d) %s
   API server writes to converge by resource   %s
@@ -362,14 +375,15 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
     Ready True  -> Available True, Ready True      p50 %s  p99 %s  max %s
     both edges                                     p50 %s  p99 %s  max %s
 
-| N | floor | fan-out | ratio | every ClusterAddon Ready | ratio | writes/Cluster | reconciles/Cluster | operator peak RSS | operator CPU | API server RSS | idle writes | status p50 / p99 |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
-| %d | %s | %s | %.2fx | %s | %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
+| N | floor | fan-out | ratio | every ClusterAddon Ready | ratio | floor with statuses | Ready / it | writes/Cluster | reconciles/Cluster | operator peak RSS | operator CPU | API server RSS | idle writes | status p50 / p99 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| %d | %s | %s | %.2fx | %s | %.2fx | %s | %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
 `, cfg.clusters, perCluster, created.Round(time.Millisecond),
 		floor.objects, floor.workers, floor.took.Round(time.Millisecond), floor.apiCPU.Round(100*time.Millisecond),
+		floor.statusWrites, floorSt.Round(time.Millisecond), floorStCPU.Round(100*time.Millisecond),
 		strings.Join(cfg.managerArgs, " "), strings.Join(cfg.managerEnv, " "),
 		startup.Round(time.Millisecond),
-		fanout.Round(time.Millisecond), fanoutRatio, convergeAddons.Round(time.Millisecond), readyRatio,
+		fanout.Round(time.Millisecond), fanoutRatio, fanoutStRatio, convergeAddons.Round(time.Millisecond), readyRatio, readyStRatio,
 		want, converge.Round(time.Millisecond),
 		convergeWrites, writesPer, perCluster+2, convergeBreakdown, apiWrites, apiReads,
 		convergeReconciles, float64(convergeReconciles)/float64(cfg.clusters), reconciles,
@@ -382,7 +396,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 		round(percentile(up, 50)), round(percentile(up, 99)), round(percentile(up, 100)),
 		round(p50), round(p99), round(pmax),
 		cfg.clusters, floor.took.Round(100*time.Millisecond), fanout.Round(100*time.Millisecond), fanoutRatio,
-		convergeAddons.Round(100*time.Millisecond), readyRatio, writesPer, float64(convergeReconciles)/float64(cfg.clusters),
+		convergeAddons.Round(100*time.Millisecond), readyRatio, floorSt.Round(100*time.Millisecond), readyStRatio, writesPer, float64(convergeReconciles)/float64(cfg.clusters),
 		mib(op.peakRSS), opAtConverge.cpu.Round(100*time.Millisecond), mib(api.peakRSS), writes, cfg.idle, round(p50), round(p99))
 }
 

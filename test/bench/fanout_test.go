@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -95,27 +96,66 @@ func floorObject(t *unstructured.Unstructured, cluster string) (*unstructured.Un
 	return u, nil
 }
 
+// floorStatus is the status the template object t ended with (what the stand-in for Flux wrote
+// for a HelmRelease or Kustomization, what the operator wrote last for the ClusterAddon), as the
+// body of a merge patch of cluster's copy; nil for objects without status (the ConfigMap).
+func floorStatus(t *unstructured.Unstructured, cluster string) ([]byte, error) {
+	status, ok := t.Object["status"]
+	if !ok {
+		return nil, nil
+	}
+	raw, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.ReplaceAll(string(raw), templateCluster, cluster)), nil
+}
+
 // floorResult is what the floor writer measured.
 type floorResult struct {
 	objects, workers int
-	took             time.Duration
-	// apiCPU is the CPU time the API server spent meanwhile.
+	// took is how long the applies took, and apiCPU the CPU time the API server spent meanwhile.
+	took   time.Duration
 	apiCPU time.Duration
+	// statusWrites is how many status writes followed the applies, statusTook how long they
+	// took and statusCPU the API server's CPU time meanwhile.
+	statusWrites int
+	statusTook   time.Duration
+	statusCPU    time.Duration
+}
+
+// withStatuses is the floor with statuses: the applies and the status writes after them.
+func (f floorResult) withStatuses() (time.Duration, time.Duration) {
+	return f.took + f.statusTook, f.apiCPU + f.statusCPU
 }
 
 // measureFloor writes, for each of n Clusters, the objects the operator generated for the
 // template Cluster, with `workers` concurrent server-side applies (no client-side rate limit),
-// into the floor namespace, and removes them again. It is the floor: no reads, no rendering, no
-// ordering, just the writes.
+// into the floor namespace: the floor, no reads, no rendering, no ordering, just the writes.
+// Then, timed on their own, the same workers write the statuses no operator can avoid if its
+// ClusterAddons are to end Ready, of each object the template has a status for: Flux's report
+// that the HelmRelease and the Kustomization are Ready, and the ClusterAddon's final status
+// (merge patches of the template's statuses, as Flux's patch helper writes them). The two
+// phases together are the floor with statuses. The objects are removed again.
 func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*unstructured.Unstructured, n, workers int) floorResult {
 	b.Helper()
 	must(b, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}))
-	objs := make([]*unstructured.Unstructured, 0, n*len(templates))
+	var objs []*unstructured.Unstructured
+	type statusWrite struct {
+		obj   *unstructured.Unstructured
+		patch []byte
+	}
+	var statuses []statusWrite
 	for i := range n {
 		for _, t := range templates {
 			o, err := floorObject(t, clusterName(i))
 			must(b, err)
 			objs = append(objs, o)
+			st, err := floorStatus(t, clusterName(i))
+			must(b, err)
+			if st != nil {
+				statuses = append(statuses, statusWrite{obj: o, patch: st})
+			}
 		}
 	}
 	cfg := rest.CopyConfig(e.cfg)
@@ -123,42 +163,76 @@ func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*u
 	c, err := client.New(cfg, client.Options{Scheme: e.scheme})
 	must(b, err)
 
-	jobs := make(chan *unstructured.Unstructured)
+	applies, applyCPU := concurrently(b, e, workers, objs, func(o *unstructured.Unstructured) error {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("floor"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("floor: apply %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		return nil
+	})
+	statusTook, statusCPU := concurrently(b, e, workers, statuses, func(w statusWrite) error {
+		if err := c.Status().Patch(ctx, w.obj, client.RawPatch(types.MergePatchType, w.patch), client.FieldOwner("floor")); err != nil {
+			return fmt.Errorf("floor: status of %s %s: %w", w.obj.GetKind(), w.obj.GetName(), err)
+		}
+		return nil
+	})
+
+	for _, gvk := range generatedKinds {
+		must(b, deleteAll(ctx, c, gvk, floorNS))
+	}
+	return floorResult{objects: len(objs), workers: workers, took: applies, apiCPU: applyCPU,
+		statusWrites: len(statuses), statusTook: statusTook, statusCPU: statusCPU}
+}
+
+// deleteAll deletes every object of kind gvk in namespace ns. A collection delete of 10,000
+// objects can outlast the API server's request timeout: then it deleted what it could, and it
+// is sent again until none is left.
+func deleteAll(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	var err error
+	for range 10 {
+		if err = c.DeleteAllOf(ctx, u, client.InNamespace(ns)); err == nil {
+			return nil
+		}
+		logf("delete the floor's %ss again: %v", gvk.Kind, err)
+	}
+	return err
+}
+
+// concurrently calls write for every item with `workers` goroutines, and returns how long that
+// took and the CPU time the API server spent meanwhile. The first error fails the benchmark.
+func concurrently[T any](b *testing.B, e *benchEnv, workers int, items []T, write func(T) error) (time.Duration, time.Duration) {
+	b.Helper()
+	jobs := make(chan T)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	apiBefore, err := apiServerStats(e)
+	before, err := apiServerStats(e)
 	must(b, err)
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
-			for o := range jobs {
-				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("floor"), client.ForceOwnership); err != nil {
+			for item := range jobs {
+				if err := write(item); err != nil {
 					mu.Lock()
 					if firstErr == nil {
-						firstErr = fmt.Errorf("floor: apply %s %s: %w", o.GetKind(), o.GetName(), err)
+						firstErr = err
 					}
 					mu.Unlock()
 				}
 			}
 		})
 	}
-	for _, o := range objs {
-		jobs <- o
+	for _, item := range items {
+		jobs <- item
 	}
 	close(jobs)
 	wg.Wait()
 	took := time.Since(start)
 	must(b, firstErr)
-	apiAfter, err := apiServerStats(e)
+	after, err := apiServerStats(e)
 	must(b, err)
-
-	for _, gvk := range generatedKinds {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		must(b, c.DeleteAllOf(ctx, u, client.InNamespace(floorNS)))
-	}
-	return floorResult{objects: len(objs), workers: workers, took: took, apiCPU: apiAfter.cpu - apiBefore.cpu}
+	return took, after.cpu - before.cpu
 }
 
 // fanoutTracker watches the bench namespace and records when the generated objects of the N
