@@ -49,7 +49,8 @@ type Applier struct {
 
 // Apply makes the object in the API match desired (its labels, annotations and spec), owned
 // (as controller) by owner. desired must have its GVK set or be registered in the scheme.
-// It returns true when it wrote.
+// It returns true when it wrote; then desired's generation is the one the API server gave the
+// object for that write (0 when the response did not say).
 //
 // It never takes over an object the operator does not own: when the object exists with another
 // controller, or without a controller and without the operator's marks, Apply writes nothing and
@@ -107,6 +108,8 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 		return false, fmt.Errorf("apply %s: %w", key, err)
 	}
 	a.remember(key, obj.GetGeneration())
+	// The caller learns the generation its write made: the cache may not have seen it yet.
+	desired.SetGeneration(obj.GetGeneration())
 	return true, nil
 }
 

@@ -615,22 +615,34 @@ func (r *ClusterAddonReconciler) exists(ctx context.Context, obj client.Object) 
 	return err == nil, err
 }
 
+// fluxReady tells whether the Flux object obj (a HelmRelease or Kustomization the reconcile is
+// about to order another kind after) is Ready for its current spec.
 func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Object) (bool, error) {
+	var conditions []metav1.Condition
+	var observed int64
+	var cur client.Object
 	switch o := obj.(type) {
 	case *helmv2.HelmRelease:
-		cur := &helmv2.HelmRelease{}
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+		hr := &helmv2.HelmRelease{}
+		cur = hr
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), hr); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition), nil
+		conditions, observed = hr.Status.Conditions, hr.Status.ObservedGeneration
 	case *kustomizev1.Kustomization:
-		cur := &kustomizev1.Kustomization{}
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+		ks := &kustomizev1.Kustomization{}
+		cur = ks
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), ks); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition), nil
+		conditions, observed = ks.Status.Conditions, ks.Status.ObservedGeneration
+	default:
+		return false, nil
 	}
-	return false, nil
+	// Ready for the spec it has now: observed by Flux, and not older than what this reconcile
+	// just wrote (obj's generation, when it wrote it) if the cache has not seen that write yet.
+	return apimeta.IsStatusConditionTrue(conditions, meta.ReadyCondition) && observed == cur.GetGeneration() &&
+		cur.GetGeneration() >= obj.GetGeneration(), nil
 }
 
 // pruneStale deletes the cluster's Flux objects that no component of the release wants, and

@@ -58,25 +58,33 @@ func (o StatusOptions) now() time.Time {
 type addonJudge struct {
 	client.Reader
 	Options StatusOptions
-	// applied are the Flux objects the reconcile just wrote (by namespace/name): one the cache
-	// does not have yet exists all the same, as written, without status (Flux has not seen it).
-	// Judged "does not exist" it would be judged again, and written again, once the cache has it.
+	// applied are the Flux objects the reconcile just wrote (by namespace/name), with the
+	// generation the write gave them (Applier.Apply). One the cache does not have yet exists all
+	// the same, as written, without status (Flux has not seen it): judged "does not exist" it
+	// would be judged again, and written again, once the cache has it. One the cache has at an
+	// older generation is judged at the written one, which Flux has not observed: its cached
+	// status (Ready, the chart version of the release before) is not the new spec's.
 	applied map[client.ObjectKey]client.Object
 }
 
-// get reads a Flux object from the cache, or, when the cache does not have it yet, as the
-// reconcile just applied it.
+// get reads a Flux object from the cache, or, when the cache has not seen this reconcile's write
+// of it yet, as the reconcile just applied it.
 func (r addonJudge) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	err := r.Get(ctx, key, obj)
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
 	written, ok := r.applied[key]
 	if !ok || reflect.TypeOf(written) != reflect.TypeOf(obj) {
 		return err
 	}
-	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(written).Elem())
-	obj.SetGeneration(max(obj.GetGeneration(), 1)) // the API server's generation of a new object
+	switch {
+	case apierrors.IsNotFound(err):
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(written).Elem())
+		obj.SetGeneration(max(obj.GetGeneration(), 1)) // the API server's generation of a new object
+		return nil
+	case err != nil:
+		return err
+	case obj.GetGeneration() < written.GetGeneration():
+		obj.SetGeneration(written.GetGeneration())
+	}
 	return nil
 }
 

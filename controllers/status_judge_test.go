@@ -1,0 +1,74 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+)
+
+// TestJudgeSeesItsOwnWrite: a reconcile that just changed a HelmRelease (a move to a release
+// with the same chart version: new values, new chart source) judges it while the cache may still
+// hold the object before the write, Ready with that chart version. That copy must not make the
+// component Ready at the new release (which would record the release as applied before Flux
+// installed it, and let the release before be removed while the cluster still runs it). Without
+// a write, or once the cache has seen it, the cached object decides.
+func TestJudgeSeesItsOwnWrite(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := helmv2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cached := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni", Generation: 3},
+		Status: helmv2.HelmReleaseStatus{
+			ObservedGeneration: 3,
+			Conditions:         []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "InstallSucceeded", ObservedGeneration: 3}},
+			History:            helmv2.Snapshots{{Name: "cni", Version: 1, Status: "deployed", ChartVersion: "1.0.0"}},
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached).Build()
+	key := client.ObjectKeyFromObject(cached)
+	newKey := client.ObjectKey{Namespace: "ns", Name: "c1-csi"}
+	written := func(key client.ObjectKey, generation int64) map[client.ObjectKey]client.Object {
+		return map[client.ObjectKey]client.Object{key: &helmv2.HelmRelease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Generation: generation}}}
+	}
+	for _, tc := range []struct {
+		name        string
+		key         client.ObjectKey
+		applied     map[client.ObjectKey]client.Object
+		wantHealthy bool
+		wantExists  bool
+	}{
+		{name: "not written by this reconcile: the cache decides", key: key, wantHealthy: true, wantExists: true},
+		{name: "written, the cache has not seen it: not Ready at the new spec", key: key, applied: written(key, 4), wantExists: true},
+		{name: "written, the cache has seen it", key: key, applied: written(key, 3), wantHealthy: true, wantExists: true},
+		{name: "written, generation unknown: the cache decides", key: key, applied: written(key, 0), wantHealthy: true, wantExists: true},
+		{name: "created, the cache has not seen it: it exists, not Ready", key: newKey, applied: written(newKey, 1), wantExists: true},
+		{name: "neither written nor cached: it does not exist", key: newKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := addonJudge{Reader: c, applied: tc.applied}
+			o := &helmv2.HelmRelease{}
+			var st fluxstatus.ObjectState
+			switch err := j.get(context.Background(), tc.key, o); {
+			case err == nil:
+				st = fluxstatus.FromHelmRelease(o, "1.0.0")
+			case client.IgnoreNotFound(err) == nil:
+				st = fluxstatus.Missing(helmv2.HelmReleaseKind, tc.key.Name, "cni")
+			default:
+				t.Fatal(err)
+			}
+			if st.Exists != tc.wantExists || st.Healthy() != tc.wantHealthy {
+				t.Errorf("exists %v, healthy %v; want exists %v, healthy %v (%s)", st.Exists, st.Healthy(), tc.wantExists, tc.wantHealthy, st.Describe())
+			}
+		})
+	}
+}
