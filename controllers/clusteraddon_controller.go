@@ -616,33 +616,30 @@ func (r *ClusterAddonReconciler) exists(ctx context.Context, obj client.Object) 
 }
 
 // fluxReady tells whether the Flux object obj (a HelmRelease or Kustomization the reconcile is
-// about to order another kind after) is Ready for its current spec.
+// about to order another kind after) is Ready for its current spec: Ready, at the generation
+// Flux observed, and that generation not older than this reconcile's write of obj (obj's
+// generation, when it wrote it) should the cache not have seen that write yet.
 func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Object) (bool, error) {
-	var conditions []metav1.Condition
-	var observed int64
-	var cur client.Object
+	var st fluxstatus.ObjectState
 	switch o := obj.(type) {
 	case *helmv2.HelmRelease:
-		hr := &helmv2.HelmRelease{}
-		cur = hr
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), hr); err != nil {
+		cur := &helmv2.HelmRelease{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		conditions, observed = hr.Status.Conditions, hr.Status.ObservedGeneration
+		atWrittenGeneration(cur, obj)
+		st = fluxstatus.FromHelmRelease(cur, "")
 	case *kustomizev1.Kustomization:
-		ks := &kustomizev1.Kustomization{}
-		cur = ks
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), ks); err != nil {
+		cur := &kustomizev1.Kustomization{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		conditions, observed = ks.Status.Conditions, ks.Status.ObservedGeneration
+		atWrittenGeneration(cur, obj)
+		st = fluxstatus.FromKustomization(cur, "")
 	default:
 		return false, nil
 	}
-	// Ready for the spec it has now: observed by Flux, and not older than what this reconcile
-	// just wrote (obj's generation, when it wrote it) if the cache has not seen that write yet.
-	return apimeta.IsStatusConditionTrue(conditions, meta.ReadyCondition) && observed == cur.GetGeneration() &&
-		cur.GetGeneration() >= obj.GetGeneration(), nil
+	return st.Ready == metav1.ConditionTrue && st.Current, nil
 }
 
 // pruneStale deletes the cluster's Flux objects that no component of the release wants, and

@@ -82,10 +82,18 @@ func (r addonJudge) get(ctx context.Context, key client.ObjectKey, obj client.Ob
 		return nil
 	case err != nil:
 		return err
-	case obj.GetGeneration() < written.GetGeneration():
-		obj.SetGeneration(written.GetGeneration())
 	}
+	atWrittenGeneration(obj, written)
 	return nil
+}
+
+// atWrittenGeneration makes cached, the cache's copy of an object this reconcile wrote, no
+// older than that write: when the cache has not seen it yet, cached is at the generation the
+// write made (written's, see Applier.Apply), which its status (Flux's) has not observed.
+func atWrittenGeneration(cached, written client.Object) {
+	if cached.GetGeneration() < written.GetGeneration() {
+		cached.SetGeneration(written.GetGeneration())
+	}
 }
 
 // judge sets a's judged fields from its facts (already in a) and the Flux objects delivering
