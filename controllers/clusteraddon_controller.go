@@ -313,7 +313,21 @@ func (r *ClusterAddonReconciler) ensureAddon(ctx context.Context, cluster *clust
 		controllerutil.AddFinalizer(addon, csv1.ClusterAddonFinalizer)
 		return controllerutil.SetControllerReference(cluster, addon, r.Scheme())
 	}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, addon, mutate)
+	err := r.Get(ctx, client.ObjectKeyFromObject(addon), addon)
+	switch {
+	case err == nil:
+		if addonAsGenerated(addon, cluster) {
+			return addon, nil // every reconcile but the first: no conversion, no diff, no write
+		}
+		before := addon.DeepCopy()
+		if err = mutate(); err == nil {
+			err = r.Patch(ctx, addon, client.MergeFrom(before))
+		}
+	case apierrors.IsNotFound(err):
+		if err = mutate(); err == nil {
+			err = r.Create(ctx, addon)
+		}
+	}
 	if apierrors.IsAlreadyExists(err) {
 		// Created a moment ago (by this reconciler) and not in the cache yet: read it from the
 		// API server and patch what differs, instead of failing and waiting for a retry.
@@ -328,6 +342,13 @@ func (r *ClusterAddonReconciler) ensureAddon(ctx context.Context, cluster *clust
 		return nil, fmt.Errorf("create or update ClusterAddon %s/%s: %w", cluster.Namespace, cluster.Name, err)
 	}
 	return addon, nil
+}
+
+// addonAsGenerated tells whether addon already has what ensureAddon gives it for cluster.
+func addonAsGenerated(addon *csv1.ClusterAddon, cluster *clusterv1.Cluster) bool {
+	return addon.Labels[csv1.ManagedByLabel] == csv1.ManagedByValue && addon.Labels[csv1.ClusterNameLabel] == cluster.Name &&
+		addon.Spec.ClusterName == cluster.Name && controllerutil.ContainsFinalizer(addon, csv1.ClusterAddonFinalizer) &&
+		metav1.IsControlledBy(addon, cluster)
 }
 
 // checkPrerequisites: the release is ready to deliver, the control plane is initialized and the

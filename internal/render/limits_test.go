@@ -364,11 +364,14 @@ func TestInstrumentedOutput(t *testing.T) {
 	for _, text := range templates {
 		t.Run(text, func(t *testing.T) {
 			want, wantErr := execute(FuncMap(), text, data)
-			tmpl, err := newTemplate("main", newBudget(Limits{}, time.Now())).Parse(text)
+			p, err := parseTemplate("main", text)
 			if err != nil {
 				t.Fatal(err)
 			}
-			instrument(tmpl)
+			tmpl, err := p.bind(newBudget(Limits{}, time.Now()))
+			if err != nil {
+				t.Fatal(err)
+			}
 			w := &limitWriter{b: newBudget(Limits{}, time.Now())}
 			gotErr := tmpl.Execute(w, data)
 			if got := string(w.buf); (wantErr != nil) != (gotErr != nil) || got != want {

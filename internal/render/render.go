@@ -232,17 +232,8 @@ func templateData(in Input) map[string]any {
 
 // Parse checks that a template parses with the functions value templates have.
 func Parse(name, text string) error {
-	_, err := newTemplate(name, unboundedBudget()).Parse(text)
+	_, err := parseTemplate(name, text)
 	return err
-}
-
-// newTemplate is an empty template with the functions of value templates bound to b, and
-// those instrument adds.
-func newTemplate(name string, b *budget) *template.Template {
-	f := funcs(b)
-	f[outputFunc] = b.output
-	f[tickFunc] = b.tick
-	return template.New(name).Funcs(f)
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -295,11 +286,14 @@ func renderValues(c Component, data map[string]any, b *budget) (map[string]any, 
 	if strings.TrimSpace(c.Template) == "" {
 		return map[string]any{}, nil
 	}
-	t, err := newTemplate(c.File, b).Parse(c.Template)
+	p, err := parseTemplate(c.File, c.Template)
 	if err != nil {
 		return nil, fmt.Errorf("parse template: %w", err)
 	}
-	instrument(t)
+	t, err := p.bind(b)
+	if err != nil {
+		return nil, fmt.Errorf("parse template: %w", err)
+	}
 	w := &limitWriter{b: b}
 	if err := t.Execute(w, data); err != nil {
 		return nil, fmt.Errorf("render template: %w", err)
@@ -359,7 +353,7 @@ var removedFuncs = []string{
 // builtins print, printf, println, html, js and urlquery of text/template are replaced by such
 // checked versions.
 func FuncMap() template.FuncMap {
-	return funcs(unboundedBudget())
+	return funcs(unboundedBudget(), nil)
 }
 
 // unboundedBudget checks the per-call caps of the default limits, but no deadline and no
@@ -368,8 +362,9 @@ func unboundedBudget() *budget {
 	return &budget{lim: Limits{}.withDefaults()}
 }
 
-// funcs returns the functions of value templates, checked against b.
-func funcs(b *budget) template.FuncMap {
+// funcs returns the functions of value templates named in only (all of them when only is nil),
+// checked against b.
+func funcs(b *budget, only []string) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	for _, n := range removedFuncs {
 		delete(f, n)
@@ -446,10 +441,19 @@ func funcs(b *budget) template.FuncMap {
 	for n, fn := range b.capped(f) {
 		f[n] = fn
 	}
-	for n, fn := range f {
-		f[n] = b.wrap(n, fn)
+	if only == nil {
+		for n, fn := range f {
+			f[n] = b.wrap(n, fn)
+		}
+		return f
 	}
-	return f
+	bound := make(template.FuncMap, len(only))
+	for _, n := range only {
+		if fn, ok := f[n]; ok {
+			bound[n] = b.wrap(n, fn)
+		}
+	}
+	return bound
 }
 
 // checkTime accepts what sprig's date functions format: a time or Unix seconds.
