@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"time"
 
@@ -81,6 +82,9 @@ type opScope struct {
 	deployments []opstatus.Deployment
 	// tags of the source repository; nil when not listed this time.
 	tags []string
+	// written are the Flux objects this reconcile applied, by type, at the generation the
+	// write made (unchanged ones at none): what the cache shows of them is judged no older.
+	written map[reflect.Type]client.Object
 }
 
 // Reconcile delivers one ManagementOperator and records its status.
@@ -182,10 +186,12 @@ func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *
 	if !s.decision.Apply {
 		return nil
 	}
+	s.written = map[reflect.Type]client.Object{}
 	for _, obj := range opgen.Objects(s.op, r.Namespace, s.decision.Target) {
 		if _, err := r.Applier.Apply(ctx, s.op, obj); err != nil {
 			return fmt.Errorf("ManagementOperator %s: apply %s %s/%s: %w", s.op.Name, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
+		s.written[reflect.TypeOf(obj)] = obj
 	}
 	return nil
 }
@@ -195,21 +201,35 @@ func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *
 func (r *ManagementOperatorReconciler) observeFluxObjects(ctx context.Context, s *opScope) error {
 	key := client.ObjectKey{Namespace: r.Namespace, Name: opgen.ObjectName(s.op.Name)}
 	var err error
-	if s.observed.GitRepository, err = getControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, s.op); err != nil {
+	if s.observed.GitRepository, err = observeControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, s); err != nil {
 		return err
 	}
 	if opgen.UsesChart(s.op) {
-		if s.observed.HelmChart, err = getControlled(ctx, r.Client, key, &sourcev1.HelmChart{}, s.op); err != nil {
+		if s.observed.HelmChart, err = observeControlled(ctx, r.Client, key, &sourcev1.HelmChart{}, s); err != nil {
 			return err
 		}
-		if s.observed.HelmRelease, err = getControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, s.op); err != nil {
+		if s.observed.HelmRelease, err = observeControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, s); err != nil {
 			return err
 		}
-	} else if s.observed.Kustomization, err = getControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s.op); err != nil {
+	} else if s.observed.Kustomization, err = observeControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s); err != nil {
 		return err
 	}
 	s.objects = opstatus.States(s.op, s.decision.Target, s.observed)
 	return nil
+}
+
+// observeControlled is getControlled of an object this reconcile may have written: a cached
+// copy older than the write is judged at the written generation (atWrittenGeneration), which
+// Flux has not observed, so that a Ready for the spec before is not taken for the new spec's.
+func observeControlled[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T, s *opScope) (T, error) {
+	got, err := getControlled(ctx, c, key, obj, s.op)
+	if err != nil || reflect.ValueOf(got).IsNil() {
+		return got, err
+	}
+	if w, ok := s.written[reflect.TypeOf(got)]; ok {
+		atWrittenGeneration(got, w)
+	}
+	return got, nil
 }
 
 // getControlled reads an object controlled by owner; nil when it does not exist or another

@@ -2,15 +2,18 @@ package controllers
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 )
 
@@ -68,6 +71,52 @@ func TestJudgeSeesItsOwnWrite(t *testing.T) {
 			}
 			if st.Exists != tc.wantExists || st.Healthy() != tc.wantHealthy {
 				t.Errorf("exists %v, healthy %v; want exists %v, healthy %v (%s)", st.Exists, st.Healthy(), tc.wantExists, tc.wantHealthy, st.Describe())
+			}
+		})
+	}
+}
+
+// TestObserveControlledSeesItsOwnWrite: the ManagementOperator's reconcile reads back the
+// HelmRelease it may just have changed (new values for the same chart version) while the cache
+// may still hold it before the write, Ready. That copy must not read as Ready for the new spec.
+func TestObserveControlledSeesItsOwnWrite(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := helmv2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	op := &csv1.ManagementOperator{ObjectMeta: metav1.ObjectMeta{Name: "capi", UID: "uid-capi"}}
+	cached := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mgmt", Name: "capi", Generation: 3,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ManagementOperator",
+				Name: op.Name, UID: op.UID, Controller: ptr.To(true)}}},
+		Status: helmv2.HelmReleaseStatus{
+			ObservedGeneration: 3,
+			Conditions:         []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "UpgradeSucceeded", ObservedGeneration: 3}},
+			History:            helmv2.Snapshots{{Name: "capi", Version: 2, Status: "deployed", ChartVersion: "1.0.0"}},
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached).Build()
+	key := client.ObjectKeyFromObject(cached)
+	for _, tc := range []struct {
+		name      string
+		written   int64 // the generation this reconcile's write made; 0: not written
+		wantReady bool
+	}{
+		{name: "not written by this reconcile: the cache decides", wantReady: true},
+		{name: "written, the cache has not seen it: not Ready at the new spec", written: 4},
+		{name: "written, the cache has seen it", written: 3, wantReady: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &opScope{op: op, written: map[reflect.Type]client.Object{}}
+			if tc.written > 0 {
+				s.written[reflect.TypeFor[*helmv2.HelmRelease]()] = &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Generation: tc.written}}
+			}
+			hr, err := observeControlled(context.Background(), c, key, &helmv2.HelmRelease{}, s)
+			if err != nil || hr == nil {
+				t.Fatalf("observe: %v, %v", hr, err)
+			}
+			if st := fluxstatus.FromHelmRelease(hr, "1.0.0"); st.Healthy() != tc.wantReady {
+				t.Errorf("healthy %v, want %v (%s)", st.Healthy(), tc.wantReady, st.Describe())
 			}
 		})
 	}
