@@ -283,6 +283,9 @@ type addonScope struct {
 	// stages is status.stages as observed (valid when stagesKnown).
 	stages      []csv1.AddonStageStatus
 	stagesKnown bool
+	// stagesBase is the last applied release the plan (and so stages) was computed from: the
+	// cached status's, which may be behind the API server's.
+	stagesBase string
 	// judgeAgain is when the judged status changes by itself (a grace period runs out); 0: never.
 	judgeAgain time.Duration
 }
@@ -788,11 +791,11 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		if s.components != nil {
 			a.Status.Components = mergeComponents(a.Status.Components, s.components)
 		}
-		if s.stagesKnown {
-			if skipped := stageSkipped(a.Status.Stages, s.stages); skipped != nil {
+		if stages, ok := s.stagesFor(a.Status); ok {
+			if skipped := stageSkipped(a.Status.Stages, stages); skipped != nil {
 				events = append(events, skipEvent(s.cluster, skipped))
 			}
-			a.Status.Stages = s.stages
+			a.Status.Stages = stages
 		}
 		appliedBefore := a.Status.LastAppliedRelease
 		judged, again, err := judge.judge(ctx, a)
@@ -815,6 +818,18 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		err = fmt.Errorf("judge the status of ClusterAddon %s/%s: %w", s.addon.Namespace, s.addon.Name, judgeErr)
 	}
 	return err
+}
+
+// stagesFor returns the stages to write over cur, the API server's status: those observed this
+// reconcile, unless they were planned from a last applied release cur no longer has. A delivery
+// this process wrote (which ends the stages) that the cache had not seen yet would otherwise be
+// followed by a write of the stages planned before it, and one more to end them again. ok is
+// false when cur's stages stand.
+func (s *addonScope) stagesFor(cur csv1.ClusterAddonStatus) (stages []csv1.AddonStageStatus, ok bool) {
+	if !s.stagesKnown || cur.LastAppliedRelease != s.stagesBase {
+		return nil, false
+	}
+	return s.stages, true
 }
 
 // mergeComponents is the components list as the ClusterAddon reconciler writes it: the

@@ -63,7 +63,7 @@ func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) 
 		}
 	}
 	p := stageplan.Compute(in)
-	s.plan = &p
+	s.plan, s.stagesBase = &p, in.LastApplied
 	return true, nil
 }
 

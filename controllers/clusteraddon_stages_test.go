@@ -158,6 +158,35 @@ func TestComponentStatusesOfRemovedComponents(t *testing.T) {
 	}
 }
 
+// TestStagesFor: the stages observed this reconcile are written over the API server's status
+// only when they were planned from the last applied release it has; after a delivery the cache
+// had not seen (which ended the stages), the stages planned before it are not written back.
+func TestStagesFor(t *testing.T) {
+	planned := []csv1.AddonStageStatus{{Name: csv1.StageAfterControlPlaneInitialized, Release: "v1", Applied: true, Ready: true}}
+	for _, tc := range []struct {
+		name   string
+		scope  addonScope
+		cur    csv1.ClusterAddonStatus
+		want   []csv1.AddonStageStatus
+		wantOK bool
+	}{
+		{name: "stages not observed: the API server's stand", scope: addonScope{stages: planned}},
+		{name: "planned from the API server's last applied release", scope: addonScope{stagesKnown: true, stages: planned},
+			want: planned, wantOK: true},
+		{name: "planned with none: ended stages are written as none", scope: addonScope{stagesKnown: true, stagesBase: "v1"},
+			cur: csv1.ClusterAddonStatus{LastAppliedRelease: "v1", Stages: planned}, wantOK: true},
+		{name: "planned before a delivery the cache had not seen: the API server's stand", scope: addonScope{stagesKnown: true, stages: planned},
+			cur: csv1.ClusterAddonStatus{LastAppliedRelease: "v1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := tc.scope.stagesFor(tc.cur)
+			if ok != tc.wantOK || !cmp.Equal(got, tc.want) {
+				t.Errorf("stagesFor = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
 func TestStageSkipped(t *testing.T) {
 	skipped := csv1.AddonStageStatus{Name: csv1.StageBeforeClusterUpgrade, Release: "r2", Skipped: true}
 	notSkipped := csv1.AddonStageStatus{Name: csv1.StageBeforeClusterUpgrade, Release: "r2"}

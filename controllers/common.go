@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/google/go-cmp/cmp"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,6 +32,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
@@ -235,6 +237,11 @@ func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mu
 		}
 		if equality.Semantic.DeepEqual(before, runtime.Object(obj)) {
 			return nil
+		}
+		if l := log.FromContext(ctx).V(1); l.Enabled() {
+			// Why a status is written (--zap-log-level=debug): to find writes that change nothing
+			// a user would see.
+			l.Info("writing status", "diff", cmp.Diff(before, runtime.Object(obj)))
 		}
 		replaced := obj.GetResourceVersion()
 		if err := c.Status().Update(ctx, obj); err != nil {

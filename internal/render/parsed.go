@@ -14,9 +14,10 @@ import (
 // Building the checked functions of a budget (funcs) for all of sprig's ~200 functions cost more
 // than the render itself, so an execution binds only the functions its template can call.
 
-// maxParsed bounds the parsed templates kept; past it the cache starts over. A template's
-// identity is its file name and text, so the templates of every release in use fit many times.
-const maxParsed = 512
+// maxParsed bounds the parsed templates kept; past it the cache starts over (and parses again
+// what is rendered next). A template's identity is its file name and text: ten releases in use
+// with ten components each and a shared template take 110.
+const maxParsed = 256
 
 var parsed = struct {
 	sync.Mutex
