@@ -21,8 +21,8 @@ import (
 	"sync/atomic"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	"github.com/google/go-cmp/cmp"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
