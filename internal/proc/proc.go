@@ -251,8 +251,9 @@ func FreePort() (int, error) {
 	return ports[0], nil
 }
 
-// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago, below the
-// kernel's ephemeral port range when it is known. A port the kernel hands out for ":0" is one it
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago and that no
+// other process has picked with FreePorts (reservePort), below the kernel's ephemeral port range
+// when it is known. A port the kernel hands out for ":0" is one it
 // also hands out as the local port of outgoing connections: once the process listening on it
 // stops (a fault test kills and restarts it), any client's connection could take it, and the
 // restarted process would fail with "address already in use". Ports below the range are never
@@ -272,8 +273,12 @@ func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		ln, err := net.Listen("tcp", addr())
+		if err == nil && !reservePort(ln.Addr().(*net.TCPAddr).Port) {
+			_ = ln.Close()
+			err = errReserved
+		}
 		if err != nil {
-			if lo == 0 || tries >= 100*n {
+			if tries >= 100*n {
 				return nil, fmt.Errorf("find %d free ports (%d found): %w", n, len(ports), err)
 			}
 			continue // in use: another
@@ -282,6 +287,41 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+var errReserved = errors.New("reserved by another process")
+
+// reserved holds the lock files of the ports this process picked, open (and so locked) until it
+// exits.
+var reserved struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// reservePort reserves port for this process for as long as it runs, across processes: a
+// second plane started side by side (the end-to-end and fault suites of make test) would
+// otherwise pick the port of a process the first one stopped for a while (a fault test), and
+// that process could not start again ("address already in use"). The reservation is an
+// exclusive flock on a file named by the port, which the kernel releases when the process
+// exits, however it exits; the file is opened close-on-exec, so the processes started do not
+// hold it. false: another process holds it. Without a lock directory it reserves nothing.
+func reservePort(port int) bool {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("clusterstack-ports-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return false
+	}
+	reserved.Lock()
+	reserved.files = append(reserved.files, f)
+	reserved.Unlock()
+	return true
 }
 
 // listenPortMin is the lowest port FreePorts picks.

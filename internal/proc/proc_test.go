@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -312,6 +313,49 @@ func TestFreePortsAreDistinctFreeAndOutsideTheEphemeralRange(t *testing.T) {
 			if start, err := strconv.Atoi(f[0]); err == nil && start >= listenPortMin+4096 {
 				t.Errorf("the kernel's ephemeral range (%s) is readable but not used", strings.TrimSpace(string(b)))
 			}
+		}
+	}
+}
+
+// TestFreePortsReservedAcrossProcesses: a port FreePorts picked stays reserved for this process
+// while nothing listens on it (its process stopped by a fault test): another process's
+// FreePorts does not pick it, a port nobody picked it may.
+func TestFreePortsReservedAcrossProcesses(t *testing.T) {
+	if port := os.Getenv("PROC_TEST_RESERVE_PORT"); port != "" {
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reservePort(p) {
+			os.Exit(10) // reserved here
+		}
+		os.Exit(11) // held by another process
+	}
+	ports, err := FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := other[0] + 1 // picked by nobody (unless just now)
+	for _, tc := range []struct {
+		port int
+		want int
+	}{{ports[0], 11}, {ports[1], 11}, {free, 10}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFreePortsReservedAcrossProcesses$")
+		cmd.Env = append(os.Environ(), "PROC_TEST_RESERVE_PORT="+strconv.Itoa(tc.port))
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.want {
+			t.Errorf("port %d in another process: exit %d, want %d (10: reserved there, 11: held here)", tc.port, code, tc.want)
 		}
 	}
 }
