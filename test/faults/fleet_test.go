@@ -359,6 +359,29 @@ func (f *fleet) check(ctx context.Context) checked {
 	return total
 }
 
+// acceptInterruptedUpgrades allows one Helm revision more than the moves made for the
+// HelmReleases whose upgrade helm-controller was stopped in (SIGTERM): an upgrade it ran but had
+// not recorded in the HelmRelease's status when it stopped, it runs once more when it returns
+// ("release not observed to be made for object"), which is Flux's recovery and no churn of the
+// operator's. Two or more revisions more are still a failure (in check). It returns how many
+// releases took the extra revision.
+func (f *fleet) acceptInterruptedUpgrades(ctx context.Context) int {
+	GinkgoHelper()
+	n := 0
+	for _, c := range f.clusters {
+		hrs := &helmv2.HelmReleaseList{}
+		Expect(k8s.List(ctx, hrs, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: c, csv1.ManagedByLabel: csv1.ManagedByValue})).To(Succeed())
+		for _, hr := range hrs.Items {
+			comp := hr.Labels[csv1.ComponentLabel]
+			if latest := hr.Status.History.Latest(); latest != nil && latest.Version == f.helmRev[c][comp]+1 {
+				f.helmRev[c][comp]++
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (f *fleet) checkCluster(ctx context.Context, g Gomega, c string, rel *csv1.ClusterStackRelease) checked {
 	var n checked
 	a := &csv1.ClusterAddon{}

@@ -105,6 +105,9 @@ var _ = Describe("Faults", Ordered, func() {
 			took := fl.waitConverged(ctx, 8*time.Minute)
 			fmt.Fprintf(GinkgoWriter, "%s down for %s; converged %s after it was back\n", ctl, up.Sub(down).Round(time.Second), took.Round(time.Second))
 			worst = max(worst, took)
+			if ctl == "helm-controller" {
+				fmt.Fprintf(GinkgoWriter, "Helm upgrades run again after helm-controller was stopped in them: %d\n", fl.acceptInterruptedUpgrades(ctx))
+			}
 			fl.dropVersion(ctx, from)
 			row.add(fl.check(ctx))
 			row.Samples += expectHonest(fl.status.Since(start), honesty{start: start, movedAt: fl.movedAt})
