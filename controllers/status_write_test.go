@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -190,4 +192,24 @@ func TestUpdateStatusEmit(t *testing.T) {
 			t.Errorf("events %q for a refused write", got)
 		}
 	})
+}
+
+// TestStatusDiffLoggable: the debug log of a status write diffs the whole object with go-cmp,
+// which panics on unexported fields it cannot compare; none of the kinds with a status has one.
+func TestStatusDiffLoggable(t *testing.T) {
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: "x", CreationTimestamp: now, DeletionTimestamp: &now, Finalizers: []string{"f"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}}}
+	conds := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, LastTransitionTime: now}}
+	for _, pair := range [][2]runtime.Object{
+		{&csv1.ClusterAddon{ObjectMeta: meta}, &csv1.ClusterAddon{ObjectMeta: meta, Status: csv1.ClusterAddonStatus{Conditions: conds, LastAppliedTime: &now}}},
+		{&csv1.ClusterStack{ObjectMeta: meta}, &csv1.ClusterStack{ObjectMeta: meta, Status: csv1.ClusterStackStatus{Conditions: conds}}},
+		{&csv1.ClusterStackRelease{ObjectMeta: meta}, &csv1.ClusterStackRelease{ObjectMeta: meta, Status: csv1.ClusterStackReleaseStatus{Conditions: conds}}},
+		{&csv1.ManagementOperator{ObjectMeta: meta, Spec: csv1.ManagementOperatorSpec{Chart: &csv1.OperatorChart{Values: &apiextensionsv1.JSON{Raw: []byte(`{"a":1}`)}}}},
+			&csv1.ManagementOperator{ObjectMeta: meta, Status: csv1.ManagementOperatorStatus{Conditions: conds}}},
+	} {
+		if d := cmp.Diff(pair[0], pair[1]); d == "" {
+			t.Errorf("%T: no diff between different statuses", pair[0])
+		}
+	}
 }
