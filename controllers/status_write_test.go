@@ -199,7 +199,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 func TestStatusDiffLoggable(t *testing.T) {
 	now := metav1.Now()
 	meta := metav1.ObjectMeta{Name: "x", CreationTimestamp: now, DeletionTimestamp: &now, Finalizers: []string{"f"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Time: &now, FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Time: &now, FieldsV1: metav1.NewFieldsV1("{}")}}}
 	conds := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, LastTransitionTime: now}}
 	for _, pair := range [][2]runtime.Object{
 		{&csv1.ClusterAddon{ObjectMeta: meta}, &csv1.ClusterAddon{ObjectMeta: meta, Status: csv1.ClusterAddonStatus{Conditions: conds, LastAppliedTime: &now}}},
