@@ -316,29 +316,23 @@ func (r *ClusterAddonReconciler) ensureAddon(ctx context.Context, cluster *clust
 		controllerutil.AddFinalizer(addon, csv1.ClusterAddonFinalizer)
 		return controllerutil.SetControllerReference(cluster, addon, r.Scheme())
 	}
-	err := r.Get(ctx, client.ObjectKeyFromObject(addon), addon)
-	switch {
-	case err == nil:
-		if addonAsGenerated(addon, cluster) {
-			return addon, nil // every reconcile but the first: no conversion, no diff, no write
-		}
-		before := addon.DeepCopy()
-		if err = mutate(); err == nil {
-			err = r.Patch(ctx, addon, client.MergeFrom(before))
-		}
-	case apierrors.IsNotFound(err):
+	key := client.ObjectKeyFromObject(addon)
+	err := r.Get(ctx, key, addon)
+	if apierrors.IsNotFound(err) {
 		if err = mutate(); err == nil {
 			err = r.Create(ctx, addon)
 		}
+		if apierrors.IsAlreadyExists(err) {
+			// Created a moment ago (by this reconciler) and not in the cache yet: read it from the
+			// API server and patch what differs, instead of failing and waiting for a retry.
+			err = r.APIReader.Get(ctx, key, addon)
+		}
 	}
-	if apierrors.IsAlreadyExists(err) {
-		// Created a moment ago (by this reconciler) and not in the cache yet: read it from the
-		// API server and patch what differs, instead of failing and waiting for a retry.
-		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(addon), addon); err == nil {
-			before := addon.DeepCopy()
-			if err = mutate(); err == nil && !equality.Semantic.DeepEqual(before, addon) {
-				err = r.Patch(ctx, addon, client.MergeFrom(before))
-			}
+	// Every reconcile but the first finds it as generated: no conversion, no diff, no write.
+	if err == nil && !addonAsGenerated(addon, cluster) {
+		before := addon.DeepCopy()
+		if err = mutate(); err == nil {
+			err = r.Patch(ctx, addon, client.MergeFrom(before))
 		}
 	}
 	if err != nil {
