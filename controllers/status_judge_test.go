@@ -24,19 +24,8 @@ import (
 // installed it, and let the release before be removed while the cluster still runs it). Without
 // a write, or once the cache has seen it, the cached object decides.
 func TestJudgeSeesItsOwnWrite(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := helmv2.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cached := &helmv2.HelmRelease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni", Generation: 3},
-		Status: helmv2.HelmReleaseStatus{
-			ObservedGeneration: 3,
-			Conditions:         []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "InstallSucceeded", ObservedGeneration: 3}},
-			History:            helmv2.Snapshots{{Name: "cni", Version: 1, Status: "deployed", ChartVersion: "1.0.0"}},
-		},
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached).Build()
+	cached := readyHelmRelease(metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni", Generation: 3})
+	c := fakeWithHelmReleases(t, cached)
 	key := client.ObjectKeyFromObject(cached)
 	newKey := client.ObjectKey{Namespace: "ns", Name: "c1-csi"}
 	written := func(key client.ObjectKey, generation int64) map[client.ObjectKey]client.Object {
@@ -80,22 +69,11 @@ func TestJudgeSeesItsOwnWrite(t *testing.T) {
 // HelmRelease it may just have changed (new values for the same chart version) while the cache
 // may still hold it before the write, Ready. That copy must not read as Ready for the new spec.
 func TestObserveControlledSeesItsOwnWrite(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := helmv2.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	op := &csv1.ManagementOperator{ObjectMeta: metav1.ObjectMeta{Name: "capi", UID: "uid-capi"}}
-	cached := &helmv2.HelmRelease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "mgmt", Name: "capi", Generation: 3,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ManagementOperator",
-				Name: op.Name, UID: op.UID, Controller: ptr.To(true)}}},
-		Status: helmv2.HelmReleaseStatus{
-			ObservedGeneration: 3,
-			Conditions:         []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "UpgradeSucceeded", ObservedGeneration: 3}},
-			History:            helmv2.Snapshots{{Name: "capi", Version: 2, Status: "deployed", ChartVersion: "1.0.0"}},
-		},
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached).Build()
+	cached := readyHelmRelease(metav1.ObjectMeta{Namespace: "mgmt", Name: "capi", Generation: 3,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ManagementOperator",
+			Name: op.Name, UID: op.UID, Controller: ptr.To(true)}}})
+	c := fakeWithHelmReleases(t, cached)
 	key := client.ObjectKeyFromObject(cached)
 	for _, tc := range []struct {
 		name      string
@@ -120,4 +98,24 @@ func TestObserveControlledSeesItsOwnWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readyHelmRelease is a HelmRelease as the cache holds it after Flux installed chart version
+// 1.0.0 at its generation: Ready, observed.
+func readyHelmRelease(m metav1.ObjectMeta) *helmv2.HelmRelease {
+	return &helmv2.HelmRelease{ObjectMeta: m, Status: helmv2.HelmReleaseStatus{
+		ObservedGeneration: m.Generation,
+		Conditions:         []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "InstallSucceeded", ObservedGeneration: m.Generation}},
+		History:            helmv2.Snapshots{{Name: m.Name, Version: 1, Status: "deployed", ChartVersion: "1.0.0"}},
+	}}
+}
+
+// fakeWithHelmReleases is a fake client (pure logic: readers of the cache) holding objs.
+func fakeWithHelmReleases(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := helmv2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
