@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/intern"
 )
 
 // Config configures the operator's controllers.
@@ -143,14 +145,31 @@ func CacheOptions(managementNamespace string) cache.Options {
 	return cache.Options{
 		// Nothing the operator does reads managedFields: leaving them out of the cache roughly
 		// halves what it holds per object (stripReadOnly: more of the objects it only reads).
-		DefaultTransform: stripReadOnly,
+		// Every cached object's strings are interned (internStrings).
+		DefaultTransform: internStrings(stripReadOnly),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}:                         {Label: managed, Transform: stripConfigMapData},
-			&helmv2.HelmRelease{}:                       {Transform: trimClusterFluxObject},
-			&kustomizev1.Kustomization{}:                {Transform: trimClusterFluxObject},
+			&corev1.ConfigMap{}:                         {Label: managed, Transform: internStrings(stripConfigMapData)},
+			&helmv2.HelmRelease{}:                       {Transform: internStrings(trimClusterFluxObject)},
+			&kustomizev1.Kustomization{}:                {Transform: internStrings(trimClusterFluxObject)},
 			&appsv1.Deployment{}:                        {Label: labels.SelectorFromSet(labels.Set{kustomizeNamespaceLabel: managementNamespace})},
 			&apiextensionsv1.CustomResourceDefinition{}: {Field: fields.OneTermEqualSelector("metadata.name", clusterCRDName)},
 		}}
+}
+
+// internStrings runs transform, then makes the strings of the object it returns share their
+// bytes with the equal strings of every other cached object (intern.Strings): the label keys and
+// values, namespaces, condition types, reasons and messages, release names and API versions that
+// ten thousand Clusters' objects repeat. Cached objects are never modified (the cache hands out
+// deep copies), and strings are immutable, so sharing them is safe. It saves about a sixth of
+// what the cached objects of a Cluster hold (BenchmarkCachedObjectBytes).
+func internStrings(transform toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		out, err := transform(obj)
+		if err == nil {
+			intern.Strings(out)
+		}
+		return out, err
+	}
 }
 
 // stripReadOnly is the cache transform of every kind without one of its own: managedFields
