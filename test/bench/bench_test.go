@@ -25,7 +25,7 @@
 //	-bench.samples      / BENCH_SAMPLES        Ready flips for the status latency (20)
 //	-bench.floor-workers/ BENCH_FLOOR_WORKERS  concurrent applies of the floor writer (32)
 //	-bench.manager-args / BENCH_MANAGER_ARGS   more operator flags, e.g. "--concurrent=4"
-//	-bench.manager-env  / BENCH_MANAGER_ENV    more operator environment, e.g. "GOMEMLIMIT=300MiB"
+//	-bench.manager-env  / BENCH_MANAGER_ENV    more operator environment, e.g. "GOMEMLIMIT=255MiB"
 //	-bench.log-level    / BENCH_LOG_LEVEL      the operator's --zap-log-level (info; debug to find churn)
 //	-bench.keep         / BENCH_KEEP=1         keep the state directory with all logs
 //	-bench.manager      / BENCH_MANAGER        the operator binary (bin/manager), e.g. to compare two builds
@@ -96,7 +96,7 @@ var (
 	flagKeep     = flag.Bool("bench.keep", os.Getenv("BENCH_KEEP") != "", "keep the state directory and logs")
 	flagManager  = flag.String("bench.manager", os.Getenv("BENCH_MANAGER"), "the operator binary; bin/manager when empty")
 	flagArgs     = flag.String("bench.manager-args", os.Getenv("BENCH_MANAGER_ARGS"), "more flags for the operator, space-separated (e.g. --concurrent=4)")
-	flagEnv      = flag.String("bench.manager-env", os.Getenv("BENCH_MANAGER_ENV"), "more environment for the operator, space-separated (e.g. GOMEMLIMIT=300MiB, as the Deployment sets it from its memory limit)")
+	flagEnv      = flag.String("bench.manager-env", os.Getenv("BENCH_MANAGER_ENV"), "more environment for the operator, space-separated (e.g. GOMEMLIMIT=255MiB, what --memory-limit-ratio sets in a container with a 300 MiB memory limit)")
 	flagFloor    = flag.String("bench.floor-workers", envOr("BENCH_FLOOR_WORKERS", "32"), "concurrent server-side applies of the floor writer")
 )
 
