@@ -41,7 +41,7 @@ const (
 	defaultKubeAPIBurst = 0
 	// defaultMemoryLimitRatio is the share of the container's memory limit the Go runtime's
 	// soft limit (GOMEMLIMIT) gets. The rest is for what the container's memory counts besides the
-	// runtime's: about 45 MiB of the binary's mapped pages, for one.
+	// runtime's: about 40 MiB of the binary's mapped pages, for one.
 	defaultMemoryLimitRatio = 0.85
 )
 
