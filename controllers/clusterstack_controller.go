@@ -19,6 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -54,8 +55,11 @@ type ClusterStackReconciler struct {
 	client.Client
 	// APIReader reads the API server directly, for deletion decisions.
 	APIReader client.Reader
-	Tags      *TagLister
-	Recorder  record.EventRecorder
+	// Cache, the manager's cache, hands the fleet-wide reads their objects without a copy
+	// (eachCached); nil: they are listed from the Client.
+	Cache    cache.Informers
+	Tags     *TagLister
+	Recorder record.EventRecorder
 	// DefaultServiceAccount is the identity of a stack's Flux objects when its
 	// spec.serviceAccountName is empty (the operator's --default-service-account).
 	DefaultServiceAccount string
@@ -174,7 +178,7 @@ func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) 
 		return err
 	}
 	s.existing = existing
-	uses, err := releaseUses(ctx, r.Client, s.cs, true)
+	uses, err := cachedReleaseUses(ctx, r.Cache, r.Client, s.cs)
 	if err != nil {
 		return err
 	}
@@ -264,7 +268,7 @@ func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope
 			continue
 		}
 		if live == nil {
-			u, err := releaseUses(ctx, r.APIReader, s.cs, false)
+			u, err := releaseUses(ctx, r.APIReader, s.cs)
 			if err != nil {
 				return fmt.Errorf("confirm release %s is unused: %w", rel.Name, err)
 			}
@@ -338,7 +342,7 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	live, err := releaseUses(ctx, r.APIReader, cs, false)
+	live, err := releaseUses(ctx, r.APIReader, cs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

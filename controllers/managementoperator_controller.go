@@ -49,7 +49,10 @@ const (
 // applies an operator's manifests itself.
 type ManagementOperatorReconciler struct {
 	client.Client
-	Applier  *Applier
+	Applier *Applier
+	// Cache, the manager's cache, hands the fleet-wide reads their objects without a copy
+	// (eachCached); nil: they are listed from the Client.
+	Cache    cache.Informers
 	Tags     *TagLister
 	Recorder record.EventRecorder
 	Options  StatusOptions
@@ -146,7 +149,7 @@ func (r *ManagementOperatorReconciler) releasesInUse(ctx context.Context, rels [
 	}
 	for i := range stacks.Items {
 		cs := &stacks.Items[i]
-		u, err := releaseUses(ctx, r.Client, cs, true)
+		u, err := cachedReleaseUses(ctx, r.Cache, r.Client, cs)
 		if err != nil {
 			return fmt.Errorf("ClusterStack %s/%s: %w", cs.Namespace, cs.Name, err)
 		}

@@ -106,12 +106,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	return setupAll(mgr, append(perCluster,
-		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
+		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Fleets: fleets},
-		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now},
-		&ManagementOperatorReconciler{Client: c, Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
+		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now},
+		&ManagementOperatorReconciler{Client: c, Cache: mgr.GetCache(), Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
 			Namespace: mgmtNS, HelmDeployments: helmDeployments},
 	))
 }

@@ -8,6 +8,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -18,6 +19,8 @@ import (
 
 // uses says, per release name of one ClusterStack, what still uses it.
 type uses struct {
+	// stack and key name the ClusterStack and the tag prefix of its releases (stackKey).
+	stack, key string
 	// classUsers: Clusters whose topology names the release's ClusterClass.
 	classUsers map[string][]string
 	// applied: ClusterAddons whose addons were last applied from the release.
@@ -55,68 +58,90 @@ func (u uses) reasons(release string) []string {
 	return out
 }
 
-// releaseUses gathers what uses the releases of cs in its namespace. With cached, it reads the
-// manager's cache through field indexes; otherwise r is the API reader and it lists the
-// namespace live (for decisions that delete: a stale cache must never remove a release in use).
-func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack, cached bool) (uses, error) {
-	u := uses{classUsers: map[string][]string{}, applied: map[string][]string{}, referenced: map[string][]string{}}
+// releaseUses reads, from the API server (r is the API reader), what uses the releases of cs in
+// its namespace: for decisions that delete, which a stale cache must never make while a release
+// is in use.
+func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack) (uses, error) {
+	u := newUses(cs)
 	ns := client.InNamespace(cs.Namespace)
-	key := stackKey(cs)
-
 	var clusters clusterv1.ClusterList
-	opts := []client.ListOption{ns}
-	if cached {
-		// Read only, never changed: the cache's own objects, without a copy of every Cluster.
-		opts = append(opts, client.MatchingFields{clusterStackKeyIndex: key}, client.UnsafeDisableDeepCopy)
-	}
-	if err := r.List(ctx, &clusters, opts...); err != nil {
+	if err := r.List(ctx, &clusters, ns); err != nil {
 		return u, fmt.Errorf("list Clusters: %w", err)
 	}
 	for i := range clusters.Items {
-		c := &clusters.Items[i]
-		if class := ClusterClassOf(c); class != "" && releaseStackKey(class) == key {
-			u.classUsers[class] = append(u.classUsers[class], c.Name)
-		}
+		u.addCluster(&clusters.Items[i])
 	}
-
 	var addons csv1.ClusterAddonList
-	opts = []client.ListOption{ns}
-	if cached {
-		opts = append(opts, client.MatchingFields{addonStackIndex: cs.Name}, client.UnsafeDisableDeepCopy)
-	}
-	if err := r.List(ctx, &addons, opts...); err != nil {
+	if err := r.List(ctx, &addons, ns); err != nil {
 		return u, fmt.Errorf("list ClusterAddons: %w", err)
 	}
 	for i := range addons.Items {
-		a := &addons.Items[i]
-		if a.Status.ClusterStack == cs.Name && a.Status.LastAppliedRelease != "" {
-			u.applied[a.Status.LastAppliedRelease] = append(u.applied[a.Status.LastAppliedRelease], a.Name)
-		}
+		u.addAddon(&addons.Items[i])
 	}
-
-	opts = []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: fluxgen.LabelValue(cs.Name)}, client.HasLabels{csv1.ClusterNameLabel}}
-	if cached {
-		opts = []client.ListOption{ns, client.MatchingFields{clusterFluxStackIndex: fluxgen.LabelValue(cs.Name)}, client.UnsafeDisableDeepCopy}
-	}
+	sel := []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: fluxgen.LabelValue(cs.Name)}, client.HasLabels{csv1.ClusterNameLabel}}
 	var hrs helmv2.HelmReleaseList
-	if err := r.List(ctx, &hrs, opts...); err != nil {
+	if err := r.List(ctx, &hrs, sel...); err != nil {
 		return u, fmt.Errorf("list HelmReleases: %w", err)
 	}
 	for i := range hrs.Items {
-		if rel := hrs.Items[i].Labels[csv1.ReleaseLabel]; rel != "" {
-			u.referenced[rel] = append(u.referenced[rel], helmv2.HelmReleaseKind+"/"+hrs.Items[i].Name)
-		}
+		u.addFlux(helmv2.HelmReleaseKind, &hrs.Items[i])
 	}
 	var kss kustomizev1.KustomizationList
-	if err := r.List(ctx, &kss, opts...); err != nil {
+	if err := r.List(ctx, &kss, sel...); err != nil {
 		return u, fmt.Errorf("list Kustomizations: %w", err)
 	}
 	for i := range kss.Items {
-		if rel := kss.Items[i].Labels[csv1.ReleaseLabel]; rel != "" {
-			u.referenced[rel] = append(u.referenced[rel], kustomizev1.KustomizationKind+"/"+kss.Items[i].Name)
-		}
+		u.addFlux(kustomizev1.KustomizationKind, &kss.Items[i])
 	}
 	return u, nil
+}
+
+// cachedReleaseUses is releaseUses read from the manager's cache through field indexes, without
+// a copy of the namespace's objects (eachCached): it runs on every stack reconcile, up to every
+// 2 s while a fleet converges. Its answer keeps releases, never deletes one.
+func cachedReleaseUses(ctx context.Context, informers cache.Informers, r client.Reader, cs *csv1.ClusterStack) (uses, error) {
+	u := newUses(cs)
+	if err := eachCached(ctx, informers, r, &clusterv1.ClusterList{}, cs.Namespace, clusterStackKeyIndex, u.key, u.addCluster); err != nil {
+		return u, fmt.Errorf("list Clusters: %w", err)
+	}
+	if err := eachCached(ctx, informers, r, &csv1.ClusterAddonList{}, cs.Namespace, addonStackIndex, cs.Name, u.addAddon); err != nil {
+		return u, fmt.Errorf("list ClusterAddons: %w", err)
+	}
+	stack := fluxgen.LabelValue(cs.Name)
+	if err := eachCached(ctx, informers, r, &helmv2.HelmReleaseList{}, cs.Namespace, clusterFluxStackIndex, stack,
+		func(hr *helmv2.HelmRelease) { u.addFlux(helmv2.HelmReleaseKind, hr) }); err != nil {
+		return u, fmt.Errorf("list HelmReleases: %w", err)
+	}
+	if err := eachCached(ctx, informers, r, &kustomizev1.KustomizationList{}, cs.Namespace, clusterFluxStackIndex, stack,
+		func(ks *kustomizev1.Kustomization) { u.addFlux(kustomizev1.KustomizationKind, ks) }); err != nil {
+		return u, fmt.Errorf("list Kustomizations: %w", err)
+	}
+	return u, nil
+}
+
+func newUses(cs *csv1.ClusterStack) uses {
+	return uses{stack: cs.Name, key: stackKey(cs), classUsers: map[string][]string{}, applied: map[string][]string{}, referenced: map[string][]string{}}
+}
+
+// addCluster counts a Cluster whose ClusterClass is a release of the stack.
+func (u uses) addCluster(c *clusterv1.Cluster) {
+	if class := ClusterClassOf(c); class != "" && releaseStackKey(class) == u.key {
+		u.classUsers[class] = append(u.classUsers[class], c.Name)
+	}
+}
+
+// addAddon counts a ClusterAddon of the stack by the release its addons were last applied from.
+func (u uses) addAddon(a *csv1.ClusterAddon) {
+	if a.Status.ClusterStack == u.stack && a.Status.LastAppliedRelease != "" {
+		u.applied[a.Status.LastAppliedRelease] = append(u.applied[a.Status.LastAppliedRelease], a.Name)
+	}
+}
+
+// addFlux counts one of the stack's per-cluster Flux objects by its release label.
+func (u uses) addFlux(kind string, o client.Object) {
+	if rel := o.GetLabels()[csv1.ReleaseLabel]; rel != "" {
+		u.referenced[rel] = append(u.referenced[rel], kind+"/"+o.GetName())
+	}
 }
 
 // releaseStackKey is the tag prefix of a release name without its version ("aws-base-1-36"),
@@ -134,7 +159,7 @@ func liveUsesOfRelease(ctx context.Context, r client.Reader, rel *csv1.ClusterSt
 	cs := &csv1.ClusterStack{}
 	cs.Namespace, cs.Name = rel.Namespace, rel.Spec.ClusterStack
 	cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion = rel.Spec.Provider, rel.Spec.StackName, rel.Spec.KubernetesVersion
-	u, err := releaseUses(ctx, r, cs, false)
+	u, err := releaseUses(ctx, r, cs)
 	if err != nil {
 		return nil, err
 	}
