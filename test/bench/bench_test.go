@@ -29,6 +29,8 @@
 //	-bench.log-level    / BENCH_LOG_LEVEL      the operator's --zap-log-level (info; debug to find churn)
 //	-bench.keep         / BENCH_KEEP=1         keep the state directory with all logs
 //	-bench.manager      / BENCH_MANAGER        the operator binary (bin/manager), e.g. to compare two builds
+//	-bench.addon-order  / BENCH_ADDON_ORDER    "stack": the reference stack's clusteraddon.yaml (cni, then
+//	                                           cluster-info: two steps); "none": without it (every addon at once)
 package bench
 
 import (
@@ -86,6 +88,8 @@ type benchConfig struct {
 	logLevel     string
 	keep         bool
 	manager      string
+	// addonOrder is "stack" or "none" (the stack published without its clusteraddon.yaml).
+	addonOrder string
 }
 
 var (
@@ -98,6 +102,7 @@ var (
 	flagArgs     = flag.String("bench.manager-args", os.Getenv("BENCH_MANAGER_ARGS"), "more flags for the operator, space-separated (e.g. --concurrent=4)")
 	flagEnv      = flag.String("bench.manager-env", os.Getenv("BENCH_MANAGER_ENV"), "more environment for the operator, space-separated (e.g. GOMEMLIMIT=255MiB, what --memory-limit-ratio sets in a container with a 300 MiB memory limit)")
 	flagFloor    = flag.String("bench.floor-workers", envOr("BENCH_FLOOR_WORKERS", "32"), "concurrent server-side applies of the floor writer")
+	flagOrder    = flag.String("bench.addon-order", envOr("BENCH_ADDON_ORDER", "stack"), `"stack": the reference stack's addon order (clusteraddon.yaml); "none": every addon at once`)
 )
 
 func envOr(key, def string) string {
@@ -108,8 +113,11 @@ func envOr(key, def string) string {
 }
 
 func loadConfig() (benchConfig, error) {
-	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager, managerArgs: strings.Fields(*flagArgs), managerEnv: strings.Fields(*flagEnv)}
+	cfg := benchConfig{logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager, managerArgs: strings.Fields(*flagArgs), managerEnv: strings.Fields(*flagEnv), addonOrder: *flagOrder}
 	var err error
+	if cfg.addonOrder != "stack" && cfg.addonOrder != "none" {
+		return cfg, fmt.Errorf(`BENCH_ADDON_ORDER / -bench.addon-order: want "stack" or "none", got %q`, cfg.addonOrder)
+	}
 	if cfg.floorWorkers, err = strconv.Atoi(*flagFloor); err != nil || cfg.floorWorkers < 1 {
 		return cfg, fmt.Errorf("BENCH_FLOOR_WORKERS / -bench.floor-workers: want a positive number, got %q", *flagFloor)
 	}
@@ -159,7 +167,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	logf("API server, source-controller and operator up; logs in %s", e.logDir)
 
 	// The stack, published to the Git server, and a ClusterStack delivering its v1.
-	publishStack(ctx, b, e, root)
+	publishStack(ctx, b, e, root, cfg.addonOrder)
 	for _, ns := range []string{benchNS, "flux-system"} {
 		must(b, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
@@ -352,6 +360,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	fmt.Printf(`
 ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d Clusters
   (each: Cluster + AWSCluster + kubeconfig Secret -> %d generated objects: ClusterAddon, values ConfigMap, HelmRelease, Kustomization)
+  addon order                                 %s
   create the Clusters (operator stopped)        %s
   floor: the same %d objects by %d concurrent server-side applies   %s   (API server CPU %s)
   floor with statuses: then %d status writes (Flux's Ready reports, one ClusterAddon status)   %s in all   (API server CPU %s)
@@ -378,7 +387,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 | N | floor | fan-out | ratio | every ClusterAddon Ready | ratio | floor with statuses | Ready / it | writes/Cluster | reconciles/Cluster | operator peak RSS | operator CPU | API server RSS | idle writes | status p50 / p99 |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 | %d | %s | %s | %.2fx | %s | %.2fx | %s | %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
-`, cfg.clusters, perCluster, created.Round(time.Millisecond),
+`, cfg.clusters, perCluster, addonOrderText(cfg.addonOrder), created.Round(time.Millisecond),
 		floor.objects, floor.workers, floor.took.Round(time.Millisecond), floor.apiCPU.Round(100*time.Millisecond),
 		floor.statusWrites, floorSt.Round(time.Millisecond), floorStCPU.Round(100*time.Millisecond),
 		strings.Join(cfg.managerArgs, " "), strings.Join(cfg.managerEnv, " "),
@@ -398,6 +407,14 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 		cfg.clusters, floor.took.Round(100*time.Millisecond), fanout.Round(100*time.Millisecond), fanoutRatio,
 		convergeAddons.Round(100*time.Millisecond), readyRatio, floorSt.Round(100*time.Millisecond), readyStRatio, writesPer, float64(convergeReconciles)/float64(cfg.clusters),
 		mib(op.peakRSS), opAtConverge.cpu.Round(100*time.Millisecond), mib(api.peakRSS), writes, cfg.idle, round(p50), round(p99))
+}
+
+// addonOrderText says how the stack orders its addons (BENCH_ADDON_ORDER).
+func addonOrderText(order string) string {
+	if order == "none" {
+		return "none: the stack without its clusteraddon.yaml, every addon applied at once (BENCH_ADDON_ORDER=none)"
+	}
+	return "the stack's clusteraddon.yaml: the HelmRelease (cni), then, once it is Ready, the Kustomization (cluster-info)"
 }
 
 func must(b *testing.B, err error) {
@@ -458,11 +475,22 @@ func pollUntil(ctx context.Context, b *testing.B, alive func() error, logDir str
 	}
 }
 
-// publishStack publishes the reference stacks/ tree with the release tag, as the e2e does.
-func publishStack(ctx context.Context, b *testing.B, e *benchEnv, root string) {
+// publishStack publishes the reference stacks/ tree with the release tag, as the e2e does;
+// without its clusteraddon.yaml when order is "none" (then every addon is applied at once).
+func publishStack(ctx context.Context, b *testing.B, e *benchEnv, root, order string) {
 	b.Helper()
 	dir := filepath.Join(e.dir, "stacks-src")
 	must(b, os.CopyFS(dir, os.DirFS(filepath.Join(root, "stacks"))))
+	if order == "none" {
+		files, err := filepath.Glob(filepath.Join(dir, "*", "*", "*", "clusteraddon.yaml"))
+		must(b, err)
+		if len(files) == 0 {
+			b.Fatalf("no clusteraddon.yaml below %s to leave out", dir)
+		}
+		for _, f := range files {
+			must(b, os.Remove(f))
+		}
+	}
 	if _, err := e.git.CreateRepo(repoName); err != nil {
 		b.Fatal(err)
 	}
