@@ -119,6 +119,7 @@ func cachedReleaseUses(ctx context.Context, informers cache.Informers, r client.
 	return u, nil
 }
 
+// newUses is an empty uses of cs.
 func newUses(cs *csv1.ClusterStack) uses {
 	return uses{stack: cs.Name, key: stackKey(cs), classUsers: map[string][]string{}, applied: map[string][]string{}, referenced: map[string][]string{}}
 }
