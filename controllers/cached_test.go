@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -12,7 +10,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
@@ -24,22 +21,7 @@ import (
 // it lists through the reader where the cache gives no indexer (a cache over several namespaces)
 // or there is no cache.
 func TestEachCachedAgreesWithTheCacheReader(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "bin")
-	for _, f := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
-			t.Fatalf("this test runs a real API server: %s is missing; run `make tools` (make test does)", filepath.Join(bin, f))
-		}
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: bin, Scheme: clientgoscheme.Scheme}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := startAPIServer(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
