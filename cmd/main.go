@@ -57,7 +57,7 @@ func main() {
 		kubeAPIQPS, memoryLimitRatio              float64
 		webhookPort                               int
 		leaderElect, enableWebhooks, runtimeExt   bool
-		grace, addonTimeout                       time.Duration
+		grace, addonTimeout, progressInterval     time.Duration
 		leaseDuration, renewDeadline, retryPeriod time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
@@ -75,6 +75,8 @@ func main() {
 	flag.BoolVar(&manageStacks, "manage-stacks", true,
 		"Run the controllers of the objects all Clusters share (ClusterStack, ClusterStackRelease, their status, updates, ManagementOperator) and remove the ClusterAddons of deleted Clusters. Exactly one instance runs with true; shards run with false.")
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
+	flag.DurationVar(&progressInterval, "progress-status-interval", controllers.DefaultProgressInterval,
+		"How long a ClusterAddon status write that only reports progress (a component Ready, the next one awaited, a new ClusterAddon's first status) may wait, so that the states a ClusterAddon passes through within it cost one write. Available, Degraded and every other change are written at once. 0 writes every change at once.")
 	flag.DurationVar(&addonTimeout, "addon-timeout", fluxgen.AddonTimeout, "How long Flux may take for one install, upgrade or health check of a cluster's addon (spec.timeout of the generated HelmReleases and Kustomizations); a failure is reported when it runs out and Flux retries.")
 	flag.StringVar(&artifactHost, "artifact-host-override", os.Getenv("SOURCE_CONTROLLER_LOCALHOST"),
 		"Replace the host of source-controller artifact URLs (defaults to $SOURCE_CONTROLLER_LOCALHOST, as Flux's controllers do).")
@@ -145,6 +147,7 @@ func main() {
 	tags := &controllers.TagLister{Reader: mgr.GetAPIReader()}
 	if err := controllers.Setup(context.Background(), mgr, controllers.Config{
 		Grace:                 grace,
+		ProgressInterval:      progressInterval,
 		ArtifactHostOverride:  artifactHost,
 		Tags:                  tags,
 		AddonTimeout:          addonTimeout,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
@@ -44,7 +46,21 @@ type Applier struct {
 	// object whose generation moved on since was edited by someone else and is applied again
 	// (drift correction). It is a cache: after a restart the hash annotation alone decides.
 	mu   sync.Mutex
-	seen map[string]int64
+	seen map[string]appliedObject
+}
+
+// appliedObject is what the applier remembers of an object: its generation, and what it applied
+// (a digest of the hash annotation; 0 when the object was only read since this process started).
+type appliedObject struct {
+	generation int64
+	digest     uint64
+}
+
+// digestOf shortens a hash annotation to what appliedObject keeps.
+func digestOf(hash string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(hash))
+	return h.Sum64()
 }
 
 // Apply makes the object in the API match desired (its labels, annotations and spec), owned
@@ -73,8 +89,16 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 	key := gvk.Kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
 
 	existing, err := a.current(ctx, gvk, client.ObjectKeyFromObject(desired))
+	why := "not found"
 	switch {
 	case apierrors.IsNotFound(err):
+		// Applied by this process a moment ago, exactly so, and not in the cache yet (the
+		// reconcile was woken by another of its writes): the API server says whether it is there,
+		// a read instead of a second write.
+		if gen, ok, err := a.appliedNotCached(ctx, gvk, key, client.ObjectKeyFromObject(desired), hash); err != nil || ok {
+			desired.SetGeneration(gen)
+			return false, err
+		}
 	case err != nil:
 		return false, fmt.Errorf("get %s: %w", key, err)
 	case existing.GetDeletionTimestamp() != nil:
@@ -85,9 +109,16 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 		if err := checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)); err != nil {
 			return false, err
 		}
-		if existing.GetAnnotations()[appliedHashAnnotation] == hash && a.unchangedSinceApply(key, existing.GetGeneration()) {
+		if existing.GetAnnotations()[appliedHashAnnotation] != hash {
+			why = "changed"
+		} else if !a.unchangedSinceApply(key, existing.GetGeneration()) {
+			why = "edited since applied"
+		} else {
 			return false, nil
 		}
+	}
+	if l := log.FromContext(ctx).V(1); l.Enabled() {
+		l.Info("applying", "object", key, "why", why) // --zap-log-level=debug: why a generated object is written
 	}
 
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
@@ -107,10 +138,33 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply %s: %w", key, err)
 	}
-	a.remember(key, obj.GetGeneration())
+	a.remember(key, obj.GetGeneration(), hash)
 	// The caller learns the generation its write made: the cache may not have seen it yet.
 	desired.SetGeneration(obj.GetGeneration())
 	return true, nil
+}
+
+// appliedNotCached is true when key, which the cache does not have, was last applied by this
+// process with hash and the API server has it so (not being deleted), with its generation.
+func (a *Applier) appliedNotCached(ctx context.Context, gvk schema.GroupVersionKind, key string, objKey client.ObjectKey, hash string) (int64, bool, error) {
+	a.mu.Lock()
+	last, ok := a.seen[key]
+	a.mu.Unlock()
+	if !ok || last.digest != digestOf(hash) || a.APIReader == nil {
+		return 0, false, nil
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	if err := a.APIReader.Get(ctx, objKey, meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, false, nil // deleted since: applied again
+		}
+		return 0, false, fmt.Errorf("get %s: %w", key, err)
+	}
+	if meta.DeletionTimestamp != nil || meta.Annotations[appliedHashAnnotation] != hash || meta.Generation != last.generation {
+		return 0, false, nil
+	}
+	return meta.Generation, true, nil
 }
 
 // current reads the object as it is: from the manager's cache for the kinds it holds whole (a
@@ -139,29 +193,29 @@ func (a *Applier) current(ctx context.Context, gvk schema.GroupVersionKind, key 
 func (a *Applier) unchangedSinceApply(key string, generation int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	g, ok := a.seen[key]
+	last, ok := a.seen[key]
 	if !ok {
 		// First sight since this process started: trust the hash annotation.
 		if a.seen == nil {
-			a.seen = map[string]int64{}
+			a.seen = map[string]appliedObject{}
 		}
-		a.seen[key] = generation
+		a.seen[key] = appliedObject{generation: generation}
 		return true
 	}
-	return g == generation
+	return last.generation == generation
 }
 
-func (a *Applier) remember(key string, generation int64) {
+func (a *Applier) remember(key string, generation int64, hash string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.seen == nil {
-		a.seen = map[string]int64{}
+		a.seen = map[string]appliedObject{}
 	}
 	if generation == 0 {
 		delete(a.seen, key) // the apply response is not decoded into obj; learn it on the next read
 		return
 	}
-	a.seen[key] = generation
+	a.seen[key] = appliedObject{generation: generation, digest: digestOf(hash)}
 }
 
 // Forget drops what the applier remembers of a deleted object.

@@ -5,12 +5,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
 // TestApplierWritesOnlyChanges checks the applier's write decisions: a first apply writes, an
@@ -66,5 +70,86 @@ func TestApplierWritesOnlyChanges(t *testing.T) {
 	}
 	if got.Data["cluster_name"] != "c2" || got.Annotations[appliedHashAnnotation] == "" {
 		t.Errorf("stored object = %+v", got)
+	}
+}
+
+// TestApplierCacheLag applies on a real API server through a reader that lags behind (as the
+// manager's cache does for a moment after a write): an object this process just applied, exactly
+// so, is read from the API server instead of applied again; one deleted since, or changed, is
+// applied.
+func TestApplierCacheLag(t *testing.T) {
+	cfg := startAPIServer(t, true)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, csv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes, lagging := 0, false
+	cached := interceptor.NewClient(live, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if lagging {
+				return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			writes++
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	ctx := context.Background()
+	if err := live.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apply-lag"}}); err != nil {
+		t.Fatal(err)
+	}
+	addon := func(value string) *csv1.ClusterAddon {
+		return &csv1.ClusterAddon{TypeMeta: metav1.TypeMeta{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterAddon"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apply-lag", Name: "c1", Labels: map[string]string{"value": value}},
+			Spec:       csv1.ClusterAddonSpec{ClusterName: "c1"}}
+	}
+	a := &Applier{Client: cached, Scheme: scheme, APIReader: live}
+	steps := []struct {
+		name      string
+		lag       bool
+		before    func()
+		value     string
+		wantWrite bool
+	}{
+		{"first apply creates", false, nil, "v1", true},
+		{"not in the cache yet, unchanged: read, no write", true, nil, "v1", false},
+		{"not in the cache yet, changed: write", true, nil, "v2", true},
+		{"deleted since, the cache lagging: write", true, func() {
+			if err := live.Delete(ctx, addon("v2")); err != nil {
+				t.Fatal(err)
+			}
+		}, "v2", true},
+		{"in the cache, unchanged: no write", false, nil, "v2", false},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		lagging = st.lag
+		before := writes
+		desired := addon(st.value)
+		wrote, err := a.Apply(ctx, nil, desired)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if wrote != st.wantWrite || (writes > before) != st.wantWrite {
+			t.Errorf("%s: wrote=%v (API writes %d), want %v", st.name, wrote, writes-before, st.wantWrite)
+		}
+		got := &csv1.ClusterAddon{}
+		if err := live.Get(ctx, client.ObjectKeyFromObject(desired), got); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		// A write, or a read from the API server, tells the generation (the cache has it otherwise).
+		if got.Labels["value"] != st.value || (st.wantWrite || st.lag) && desired.Generation != got.Generation {
+			t.Errorf("%s: stored label %q at generation %d, want %q; Apply said generation %d", st.name, got.Labels["value"], got.Generation, st.value, desired.Generation)
+		}
 	}
 }

@@ -69,6 +69,8 @@ type ClusterAddonReconciler struct {
 	cache   cache.Cache
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
+	// pace holds back status writes that only report progress (Status.ProgressInterval).
+	pace progressPacer
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons,verbs=get;list;watch;create;update;patch;delete
@@ -137,15 +139,21 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 				err = serr
 			}
 			if err == nil && s.owned != nil {
-				return ctrl.Result{RequeueAfter: soonest(conflictRecheck, s.judgeAgain)}, nil
+				return ctrl.Result{RequeueAfter: soonest(conflictRecheck, s.again())}, nil
 			}
-			return ctrl.Result{RequeueAfter: soonest(s.requeueAfter, s.judgeAgain)}, err
+			return ctrl.Result{RequeueAfter: soonest(s.requeueAfter, s.again())}, err
 		}
 	}
 	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: "every generated object is controlled by this ClusterAddon"}
 	err = r.recordFacts(ctx, s)
-	return ctrl.Result{RequeueAfter: s.judgeAgain}, err
+	return ctrl.Result{RequeueAfter: s.again()}, err
+}
+
+// again is when the reconcile must come back for the status: a grace period runs out, or a held
+// write is due.
+func (s *addonScope) again() time.Duration {
+	return soonest(s.judgeAgain, s.held)
 }
 
 // soonest is the earliest of two requeue delays, 0 meaning none.
@@ -251,7 +259,7 @@ func (r *ClusterAddonReconciler) reconcileMissingRelease(ctx context.Context, cl
 	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionUnknown, Reason: cond.Reason,
 		Message: fmt.Sprintf("values are rendered once release %s exists", class)}
 	err = r.recordFacts(ctx, s)
-	return s.judgeAgain, err
+	return s.again(), err
 }
 
 // addonScope carries one reconcile's facts between steps.
@@ -288,6 +296,9 @@ type addonScope struct {
 	stagesBase string
 	// judgeAgain is when the judged status changes by itself (a grace period runs out); 0: never.
 	judgeAgain time.Duration
+	// held is how long the status write this reconcile computed is held back (progressPacer):
+	// the reconcile comes again then, to write it; 0: nothing held.
+	held time.Duration
 }
 
 // releaseOf returns the ClusterStackRelease whose ClusterClass the Cluster uses, in the
@@ -382,7 +393,12 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	// it is missing, look again after kubeconfigRecheck. Once seen it is not read again (CAPI
 	// keeps it for the Cluster's life; Flux reports it should it go): a request per reconcile of
 	// every Cluster would be most of what a converged fleet costs the API server.
-	if c := apimeta.FindStatusCondition(s.addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+	// A first status held back (progressPacer) that says so counts as well.
+	c := apimeta.FindStatusCondition(s.addon.Status.Conditions, csv1.WorkloadClusterReadyCondition)
+	if c == nil && len(s.addon.Status.Conditions) == 0 {
+		c = r.pace.heldCondition(client.ObjectKeyFromObject(s.addon), csv1.WorkloadClusterReadyCondition)
+	}
+	if c != nil && c.Status == metav1.ConditionTrue {
 		s.waiting = c.DeepCopy()
 		return true, nil
 	}
@@ -755,9 +771,11 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 	for _, o := range s.applied {
 		judge.applied[client.ObjectKeyFromObject(o)] = o
 	}
+	key := client.ObjectKeyFromObject(s.addon)
 	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 		var events []statusEvent
-		renderFailed, judgeErr, s.judgeAgain = false, nil, 0
+		renderFailed, judgeErr, s.judgeAgain, s.held = false, nil, 0, 0
+		stored := a.Status.DeepCopy()
 		if s.stackName != "" {
 			a.Status.ClusterStack = s.stackName
 		}
@@ -803,8 +821,17 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			// applied release is the target), in this write rather than one more.
 			a.Status.Stages = nil
 		}
+		if !equality.Semantic.DeepEqual(stored, &a.Status) {
+			if s.held = r.pace.hold(key, r.Status.ProgressInterval, stored, &a.Status); s.held > 0 {
+				a.Status = *stored // written when the interval is over, or with the next change that may not wait
+				return true, nil
+			}
+		}
 		return true, append(events, judged...)
 	})
+	if err == nil && s.held == 0 {
+		r.pace.done(key)
+	}
 	if err == nil && renderFailed {
 		metrics.Default.RenderFailed(s.cluster.Namespace, s.stackName, s.desired)
 	}
@@ -880,6 +907,7 @@ func (r *ClusterAddonReconciler) deleteAddon(ctx context.Context, addon *csv1.Cl
 // from a workload cluster that may be gone or unreachable, deletes them and the ConfigMap, and
 // lets the ClusterAddon go.
 func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv1.ClusterAddon) error {
+	r.pace.done(client.ObjectKeyFromObject(addon))
 	objs, err := r.ownedFluxObjects(ctx, addon)
 	if err != nil {
 		return err

@@ -30,6 +30,9 @@ import (
 type Config struct {
 	// Grace is the degraded grace period (see StatusOptions).
 	Grace time.Duration
+	// ProgressInterval is how long a ClusterAddon status write that only reports progress may
+	// be held (see StatusOptions); 0 writes every change at once.
+	ProgressInterval time.Duration
 	// ArtifactHostOverride replaces the host of source-controller artifact URLs.
 	ArtifactHostOverride string
 	// Now is the clock of the status aggregation (tests); nil means time.Now.
@@ -76,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	setUncachedReader(mgr.GetAPIReader())
 	applier := &Applier{Client: c, Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), PartialKinds: PartialKinds(mgr.GetScheme())}
 	stacks := &StackCache{HostnameOverride: cfg.ArtifactHostOverride}
-	status := StatusOptions{Grace: cfg.Grace, Now: cfg.Now}
+	status := StatusOptions{Grace: cfg.Grace, ProgressInterval: cfg.ProgressInterval, Now: cfg.Now}
 	tags := cfg.Tags
 	if tags == nil {
 		tags = &TagLister{Reader: mgr.GetAPIReader()}

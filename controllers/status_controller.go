@@ -37,6 +37,10 @@ type StatusOptions struct {
 	// Grace is how long a Flux object may be not Ready, or a rollout unfinished, before the
 	// subject is Degraded.
 	Grace time.Duration
+	// ProgressInterval is how long a ClusterAddon status write that only reports progress may
+	// be held, so that the states passed through within it cost one write (progressPacer); 0
+	// writes every change at once.
+	ProgressInterval time.Duration
 	// Now returns the current time (a clock for tests).
 	Now func() time.Time
 }

@@ -97,6 +97,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(controllers.Setup(mgrCtx, mgr, controllers.Config{
 		Grace:               5 * time.Minute,
+		ProgressInterval:    controllers.DefaultProgressInterval,
 		Tags:                &controllers.TagLister{Reader: mgr.GetAPIReader(), List: tags.list},
 		ManagementNamespace: managementNamespace,
 		WatchLabelSelector:  mainShard,

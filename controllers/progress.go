@@ -1,0 +1,100 @@
+package controllers
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+)
+
+// DefaultProgressInterval is the default of --progress-status-interval (StatusOptions.ProgressInterval).
+const DefaultProgressInterval = 2 * time.Second
+
+// progressPacer holds back ClusterAddon status writes that only report progress
+// (fluxstatus.ProgressOnly: a component Ready, the next one awaited, a new ClusterAddon's first
+// "installing") for up to an interval, so that the states a ClusterAddon passes through within it
+// cost one write: a Cluster whose addons are Ready a moment after they were delivered gets one
+// status write, not one per Flux report. Whatever else a status says (Available, Degraded, a
+// delivered release, stages, a condition's status) is written at once, and a held write is
+// written when its interval is over (the reconcile is queued again for then).
+//
+// Only the rate limit lives in memory: the status is recomputed from the API at every reconcile,
+// and a restarted process holds a write for one interval at most.
+type progressPacer struct {
+	// now is the clock (time.Now when nil).
+	now func() time.Time
+
+	mu sync.Mutex
+	// held are the progress-only writes held now, by ClusterAddon.
+	held map[client.ObjectKey]heldWrite
+}
+
+// heldWrite is a progress-only status write being held.
+type heldWrite struct {
+	// since is when the first change of it was held.
+	since time.Time
+	// conditions are those of the latest status held (facts a reconcile may use while the
+	// API server does not have them yet, see heldCondition).
+	conditions []metav1.Condition
+}
+
+func (p *progressPacer) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+// hold returns how long the write of ClusterAddon key from status cur (as stored) to next, a
+// change, may still wait (0: write it now): up to interval after it was first held. A change
+// that is not progress only is never held, nor any with an interval of 0.
+func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, next *csv1.ClusterAddonStatus) time.Duration {
+	if interval <= 0 || !fluxstatus.ProgressOnly(cur, next) {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock()
+	h, ok := p.held[key]
+	if !ok {
+		if p.held == nil {
+			p.held = map[client.ObjectKey]heldWrite{}
+		}
+		h.since = now
+	}
+	d := interval - now.Sub(h.since)
+	if d <= 0 {
+		return 0
+	}
+	h.conditions = slices.Clone(next.Conditions)
+	p.held[key] = h
+	return d
+}
+
+// heldCondition is the condition of type t of the status held for key, nil when none is held
+// or it has no such condition. Only a ClusterAddon's first status, held whole, has conditions
+// the API server's status lacks: e.g. that the kubeconfig Secret was found, which is then not
+// read again at every reconcile until the status says so.
+func (p *progressPacer) heldCondition(key client.ObjectKey, t string) *metav1.Condition {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.held[key]
+	if !ok {
+		return nil
+	}
+	return apimeta.FindStatusCondition(h.conditions, t)
+}
+
+// done forgets what was held for key: its status was written, needs no write, or the
+// ClusterAddon is gone.
+func (p *progressPacer) done(key client.ObjectKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.held, key)
+}

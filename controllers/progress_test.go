@@ -1,0 +1,71 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+func TestProgressPacer(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	p := &progressPacer{now: func() time.Time { return now }}
+	key := client.ObjectKey{Namespace: "ns", Name: "c1"}
+	progressing := func(msg string) *csv1.ClusterAddonStatus {
+		return &csv1.ClusterAddonStatus{Conditions: []metav1.Condition{
+			{Type: csv1.ProgressingCondition, Status: metav1.ConditionTrue, Reason: "Progressing", Message: msg},
+			{Type: csv1.AvailableCondition, Status: metav1.ConditionFalse, Reason: "Progressing"},
+		}}
+	}
+	available := &csv1.ClusterAddonStatus{Conditions: []metav1.Condition{
+		{Type: csv1.ProgressingCondition, Status: metav1.ConditionFalse, Reason: "AsExpected"},
+		{Type: csv1.AvailableCondition, Status: metav1.ConditionTrue, Reason: "AsExpected"},
+	}}
+	a, b, c := progressing("waiting for cni, csi"), progressing("waiting for csi"), progressing("waiting for csi: install in progress")
+
+	if d := p.hold(key, 0, a, b); d != 0 {
+		t.Fatalf("interval 0: held %s", d)
+	}
+	if d := p.hold(key, 2*time.Second, a, b); d != 2*time.Second {
+		t.Fatalf("first progress change: held %s, want 2s", d)
+	}
+	now = now.Add(500 * time.Millisecond)
+	if d := p.hold(key, 2*time.Second, a, c); d != 1500*time.Millisecond {
+		t.Fatalf("a later progress change within the interval: held %s, want the 1.5s left of the first", d)
+	}
+	if d := p.hold(client.ObjectKey{Namespace: "ns", Name: "c2"}, 2*time.Second, a, b); d != 2*time.Second {
+		t.Fatalf("another ClusterAddon: held %s, want its own 2s", d)
+	}
+	if d := p.hold(key, 2*time.Second, b, available); d != 0 {
+		t.Fatalf("Available: held %s, want written at once", d)
+	}
+	now = now.Add(1500 * time.Millisecond)
+	if d := p.hold(key, 2*time.Second, a, c); d != 0 {
+		t.Fatalf("the interval is over: held %s, want written now", d)
+	}
+	p.done(key)
+	if d := p.hold(key, 2*time.Second, c, b); d != 2*time.Second {
+		t.Fatalf("after the write, the next progress change: held %s, want a new 2s", d)
+	}
+
+	// A first status held whole: its facts are known while it is held, and forgotten after.
+	first := progressing("installing")
+	first.Conditions = append(first.Conditions, metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected})
+	newKey := client.ObjectKey{Namespace: "ns", Name: "new"}
+	if c := p.heldCondition(newKey, csv1.WorkloadClusterReadyCondition); c != nil {
+		t.Fatalf("nothing held: condition %v", c)
+	}
+	if d := p.hold(newKey, 2*time.Second, &csv1.ClusterAddonStatus{}, first); d != 2*time.Second {
+		t.Fatalf("a new ClusterAddon's first status: held %s, want 2s", d)
+	}
+	if c := p.heldCondition(newKey, csv1.WorkloadClusterReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("held first status: WorkloadClusterReady %v, want True", c)
+	}
+	p.done(newKey)
+	if c := p.heldCondition(newKey, csv1.WorkloadClusterReadyCondition); c != nil {
+		t.Fatalf("written: condition %v still held", c)
+	}
+}
