@@ -109,11 +109,12 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 		if err := checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)); err != nil {
 			return false, err
 		}
-		if existing.GetAnnotations()[appliedHashAnnotation] != hash {
+		switch {
+		case existing.GetAnnotations()[appliedHashAnnotation] != hash:
 			why = "changed"
-		} else if !a.unchangedSinceApply(key, existing.GetGeneration()) {
+		case !a.unchangedSinceApply(key, existing.GetGeneration()):
 			why = "edited since applied"
-		} else {
+		default:
 			return false, nil
 		}
 	}

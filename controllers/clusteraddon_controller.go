@@ -393,13 +393,13 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	// it is missing, look again after kubeconfigRecheck. Once seen it is not read again (CAPI
 	// keeps it for the Cluster's life; Flux reports it should it go): a request per reconcile of
 	// every Cluster would be most of what a converged fleet costs the API server.
-	// A first status held back (progressPacer) that says so counts as well.
-	c := apimeta.FindStatusCondition(s.addon.Status.Conditions, csv1.WorkloadClusterReadyCondition)
-	if c == nil && len(s.addon.Status.Conditions) == 0 {
-		c = r.pace.heldCondition(client.ObjectKeyFromObject(s.addon), csv1.WorkloadClusterReadyCondition)
-	}
-	if c != nil && c.Status == metav1.ConditionTrue {
+	if c := apimeta.FindStatusCondition(s.addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
 		s.waiting = c.DeepCopy()
+		return true, nil
+	}
+	// A first status held back (progressPacer) that says so counts as well.
+	if len(s.addon.Status.Conditions) == 0 && r.pace.heldKubeconfigSeen(client.ObjectKeyFromObject(s.addon)) {
+		s.waiting = kubeconfigPresent()
 		return true, nil
 	}
 	secret := &metav1.PartialObjectMetadata{}
@@ -411,9 +411,15 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 		}
 		return false, err
 	}
-	s.waiting = &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
-		Message: "control plane initialized and kubeconfig Secret present"}
+	s.waiting = kubeconfigPresent()
 	return true, nil
+}
+
+// kubeconfigPresent is the WorkloadClusterReady condition of a Cluster whose control plane is
+// initialized and whose kubeconfig Secret exists.
+func kubeconfigPresent() *metav1.Condition {
+	return &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: "control plane initialized and kubeconfig Secret present"}
 }
 
 func controlPlaneInitialized(c *clusterv1.Cluster) bool {

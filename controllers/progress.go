@@ -40,7 +40,7 @@ type heldWrite struct {
 	// since is when the first change of it was held.
 	since time.Time
 	// conditions are those of the latest status held (facts a reconcile may use while the
-	// API server does not have them yet, see heldCondition).
+	// API server does not have them yet, see heldKubeconfigSeen).
 	conditions []metav1.Condition
 }
 
@@ -77,18 +77,15 @@ func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, 
 	return d
 }
 
-// heldCondition is the condition of type t of the status held for key, nil when none is held
-// or it has no such condition. Only a ClusterAddon's first status, held whole, has conditions
-// the API server's status lacks: e.g. that the kubeconfig Secret was found, which is then not
-// read again at every reconcile until the status says so.
-func (p *progressPacer) heldCondition(key client.ObjectKey, t string) *metav1.Condition {
+// heldKubeconfigSeen is true when a status held for key says the Cluster's kubeconfig Secret
+// was found (WorkloadClusterReady True). Only a ClusterAddon's first status, held whole, has
+// conditions the API server's status lacks; the Secret is then not read again at every reconcile
+// until the status says so.
+func (p *progressPacer) heldKubeconfigSeen(key client.ObjectKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h, ok := p.held[key]
-	if !ok {
-		return nil
-	}
-	return apimeta.FindStatusCondition(h.conditions, t)
+	return ok && apimeta.IsStatusConditionTrue(h.conditions, csv1.WorkloadClusterReadyCondition)
 }
 
 // done forgets what was held for key: its status was written, needs no write, or the

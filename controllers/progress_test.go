@@ -55,17 +55,17 @@ func TestProgressPacer(t *testing.T) {
 	first := progressing("installing")
 	first.Conditions = append(first.Conditions, metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected})
 	newKey := client.ObjectKey{Namespace: "ns", Name: "new"}
-	if c := p.heldCondition(newKey, csv1.WorkloadClusterReadyCondition); c != nil {
-		t.Fatalf("nothing held: condition %v", c)
+	if p.heldKubeconfigSeen(newKey) {
+		t.Fatal("nothing held: kubeconfig seen")
 	}
 	if d := p.hold(newKey, 2*time.Second, &csv1.ClusterAddonStatus{}, first); d != 2*time.Second {
 		t.Fatalf("a new ClusterAddon's first status: held %s, want 2s", d)
 	}
-	if c := p.heldCondition(newKey, csv1.WorkloadClusterReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
-		t.Fatalf("held first status: WorkloadClusterReady %v, want True", c)
+	if !p.heldKubeconfigSeen(newKey) {
+		t.Fatal("held first status with WorkloadClusterReady True: kubeconfig not seen")
 	}
 	p.done(newKey)
-	if c := p.heldCondition(newKey, csv1.WorkloadClusterReadyCondition); c != nil {
-		t.Fatalf("written: condition %v still held", c)
+	if p.heldKubeconfigSeen(newKey) {
+		t.Fatal("written: kubeconfig still seen from what was held")
 	}
 }
