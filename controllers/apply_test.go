@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	csscheme "github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 )
 
 // TestApplierWritesOnlyChanges checks the applier's write decisions: a first apply writes, an
@@ -79,12 +80,7 @@ func TestApplierWritesOnlyChanges(t *testing.T) {
 // applied.
 func TestApplierCacheLag(t *testing.T) {
 	cfg := startAPIServer(t, true)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, csv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := csscheme.New()
 	live, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)

@@ -12,12 +12,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	csscheme "github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 )
 
 // TestUpdateStatusEmit writes a ClusterAddon's status on a real API server (bin/, built by `make
@@ -26,12 +26,7 @@ import (
 // gave up or a write the API server refused. A conflicting writer's field survives the retry.
 func TestUpdateStatusEmit(t *testing.T) {
 	cfg := startAPIServer(t, true)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, csv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := csscheme.New()
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
