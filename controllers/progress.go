@@ -1,12 +1,10 @@
 package controllers
 
 import (
-	"slices"
 	"sync"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -39,9 +37,10 @@ type progressPacer struct {
 type heldWrite struct {
 	// since is when the first change of it was held.
 	since time.Time
-	// conditions are those of the latest status held (facts a reconcile may use while the
-	// API server does not have them yet, see heldKubeconfigSeen).
-	conditions []metav1.Condition
+	// kubeconfigSeen is true when the latest status held says the kubeconfig Secret was found
+	// (a fact a reconcile may use while the API server does not have it yet, see
+	// heldKubeconfigSeen).
+	kubeconfigSeen bool
 }
 
 func (p *progressPacer) clock() time.Time {
@@ -72,7 +71,7 @@ func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, 
 	if d <= 0 {
 		return 0
 	}
-	h.conditions = slices.Clone(next.Conditions)
+	h.kubeconfigSeen = apimeta.IsStatusConditionTrue(next.Conditions, csv1.WorkloadClusterReadyCondition)
 	p.held[key] = h
 	return d
 }
@@ -84,8 +83,7 @@ func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, 
 func (p *progressPacer) heldKubeconfigSeen(key client.ObjectKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h, ok := p.held[key]
-	return ok && apimeta.IsStatusConditionTrue(h.conditions, csv1.WorkloadClusterReadyCondition)
+	return p.held[key].kubeconfigSeen
 }
 
 // done forgets what was held for key: its status was written, needs no write, or the
