@@ -16,6 +16,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	csscheme "github.com/clusterstack-io/clusterstack-operator/internal/scheme"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // TestApplierWritesOnlyChanges checks the applier's write decisions: a first apply writes, an
@@ -79,7 +80,7 @@ func TestApplierWritesOnlyChanges(t *testing.T) {
 // so, is read from the API server instead of applied again; one deleted since, or changed, is
 // applied.
 func TestApplierCacheLag(t *testing.T) {
-	cfg := startAPIServer(t, true)
+	cfg := testenv.Start(t, testenv.CRDs{Operator: true})
 	scheme := csscheme.New()
 	live, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // TestEachCachedAgreesWithTheCacheReader reads ConfigMaps of a real API server (bin/, built by
@@ -21,7 +22,7 @@ import (
 // it lists through the reader where the cache gives no indexer (a cache over several namespaces)
 // or there is no cache.
 func TestEachCachedAgreesWithTheCacheReader(t *testing.T) {
-	cfg := startAPIServer(t, false)
+	cfg := testenv.Start(t, testenv.CRDs{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})

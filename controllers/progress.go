@@ -26,7 +26,7 @@ const DefaultProgressInterval = 2 * time.Second
 // and a restarted process holds a write for one interval at most.
 type progressPacer struct {
 	// now is the clock (time.Now when nil).
-	now func() time.Time
+	now clockFunc
 
 	mu sync.Mutex
 	// held are the progress-only writes held now, by ClusterAddon.
@@ -43,13 +43,6 @@ type heldWrite struct {
 	kubeconfigSeen bool
 }
 
-func (p *progressPacer) clock() time.Time {
-	if p.now != nil {
-		return p.now()
-	}
-	return time.Now()
-}
-
 // hold returns how long the write of ClusterAddon key from status cur (as stored) to next, a
 // change, may still wait (0: write it now): up to interval after it was first held. A change
 // that is not progress only is never held, nor any with an interval of 0.
@@ -59,7 +52,7 @@ func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clock()
+	now := p.now.Now()
 	h, ok := p.held[key]
 	if !ok {
 		if p.held == nil {

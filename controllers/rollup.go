@@ -42,14 +42,7 @@ type rollupPacer struct {
 	mu   sync.Mutex
 	last map[client.ObjectKey]time.Time
 	// now is the clock (time.Now when nil).
-	now func() time.Time
-}
-
-func (p *rollupPacer) clock() time.Time {
-	if p.now != nil {
-		return p.now()
-	}
-	return time.Now()
+	now clockFunc
 }
 
 // wait is how long a reconcile of key must wait before it may write again (0: now).
@@ -60,7 +53,7 @@ func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
 	if !ok {
 		return 0
 	}
-	d := RollupInterval - p.clock().Sub(last)
+	d := RollupInterval - p.now.Now().Sub(last)
 	if d <= 0 {
 		delete(p.last, key)
 		return 0
@@ -86,7 +79,7 @@ func (p *rollupPacer) wrote(key client.ObjectKey) {
 	if p.last == nil {
 		p.last = map[client.ObjectKey]time.Time{}
 	}
-	p.last[key] = p.clock()
+	p.last[key] = p.now.Now()
 }
 
 // AddonFleets keeps the roll-ups of the ClusterAddons (stackstatus.Index: a Fleet per

@@ -93,11 +93,17 @@ func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path
 	return s, nil
 }
 
-// clockFunc is a function as the clock of an LRUExpireCache.
+// clockFunc is a replaceable clock (tests set a fixed one): the clock of an LRUExpireCache, of
+// the pacers and of the reconcilers with a Now field.
 type clockFunc func() time.Time
 
-// Now returns f().
-func (f clockFunc) Now() time.Time { return f() }
+// Now returns f(), or time.Now() when f is nil.
+func (f clockFunc) Now() time.Time {
+	if f == nil {
+		return time.Now()
+	}
+	return f()
+}
 
 func joinPath(dir, p string) string {
 	if p == "" || p == "." {

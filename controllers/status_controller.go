@@ -45,12 +45,7 @@ type StatusOptions struct {
 	Now func() time.Time
 }
 
-func (o StatusOptions) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
-}
+func (o StatusOptions) now() time.Time { return clockFunc(o.Now).Now() }
 
 // ---------------------------------------------------------------------------------------------
 // ClusterAddon

@@ -18,6 +18,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	csscheme "github.com/clusterstack-io/clusterstack-operator/internal/scheme"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // TestUpdateStatusEmit writes a ClusterAddon's status on a real API server (bin/, built by `make
@@ -25,7 +26,7 @@ import (
 // succeeded; not for a retried attempt, a write that found nothing to change, a mutation that
 // gave up or a write the API server refused. A conflicting writer's field survives the retry.
 func TestUpdateStatusEmit(t *testing.T) {
-	cfg := startAPIServer(t, true)
+	cfg := testenv.Start(t, testenv.CRDs{Operator: true})
 	scheme := csscheme.New()
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -2,14 +2,11 @@ package controllers_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -18,6 +15,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
 	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // The reconciler test layer: the operator's controllers, wired by controllers.Setup as
@@ -54,25 +52,9 @@ var (
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(GinkgoLogr)
-	root, err := filepath.Abs("..")
+	var err error
+	env, err = testenv.New(testenv.CRDs{Operator: true, CAPI: true, Flux: true})
 	Expect(err).NotTo(HaveOccurred())
-	bin := filepath.Join(root, "bin")
-	crds := []string{
-		filepath.Join(root, "config", "crd", "bases"),
-		filepath.Join(bin, "crds", "capi-core", "bases"),
-		filepath.Join(bin, "crds", "flux"),
-	}
-	for _, p := range append([]string{filepath.Join(bin, "kube-apiserver"), filepath.Join(bin, "etcd")}, crds[1:]...) {
-		_, err := os.Stat(p)
-		Expect(err).NotTo(HaveOccurred(), "the reconciler tests run a real API server with the Cluster API and Flux CRDs: %s is missing; run `make tools` (make test does)", p)
-	}
-	env = &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     crds,
-		ErrorIfCRDPathMissing: true,
-		// No CAPI types: envtest would otherwise point the CAPI CRDs at a conversion webhook.
-		Scheme: clientgoscheme.Scheme,
-	}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 

@@ -128,12 +128,7 @@ func (s *updatesScope) fail(reason, msg string) {
 	s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 }
 
-func (r *ClusterStackUpdatesReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *ClusterStackUpdatesReconciler) now() time.Time { return clockFunc(r.Now).Now() }
 
 // Reconcile computes the stack's updates and advances its rollout.
 func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -1,8 +1,6 @@
 package v1alpha1_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // These tests run the CRDs' validation (OpenAPI schema and CEL rules) in a real kube-apiserver.
@@ -27,15 +26,9 @@ var (
 )
 
 var _ = BeforeSuite(func() {
-	bin, err := filepath.Abs("../../bin")
+	var err error
+	env, err = testenv.New(testenv.CRDs{Operator: true})
 	Expect(err).NotTo(HaveOccurred())
-	_, err = os.Stat(filepath.Join(bin, "kube-apiserver"))
-	Expect(err).NotTo(HaveOccurred(), "run `make tools` first (make test does)")
-	env = &envtest.Environment{
-		CRDDirectoryPaths:     []string{"../../config/crd/bases"},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: bin,
-	}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	scheme := runtime.NewScheme()

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // The proxy in front of a real kube-apiserver and etcd (bin/, built by `make tools`), used by a
@@ -58,14 +58,9 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	var err error
+	env, err = testenv.New(testenv.CRDs{})
 	Expect(err).NotTo(HaveOccurred())
-	bin := filepath.Join(root, "bin")
-	for _, f := range []string{"kube-apiserver", "etcd"} {
-		_, err := os.Stat(filepath.Join(bin, f))
-		Expect(err).NotTo(HaveOccurred(), "these tests run a real API server: %s is missing; run `make tools`", filepath.Join(bin, f))
-	}
-	env = &envtest.Environment{BinaryAssetsDirectory: bin}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	admin, err = kubernetes.NewForConfig(cfg)

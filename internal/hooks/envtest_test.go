@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // TestRuntimeExtensionOnAPIServer serves the Runtime Extension from a manager's webhook server
@@ -35,29 +34,12 @@ import (
 // it, and the ExtensionConfig hooks.ExtensionConfig builds for that server is accepted by CAPI's
 // CRD.
 func TestRuntimeExtensionOnAPIServer(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	env, err := testenv.New(testenv.CRDs{Operator: true, CAPI: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(root, "bin")
-	for _, f := range []string{"kube-apiserver", "etcd", filepath.Join("crds", "capi-core", "bases")} {
-		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
-			t.Fatalf("this test runs a real API server: %s is missing; run `make tools` (make test does)", filepath.Join(bin, f))
-		}
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(bin, "crds", "capi-core", "bases")},
-		ErrorIfCRDPathMissing: true,
-		// No CAPI types: envtest would otherwise point the CAPI CRDs at a conversion webhook.
-		Scheme:                clientgoscheme.Scheme,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"},
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	cfg := testenv.StartEnv(t, env)
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, csv1.AddToScheme, clusterv1.AddToScheme, runtimev1.AddToScheme} {

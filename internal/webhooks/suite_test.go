@@ -2,7 +2,6 @@ package webhooks_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
@@ -48,24 +48,13 @@ var cached client.Reader
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(GinkgoLogr)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := testenv.Root()
 	Expect(err).NotTo(HaveOccurred())
-	bin := filepath.Join(root, "bin")
-	for _, f := range []string{"kube-apiserver", "etcd", filepath.Join("crds", "capi-core", "bases")} {
-		_, err := os.Stat(filepath.Join(bin, f))
-		Expect(err).NotTo(HaveOccurred(), "these tests run a real API server: %s is missing; run `make tools` (make test does)", filepath.Join(bin, f))
-	}
-
 	vwcs, err := webhooks.LoadValidatingWebhookConfigurations(filepath.Join(root, webhooks.ConfigDir))
 	Expect(err).NotTo(HaveOccurred())
-	env = &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(bin, "crds", "capi-core", "bases")},
-		ErrorIfCRDPathMissing: true,
-		// No CAPI types: envtest would otherwise point the CAPI CRDs at a conversion webhook.
-		Scheme:                clientgoscheme.Scheme,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: vwcs, LocalServingHost: "127.0.0.1"},
-	}
+	env, err = testenv.New(testenv.CRDs{Operator: true, CAPI: true})
+	Expect(err).NotTo(HaveOccurred())
+	env.WebhookInstallOptions = envtest.WebhookInstallOptions{ValidatingWebhooks: vwcs, LocalServingHost: "127.0.0.1"}
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 
