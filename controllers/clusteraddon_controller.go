@@ -966,7 +966,9 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged(), r.Shard.predicate())).
 		// A change of the applied release ends the addon stages of an upgrade (status.stages).
-		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), appliedReleaseChanged()))).
+		// Its creation passes only with a status: this reconciler created it and went on (createdWithStatus).
+		Owns(&csv1.ClusterAddon{}, builder.WithPredicates(predicate.Funcs{CreateFunc: createdWithStatus},
+			predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), appliedReleaseChanged()))).
 		// A ClusterAddon nobody owns (made by hand) is looked at too: without a Cluster of its
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).

@@ -315,6 +315,43 @@ func TestFluxStatusChanged(t *testing.T) {
 	}
 }
 
+// TestCreatedWithStatus: a generated object's creation wakes its ClusterAddon only when the object
+// already has a status (listed again after a broken watch, or found when the operator starts); one
+// without (this reconciler's own apply a moment ago) does not; other kinds always do.
+func TestCreatedWithStatus(t *testing.T) {
+	readyHR := &helmv2.HelmRelease{}
+	readyHR.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
+	observedKs := &kustomizev1.Kustomization{}
+	observedKs.Status.ObservedGeneration = 1
+	writtenAddon := &csv1.ClusterAddon{}
+	writtenAddon.Status.DesiredRelease = "stack-v1"
+	tests := []struct {
+		name string
+		obj  client.Object
+		want bool
+	}{
+		{"HelmRelease just applied", &helmv2.HelmRelease{}, false},
+		{"HelmRelease with Flux's status", readyHR, true},
+		{"Kustomization just applied", &kustomizev1.Kustomization{}, false},
+		{"Kustomization with Flux's status", observedKs, true},
+		{"ClusterAddon just created", &csv1.ClusterAddon{}, false},
+		{"ClusterAddon with a status", writtenAddon, true},
+		{"another kind", &clusterv1.Cluster{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := createdWithStatus(event.CreateEvent{Object: tt.obj}); got != tt.want {
+				t.Errorf("createdWithStatus = %v, want %v", got, tt.want)
+			}
+			if _, isAddon := tt.obj.(*csv1.ClusterAddon); !isAddon {
+				if got := fluxStatusChanged().Create(event.CreateEvent{Object: tt.obj}); got != tt.want {
+					t.Errorf("fluxStatusChanged passes the creation: %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
 // TestAddonStatusInputDuringUpgrade: the status aggregation judges each component at the release
 // it is delivered at (a held one at the old release's chart version and revision) and holds the
 // rollout while the AfterClusterUpgrade stage waits for the control plane.

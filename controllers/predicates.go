@@ -117,10 +117,34 @@ func releaseFactsChanged() predicate.Predicate {
 // judged status is computed from (readiness, messages, failure counts, history), and the moments
 // a component may have become Ready at what was last written (ordering across kinds, addon
 // stages). Changes of the spec or metadata alone (the operator's own applies) do not pass.
+//
+// A creation passes only with a status (createdWithStatus).
 func fluxStatusChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return !equality.Semantic.DeepEqual(fluxStatusOf(e.ObjectOld), fluxStatusOf(e.ObjectNew))
-	}}
+	return predicate.Funcs{
+		CreateFunc: createdWithStatus,
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !equality.Semantic.DeepEqual(fluxStatusOf(e.ObjectOld), fluxStatusOf(e.ObjectNew))
+		},
+	}
+}
+
+// createdWithStatus passes the creation of a HelmRelease, Kustomization or ClusterAddon only
+// when it already has a status, and the creation of any other kind. One without a status was
+// created by the reconcile that applied it a moment ago, which judged it as written: reconciling
+// again for it reads what that reconcile read and writes nothing (one reconcile per generated
+// object per Cluster, at the rate a fleet is created). One with a status is news: an object that
+// changed while the watch was broken reaches the informer as a creation when it lists again, and
+// when the operator starts, the Flux objects it finds are reconciled for (their Clusters are too).
+func createdWithStatus(e event.CreateEvent) bool {
+	switch t := e.Object.(type) {
+	case *helmv2.HelmRelease:
+		return !equality.Semantic.DeepEqual(t.Status, helmv2.HelmReleaseStatus{})
+	case *kustomizev1.Kustomization:
+		return !equality.Semantic.DeepEqual(t.Status, kustomizev1.KustomizationStatus{})
+	case *csv1.ClusterAddon:
+		return !equality.Semantic.DeepEqual(t.Status, csv1.ClusterAddonStatus{})
+	}
+	return true
 }
 
 func fluxStatusOf(o client.Object) any {
