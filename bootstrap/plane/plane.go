@@ -143,6 +143,11 @@ type Options struct {
 	// of the operator. Each workload cluster binds this account of its Cluster's namespace to
 	// cluster-admin (Flux impersonates it there). Default: DefaultFluxServiceAccount.
 	FluxServiceAccount string
+	// FluxConcurrent is the --concurrent of kustomize- and helm-controller (workers each);
+	// 0: Flux's default (4). A plane with many failing HelmReleases needs more: a failing Helm
+	// upgrade, its rollback and helm-controller's wait for its own cache hold a worker for tens
+	// of seconds each, and four such loops leave no worker for anything else.
+	FluxConcurrent int
 	// RBACConfigDir is the operator's RBAC (kustomize), installed with WithOperator; the operator
 	// runs with a token of its ServiceAccount. Default: <RepoRoot>/config/rbac.
 	RBACConfigDir string
@@ -773,6 +778,9 @@ func (p *Plane) startFlux(ctx context.Context) error {
 			// Flux's multi-tenancy lockdown: no reference across namespaces, and every object
 			// without spec.serviceAccountName applied as the namespace's default account.
 			args = append(args, "--no-cross-namespace-refs=true", "--default-service-account="+o.FluxServiceAccount)
+			if o.FluxConcurrent > 0 {
+				args = append(args, "--concurrent="+strconv.Itoa(o.FluxConcurrent))
+			}
 		}
 		spec := proc.Spec{
 			Name: c.name,

@@ -83,8 +83,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// The main instance of sharding (README, Sharding): Clusters labelled with a shard are
 		// the shards' ("Sharding by label"); no other spec labels its Clusters.
 		OperatorArgs: append([]string{"--watch-label-selector=!" + csv1.ShardLabel}, operatorArgs...),
-		StartTimeout: 4 * time.Minute,
-		Logger:       GinkgoLogr,
+		// The specs leave their failures in place (a chart that never installs, an upgrade
+		// rolled back again and again), and each such loop holds a helm-controller worker for
+		// tens of seconds at a time: with Flux's default of 4 workers, late in the suite a
+		// HelmRelease another spec asks to reconcile could wait minutes for one.
+		FluxConcurrent: 10,
+		StartTimeout:   4 * time.Minute,
+		Logger:         GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
 	repoRoot = pl.RepoRoot()
