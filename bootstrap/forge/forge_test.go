@@ -17,26 +17,17 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
 )
 
 // binDir is the checkout's bin/, found from the working directory upwards.
 func binDir(t *testing.T) string {
 	t.Helper()
-	d, err := os.Getwd()
+	root, err := checkout.Root(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
-			strings.HasPrefix(strings.TrimSpace(string(b)), "module github.com/clusterstack-io/clusterstack-operator") {
-			return filepath.Join(d, "bin")
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			t.Fatal("no checkout of the operator above the working directory")
-		}
-		d = parent
-	}
+	return filepath.Join(root, "bin")
 }
 
 func startForge(t *testing.T) *forge.Forge {

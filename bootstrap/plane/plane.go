@@ -95,6 +95,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
@@ -102,7 +103,7 @@ import (
 
 const (
 	// ModulePath is the Go module whose checkout Start looks for to find bin/ and config/.
-	ModulePath = "github.com/clusterstack-io/clusterstack-operator"
+	ModulePath = checkout.ModulePath
 	// DefaultStartTimeout bounds Start.
 	DefaultStartTimeout = 5 * time.Minute
 	// KubeconfigFile is the management kubeconfig's file name in the state dir.
@@ -292,24 +293,8 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // FindRepoRoot returns the closest directory, from dir upwards, whose go.mod declares
-// ModulePath.
-func FindRepoRoot(dir string) (string, error) {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "module "+ModulePath) {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no checkout of %s at or above %s", ModulePath, dir)
-		}
-		d = parent
-	}
-}
+// ModulePath (checkout.Root).
+func FindRepoRoot(dir string) (string, error) { return checkout.Root(dir) }
 
 // withDefaults fills in the defaults and makes paths absolute.
 func (o Options) withDefaults() (Options, error) {

@@ -4,7 +4,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
 )
 
 // CRDs are the CustomResourceDefinitions an environment installs once its API server is up.
@@ -25,24 +26,9 @@ type CRDs struct {
 	Flux bool
 }
 
-// Root is the repository's root: the nearest directory at or above the working directory
-// (a test's package directory) that holds go.mod.
-func Root() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod at or above the working directory: run the tests from the repository")
-		}
-		dir = parent
-	}
-}
+// Root is the repository's root: the checkout at or above the working directory (a test's
+// package directory).
+func Root() (string, error) { return checkout.Root(".") }
 
 // New returns an environment (not started) of the API server and etcd in bin/ with crds, or an
 // error that names what is missing and how to get it. Callers add what else they need (webhooks,
