@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -220,8 +221,21 @@ func NodeName(name string, i int) string {
 	return fluxgen.SafeName(fluxgen.MaxLabelValue, name, "node", strconv.Itoa(i))
 }
 
-// Node is a Node that kwok manages (Ready, runs its Pods), with providerID and the kubelet
-// version it reports (kwok keeps it) when not empty.
+// NodeIP is the InternalIP address of the Node named name: 192.168.x.y from a hash of the name,
+// the same whenever the Node is made again. kwok gives a host-network Pod (a CNI's DaemonSet)
+// its Node's address as the Pod's IP. On a Node without an address such a Pod got no IP, and
+// kwok's pod-create stage, which matches every Pod without one, set it back to ContainerCreating
+// every few seconds: never Running for long, and a stream of status writes in every cluster.
+func NodeIP(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	s := h.Sum32()
+	return fmt.Sprintf("192.168.%d.%d", byte(s>>8), 1+s%254)
+}
+
+// Node is a Node that kwok manages (Ready, runs its Pods), with its addresses (NodeIP and the
+// name as hostname), and providerID and the kubelet version it reports (kwok keeps it) when not
+// empty. A Node's status may be set when it is created, as a kubelet registering does.
 func Node(name, providerID, kubeletVersion string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -237,8 +251,14 @@ func Node(name, providerID, kubeletVersion string) *corev1.Node {
 				"node.alpha.kubernetes.io/ttl": "0",
 			},
 		},
-		Spec:   corev1.NodeSpec{ProviderID: providerID},
-		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion}},
+		Spec: corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: NodeIP(name)},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+		},
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 )
 
@@ -54,6 +55,37 @@ var _ = Describe("Workloads on the management API server", func() {
 			Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
 		}
 	}, SpecTimeout(90*time.Second))
+
+	It("keeps a host-network Pod (a CNI's DaemonSet's) Running, with its Node's address as its IP", func(ctx SpecContext) {
+		c := pl.Client()
+		ns := createNamespace(ctx, "hostnet")
+		node := &corev1.Node{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "management-node-0"}, node)).To(Succeed())
+		Expect(node.Status.Addresses).To(ContainElement(corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: kubesim.NodeIP(node.Name)}))
+
+		// Bound to the Node as a DaemonSet's Pods are (the management API server runs no
+		// DaemonSet controller).
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "cni", Namespace: ns},
+			Spec: corev1.PodSpec{NodeName: node.Name, HostNetwork: true,
+				Containers: []corev1.Container{{Name: "cni", Image: "registry.invalid/cni:1"}}},
+		}
+		Expect(c.Create(ctx, pod)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(pod.Status.PodIP).To(Equal(kubesim.NodeIP(node.Name)))
+			g.Expect(pod.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		// On a Node without an address, kwok set such a Pod back to ContainerCreating every few
+		// seconds: it must stay as it is.
+		Consistently(func(g Gomega) {
+			now := &corev1.Pod{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), now)).To(Succeed())
+			g.Expect(now.ResourceVersion).To(Equal(pod.ResourceVersion), "Pod status changed: %+v", now.Status)
+		}).WithContext(ctx).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(2*time.Minute))
 })
 
 var _ = Describe("Fixture operators on the local Git server", func() {
