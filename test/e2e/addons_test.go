@@ -58,7 +58,9 @@ func observe(ctx context.Context, ns, cluster string) (stop func() []observation
 }
 
 // sampleEvery calls sample every interval until stop is called (or ctx ends) and returns, from
-// stop, the samples it reported as taken, in order.
+// stop, the samples it reported as taken, in order. stop takes one more sample first: what the
+// caller saw before it stopped the sampling (an Eventually that saw Available) is in the
+// samples, even when it changed less than an interval before.
 func sampleEvery[T any](ctx context.Context, interval time.Duration, sample func() (T, bool)) (stop func() []T) {
 	var mu sync.Mutex
 	var out []T
@@ -69,18 +71,22 @@ func sampleEvery[T any](ctx context.Context, interval time.Duration, sample func
 		defer close(finished)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		take := func() {
 			if v, ok := sample(); ok {
 				mu.Lock()
 				out = append(out, v)
 				mu.Unlock()
+			}
+		}
+		for {
+			select {
+			case <-done:
+				take()
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				take()
 			}
 		}
 	}()
