@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -160,6 +161,12 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 	c := metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fmt.Sprintf("tag %s points at the validated commit %s", rel.Name, rel.Status.Commit)}
 	refs, err := r.Tags.Refs(ctx, rel.Namespace, rel.Spec.Source, every)
+	if err == nil && refs[rel.Name] != rel.Status.Commit {
+		// The cached listing may be older than the tag (another ClusterStack of the namespace
+		// listed the repository before it was pushed): only a listing that started after the
+		// commit was validated can tell that the tag moved since.
+		refs, err = r.Tags.RefsSince(ctx, rel.Namespace, rel.Spec.Source, every, validatedSince(rel))
+	}
 	switch {
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, csv1.ReasonTagListFailed,
@@ -182,6 +189,17 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 		return true, nil
 	})
 	return ctrl.Result{RequeueAfter: every}, err
+}
+
+// validatedSince is the earliest start of a tag listing that can contradict the release's
+// validated commit: the last transition of StackValid (the validation; a Condition's time keeps
+// whole seconds, so one is added), and not before the release was created.
+func validatedSince(rel *csv1.ClusterStackRelease) time.Time {
+	t := rel.CreationTimestamp.Time
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition); c != nil && c.LastTransitionTime.After(t) {
+		t = c.LastTransitionTime.Time
+	}
+	return t.Add(time.Second)
 }
 
 // validateStack checks that the stack at the tag is the one the release names.

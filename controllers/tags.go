@@ -108,8 +108,17 @@ func (l *TagLister) cached(key string) (tagCacheEntry, bool) {
 // tags). maxAge bounds how old a cached answer may be; Tags shares the cache. The returned map
 // is shared with the cache and must not be changed.
 func (l *TagLister) Refs(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) (map[string]string, error) {
+	return l.RefsSince(ctx, ns, src, maxAge, time.Time{})
+}
+
+// RefsSince is Refs from a listing that started at notBefore or later: an older cached listing
+// is not used, the repository is listed again (and that listing cached). The cache is shared by
+// every ClusterStack of a namespace that reads the same repository, so a listing may predate a
+// tag pushed since: what the caller learned after notBefore (a commit validated at a tag, say)
+// must not be contradicted by it.
+func (l *TagLister) RefsSince(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration, notBefore time.Time) (map[string]string, error) {
 	key := cacheKey(ns, src)
-	if e, ok := l.cached(key); ok && l.now().Sub(e.at) < maxAge {
+	if e, ok := l.cached(key); ok && l.now().Sub(e.at) < maxAge && !e.at.Before(notBefore) {
 		return e.refs, nil
 	}
 	l.mu.Lock()

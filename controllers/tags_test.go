@@ -322,6 +322,21 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	if got := refs(0); got != "c2" || calls.Load() != 2 {
 		t.Errorf("maxAge 0: v1=%s after %d listings, want a new listing", got, calls.Load())
 	}
+	// RefsSince: a cached listing that started before the given time is not used.
+	l.Forget("team-a", src)
+	refs(time.Minute) // a listing cached for a minute (the one above was cached for no time)
+	answer.Store("c2b")
+	base := calls.Load()
+	if r, err := l.RefsSince(ctx, "team-a", src, time.Minute, time.Time{}); err != nil || r["v1"] != "c2" || calls.Load() != base {
+		t.Errorf("RefsSince an older time: v1=%s, %v after %d more listings, want the cached c2", r["v1"], err, calls.Load()-base)
+	}
+	if r, err := l.RefsSince(ctx, "team-a", src, time.Minute, time.Now()); err != nil || r["v1"] != "c2b" || calls.Load() != base+1 {
+		t.Errorf("RefsSince a time after the cached listing started: v1=%s, %v after %d more listings, want one", r["v1"], err, calls.Load()-base)
+	}
+	if got := refs(time.Minute); got != "c2b" || calls.Load() != base+1 {
+		t.Errorf("after RefsSince: v1=%s after %d more listings, want its listing cached", got, calls.Load()-base)
+	}
+	calls.Store(2)
 	l.Forget("team-a", src)
 	answer.Store("c3")
 	if got := refs(time.Hour); got != "c3" || calls.Load() != 3 {

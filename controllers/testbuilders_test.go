@@ -184,6 +184,13 @@ func (t *tagRegistry) publish(url, tag, commit string) {
 	t.tags[url][tag] = commit
 }
 
+// remove deletes a tag from a repository.
+func (t *tagRegistry) remove(url, tag string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.tags[url], tag)
+}
+
 // list is the TagLister's List.
 func (t *tagRegistry) list(_ context.Context, r *gitauth.Remote) (map[string]string, error) {
 	t.mu.Lock()
