@@ -15,20 +15,28 @@ const StandInLabel = "plane.clusterstack.io/stand-in"
 
 // DefaultStandInKinds are the provider kinds the plane installs stand-in CRDs for by default:
 // Cluster API Provider OpenStack's (its module is refused by the Go module proxy), in the
-// v1beta1 API the Sovereign Cloud Stack's OpenStack stacks use.
+// v1beta1 API the Sovereign Cloud Stack's OpenStack stacks use, and the Image of the OpenStack
+// Resource Controller (ORC), which those stacks' cluster-class charts create for their machine
+// images.
 var DefaultStandInKinds = []schema.GroupVersionKind{
 	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackCluster"},
 	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackClusterTemplate"},
 	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackMachine"},
 	{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "OpenStackMachineTemplate"},
+	{Group: "openstack.k-orc.cloud", Version: "v1alpha1", Kind: "Image"},
+}
+
+// capiProviderGroup is true for the API groups of Cluster API providers' kinds.
+func capiProviderGroup(group string) bool {
+	return group == "cluster.x-k8s.io" || strings.HasSuffix(group, ".cluster.x-k8s.io")
 }
 
 // StandInCRD returns a permissive CRD for gvk: any spec is accepted (the real provider's
 // validation is not there), and the fields of the CAPI v1beta1 provider contract that
 // localinfra and CAPI read and write are declared (spec.controlPlaneEndpoint, spec.providerID,
-// status.ready, status.initialization.provisioned), so that they are not pruned. Its label
-// cluster.x-k8s.io/v1beta1 tells CAPI which version implements the contract; StandInLabel
-// says what it is.
+// status.ready, status.initialization.provisioned), so that they are not pruned. For a kind of
+// a Cluster API provider group, its label cluster.x-k8s.io/v1beta1 tells CAPI which version
+// implements the contract, and it is in the category cluster-api; StandInLabel says what it is.
 func StandInCRD(gvk schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefinition {
 	plural := strings.ToLower(gvk.Kind) + "s"
 	open := func(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
@@ -50,19 +58,19 @@ func StandInCRD(gvk schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefi
 		spec = open(map[string]apiextensionsv1.JSONSchemaProps{"template": open(nil)})
 		status = open(nil)
 	}
+	labels := map[string]string{StandInLabel: "true"}
+	var categories []string
+	if capiProviderGroup(gvk.Group) {
+		labels["cluster.x-k8s.io/v1beta1"] = gvk.Version
+		categories = []string{"cluster-api"}
+	}
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: plural + "." + gvk.Group,
-			Labels: map[string]string{
-				StandInLabel:               "true",
-				"cluster.x-k8s.io/v1beta1": gvk.Version,
-			},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + gvk.Group, Labels: labels},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: gvk.Group,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{
 				Plural: plural, Singular: strings.ToLower(gvk.Kind), Kind: gvk.Kind, ListKind: gvk.Kind + "List",
-				Categories: []string{"cluster-api"},
+				Categories: categories,
 			},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{

@@ -39,7 +39,7 @@ var crdStacks = []struct {
 }{
 	{dir: "../../stacks/aws/base/1-36", minObjs: 6},
 	{dir: scsShared, minObjs: 5},
-	{dir: scsVendored, minObjs: 4, noCRD: []string{"infrastructure.cluster.x-k8s.io/OpenStackMachineTemplate", "infrastructure.cluster.x-k8s.io/OpenStackClusterTemplate"}},
+	{dir: scsVendored, minObjs: 4, noCRD: []string{"openstack.k-orc.cloud/Image", "infrastructure.cluster.x-k8s.io/OpenStackMachineTemplate", "infrastructure.cluster.x-k8s.io/OpenStackClusterTemplate"}},
 	{dir: scsFetched, minObjs: 4, noCRD: []string{"infrastructure.cluster.x-k8s.io/OpenStackMachineTemplate", "infrastructure.cluster.x-k8s.io/OpenStackClusterTemplate"}},
 }
 

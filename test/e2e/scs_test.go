@@ -29,7 +29,7 @@ import (
 // into Clusters by Cluster API's topology controller, and their addons are delivered:
 //
 //   - providers/openstack/scs: subcharts vendored under charts/, values in overwrite.yaml
-//     templated with the Cluster, OpenStack kinds (the plane's stand-in CRDs);
+//     templated with the Cluster, OpenStack kinds and an ORC Image (the plane's stand-in CRDs);
 //   - providers/docker/scs: a v1beta1 ClusterClass on CAPD's Docker kinds with a worker class,
 //     per-component directories and a top-level cluster-addon-values.yaml keyed by component;
 //   - providers/openstack/scs2: chart dependencies not vendored, fetched by source-controller
