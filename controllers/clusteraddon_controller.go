@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -385,7 +386,7 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fmt.Sprintf("release %s of ClusterStack %s is validated at %s", rel.Name, rel.Spec.ClusterStack, rel.Status.Revision)}
 	if !controlPlaneInitialized(s.cluster) {
-		return wait(csv1.ReasonWaitingForControlPlane, fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized", s.cluster.Name))
+		return wait(csv1.ReasonWaitingForControlPlane, waitingForControlPlane(s.cluster))
 	}
 	// The kubeconfig Secret is read by name, metadata only, from the API server: the operator
 	// neither lists nor watches Secrets, and never reads their data. CAPI writes it before it
@@ -420,6 +421,31 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 func kubeconfigPresent() *metav1.Condition {
 	return &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: "control plane initialized and kubeconfig Secret present"}
+}
+
+// waitingForControlPlane says that the Cluster's control plane is not initialized yet and, when
+// Cluster API reports that it cannot build the Cluster's topology, what it said: then the wait
+// is not one that passes on its own (a template CAPI's webhooks refuse, a ClusterClass it has
+// not reconciled), and the Degraded this turns into after the grace period names the cause.
+func waitingForControlPlane(c *clusterv1.Cluster) string {
+	msg := fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized", c.Name)
+	if problem := topologyProblem(c); problem != "" {
+		msg += "; Cluster API cannot build its topology: " + problem
+	}
+	return msg
+}
+
+// topologyProblem is what Cluster API says, in the Cluster's TopologyReconciled condition, when
+// that condition is False for one of the two reasons CAPI itself counts as issues (its
+// reconciliation failed; the ClusterClass is not reconciled), and "" otherwise (no condition, or
+// a topology that is only on its way: creating, upgrading, ...).
+func topologyProblem(c *clusterv1.Cluster) string {
+	cond := apimeta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition)
+	if cond == nil || cond.Status != metav1.ConditionFalse ||
+		cond.Reason != clusterv1.ClusterTopologyReconciledFailedReason && cond.Reason != clusterv1.ClusterTopologyReconciledClusterClassNotReconciledReason {
+		return ""
+	}
+	return fmt.Sprintf("TopologyReconciled is False (%s): %s", cond.Reason, strings.ReplaceAll(strings.TrimSpace(cond.Message), "\n", "; "))
 }
 
 func controlPlaneInitialized(c *clusterv1.Cluster) bool {

@@ -81,7 +81,8 @@ func clusterClassHandler(fn func(ctx context.Context, ns, class string) []reconc
 }
 
 // clusterInputChanged passes Cluster events that can change the addons: spec (generation),
-// labels and annotations, initialization status, deletion.
+// labels and annotations, initialization status, deletion; and, before the control plane is
+// initialized, what Cluster API says of a topology it cannot build (the ClusterAddon reports it).
 func clusterInputChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
@@ -93,6 +94,7 @@ func clusterInputChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 			controlPlaneInitialized(o) != controlPlaneInitialized(n) ||
+			!controlPlaneInitialized(n) && topologyProblem(o) != topologyProblem(n) ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 	}}
 }

@@ -179,8 +179,11 @@ const (
 	// fixed.
 	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonRenderLimitExceeded = "RenderLimitExceeded"
-	// ReasonWaitingForControlPlane: the Cluster's control plane is not initialized yet. What to do:
-	// nothing until Cluster API initializes it; if that takes long, look at the Cluster and its
+	// ReasonWaitingForControlPlane: the Cluster's control plane is not initialized yet; when Cluster
+	// API reports that it cannot build the Cluster's topology (TopologyReconciled False, reason
+	// ReconcileFailed or ClusterClassNotReconciled), the message quotes it. What to do: nothing
+	// until Cluster API initializes it; if that takes long, or the message quotes Cluster API, fix
+	// what it names (a variable, a template of the ClusterClass) and look at the Cluster and its
 	// control plane (`kubectl describe cluster`, `kubectl get kubeadmcontrolplanes`).
 	// +docs:on=ClusterAddon/WorkloadClusterReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonWaitingForControlPlane = "WaitingForControlPlane"
