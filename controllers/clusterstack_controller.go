@@ -235,12 +235,12 @@ func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackSco
 
 // tagPublished checks that a release's tag exists in the stack's repository.
 func (r *ClusterStackReconciler) tagPublished(ctx context.Context, cs *csv1.ClusterStack, name string) (bool, csv1.MissingRelease) {
-	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
+	has, err := r.Tags.Has(ctx, cs.Namespace, cs.Spec.Source, interval(cs), name)
 	if err != nil {
 		return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagListFailed,
 			Message: fmt.Sprintf("cannot tell whether tag %s of ClusterStack %s exists: %s", name, cs.Name, oneLine(err))}
 	}
-	if slices.Contains(tags, name) {
+	if has {
 		return true, csv1.MissingRelease{}
 	}
 	return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagNotFound,

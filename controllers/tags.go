@@ -59,6 +59,23 @@ type tagCacheEntry struct {
 	at   time.Time // when the listing started
 }
 
+// tagConfirmAge is how recent a listing must be for a tag missing from it to be reported
+// missing (Has).
+const tagConfirmAge = 30 * time.Second
+
+// Has reports whether the repository has tag. A cached listing without it is believed only if it
+// started less than tagConfirmAge ago (it may predate the tag's push: the cache is shared by
+// every ClusterStack of the namespace that reads the repository); otherwise the repository is
+// listed again.
+func (l *TagLister) Has(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration, tag string) (bool, error) {
+	refs, err := l.Refs(ctx, ns, src, maxAge)
+	if err != nil || refs[tag] != "" {
+		return err == nil, err
+	}
+	refs, err = l.RefsSince(ctx, ns, src, maxAge, l.now().Add(-tagConfirmAge))
+	return err == nil && refs[tag] != "", err
+}
+
 // Tags returns the repository's tag names, sorted. maxAge bounds how old a cached answer may be.
 func (l *TagLister) Tags(ctx context.Context, ns string, src csv1.StackSource, maxAge time.Duration) ([]string, error) {
 	refs, err := l.Refs(ctx, ns, src, maxAge)

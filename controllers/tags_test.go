@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -384,4 +385,39 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	if got := refs(time.Hour); got != "c4" || calls.Load() != 7 {
 		t.Errorf("after an error: v1=%s after %d listings, want a new listing", got, calls.Load())
 	}
+}
+
+// Has believes a cached listing that has the tag; one without it only when it started less than
+// tagConfirmAge ago, else it lists again: a tag pushed after another ClusterStack's listing of
+// the same repository is not reported missing.
+func TestTagListerHasConfirmsAMissingTag(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var listings atomic.Int32
+	remote := map[string]string{"v1": "c1"}
+	l := &TagLister{clock: clock, List: func(context.Context, *gitauth.Remote) (map[string]string, error) {
+		listings.Add(1)
+		return maps.Clone(remote), nil
+	}}
+	src := csv1.StackSource{URL: "https://git.example.com/stacks.git", Path: "."}
+	has := func(tag string, want bool, wantListings int32) {
+		t.Helper()
+		got, err := l.Has(context.Background(), "team-a", src, time.Hour, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want || listings.Load() != wantListings {
+			t.Errorf("Has(%s) = %v after %d listings, want %v after %d", tag, got, listings.Load(), want, wantListings)
+		}
+	}
+	has("v1", true, 1)
+	has("v2", false, 1) // the listing is a moment old: v2 is missing
+	remote["v2"] = "c2"
+	clock.step(tagConfirmAge - time.Second)
+	has("v2", false, 1) // still recent enough to be believed
+	clock.step(2 * time.Second)
+	has("v2", true, 2) // older: listed again, and v2 is there
+	has("v1", true, 2) // that listing is cached
+	clock.step(time.Minute)
+	has("v3", false, 3) // a missing tag is confirmed by a new listing
+	has("v3", false, 3)
 }
