@@ -22,7 +22,7 @@ func TestWaitingForControlPlane(t *testing.T) {
 		{"no condition", nil, plain},
 		{"topology reconciled", topology(metav1.ConditionTrue, "ReconcileSucceeded", ""), plain},
 		{"on its way: creating", topology(metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledClusterCreatingReason, "Cluster is creating"), plain},
-		{"on its way: upgrade pending", topology(metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledControlPlaneUpgradePendingReason, "Control plane upgrade pending"), plain},
+		{"on its way: upgrading", topology(metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledClusterUpgradingReason, "Cluster is upgrading"), plain},
 		{"reconcile failed", topology(metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledFailedReason,
 			"error reconciling the Cluster topology: failed to create KubeadmControlPlane.controlplane.cluster.x-k8s.io: FieldValueInvalid:\nspec.imageRepository: Invalid value: \"\"\n"),
 			plain + "; Cluster API cannot build its topology: TopologyReconciled is False (ReconcileFailed): error reconciling the Cluster topology: " +
