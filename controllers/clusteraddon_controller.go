@@ -432,7 +432,7 @@ func waitingForControlPlane(c *clusterv1.Cluster) string {
 	if problem := topologyProblem(c); problem != "" {
 		msg += "; Cluster API cannot build its topology: " + problem
 	}
-	return msg
+	return fluxstatus.Truncate(msg)
 }
 
 // topologyProblem is what Cluster API says, in the Cluster's TopologyReconciled condition, when

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,5 +38,11 @@ func TestWaitingForControlPlane(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+	// CAPI's messages may be long (up to 10,240 characters): the wait stays readable.
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "one"}}
+	c.Status.Conditions = topology(metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledFailedReason, strings.Repeat("x", 10240))
+	if got := waitingForControlPlane(c); len(got) > 2048 || !strings.HasPrefix(got, plain+"; Cluster API cannot build its topology: ") {
+		t.Errorf("a long message: got %d bytes starting %.120q", len(got), got)
 	}
 }
