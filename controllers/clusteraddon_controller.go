@@ -445,7 +445,7 @@ func topologyProblem(c *clusterv1.Cluster) string {
 		cond.Reason != clusterv1.ClusterTopologyReconciledFailedReason && cond.Reason != clusterv1.ClusterTopologyReconciledClusterClassNotReconciledReason {
 		return ""
 	}
-	return fmt.Sprintf("TopologyReconciled is False (%s): %s", cond.Reason, strings.ReplaceAll(strings.TrimSpace(cond.Message), "\n", "; "))
+	return fmt.Sprintf("TopologyReconciled is False (%s): %s", cond.Reason, oneLineText(strings.TrimSpace(cond.Message)))
 }
 
 func controlPlaneInitialized(c *clusterv1.Cluster) bool {

@@ -322,7 +322,12 @@ func (r *ClusterStackReleaseReconciler) reconcileDelete(ctx context.Context, rel
 }
 
 func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	return oneLineText(err.Error())
+}
+
+// oneLineText joins the lines of a message with "; ", for a condition message.
+func oneLineText(s string) string {
+	return strings.ReplaceAll(s, "\n", "; ")
 }
 
 // SetupWithManager wires the watches: the release, the Flux objects it owns, and the Clusters
