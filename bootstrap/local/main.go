@@ -235,11 +235,12 @@ func stackTreeFor(stacksDir, tag string) (string, error) {
 	if err != nil {
 		return stacksDir, nil //nolint:nilerr // not a release tag: the tree itself
 	}
-	sub := filepath.Join(rel.Provider, rel.Name, fmt.Sprintf("%d-%d", rel.Major, rel.Minor))
-	if _, err := os.Stat(filepath.Join(stacksDir, sub)); errors.Is(err, fs.ErrNotExist) {
-		return stacksDir, nil // a release of a stack that is not in the tree: the tree itself
-	} else if err != nil {
+	sub, err := stackDirOf(stacksDir, rel)
+	if err != nil {
 		return "", fmt.Errorf("tag %s: %w", tag, err)
+	}
+	if sub == "" {
+		return stacksDir, nil // a release of a stack that is not in the tree: the tree itself
 	}
 	dir, err := os.MkdirTemp("", "stacks-")
 	if err != nil {
@@ -252,6 +253,40 @@ func stackTreeFor(stacksDir, tag string) (string, error) {
 		return "", fmt.Errorf("tag %s: %w", tag, err)
 	}
 	return dir, nil
+}
+
+// stackDirOf returns the directory (relative to stacksDir) of the stack rel is a release of:
+// <provider>/<name>/<major>-<minor> as in stacks/, else the first directory (in lexical order)
+// whose stack metadata (stack.yaml or csctl.yaml) names the same provider, stack name and
+// Kubernetes minor version, as in SCS's providers/<provider>/<name> layout; "" when none.
+func stackDirOf(stacksDir string, rel stack.Release) (string, error) {
+	sub := filepath.Join(rel.Provider, rel.Name, fmt.Sprintf("%d-%d", rel.Major, rel.Minor))
+	if _, err := os.Stat(filepath.Join(stacksDir, sub)); err == nil {
+		return sub, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	minor := fmt.Sprintf("%d.%d", rel.Major, rel.Minor)
+	found := ""
+	err := filepath.WalkDir(stacksDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || (d.Name() != stack.StackFile && d.Name() != stack.CsctlFile) {
+			return nil
+		}
+		dir := filepath.Dir(path)
+		s, err := stack.Load(dir)
+		if err != nil || s.Provider != rel.Provider || s.Name != rel.Name || s.KubernetesMinor != minor {
+			return nil //nolint:nilerr // not this release's stack (or not a valid one): keep looking
+		}
+		found, err = filepath.Rel(stacksDir, dir)
+		return err
+	})
+	return found, err
 }
 
 // withUser returns rawURL with user and password in it (a local demo's clone URL, so that
