@@ -5,6 +5,7 @@ package fluxstatus
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -110,10 +111,10 @@ func fromConditions(kind string, obj metav1.Object, conds []metav1.Condition, ob
 		Current: observed == obj.GetGeneration(),
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReadyCondition); c != nil {
-		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, c.Message, c.LastTransitionTime.Time
+		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, ElideObjects(c.Message), c.LastTransitionTime.Time
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
-		s.Stalled, s.Reason, s.Message = true, c.Reason, c.Message
+		s.Stalled, s.Reason, s.Message = true, c.Reason, ElideObjects(c.Message)
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
 		s.Reconciling = true
@@ -133,8 +134,16 @@ func FromGitRepository(o *sourcev1.GitRepository) ObjectState {
 	case ref != nil && ref.Tag != "":
 		s.ExpectedRevision = ref.Tag
 	}
+	if ref := o.Spec.Reference; ref != nil && ref.Commit != "" && s.Ready == metav1.ConditionFalse && strings.Contains(s.Message, unreachableCommit) {
+		s.Message += fmt.Sprintf(" (source-controller fetches a pinned commit from the repository's branches, and commit %s is on none of them: push it to a branch, for example the one the tag was made on)", ref.Commit)
+	}
 	return s
 }
+
+// unreachableCommit is in source-controller's message when the commit a GitRepository is pinned to
+// is not among the objects it fetched: its clone of a commit fetches every branch, not tags, so a
+// tag on a commit that no branch contains cannot be delivered pinned.
+const unreachableCommit = "unable to resolve commit object for"
 
 // FromHelmChart reads a HelmChart; expected is the chart version the stack declares.
 func FromHelmChart(o *sourcev1.HelmChart, expectedVersion string) ObjectState {
@@ -153,7 +162,57 @@ func FromHelmRelease(o *helmv2.HelmRelease, expectedVersion string) ObjectState 
 		s.Revision = latest.ChartVersion
 	}
 	s.ExpectedRevision = expectedVersion
+	// After a remediation or a stall, helm-controller's Ready (or Stalled) message says what it
+	// did about a failure ("Helm rollback to previous release kube-system/cni.v15 with chart
+	// cni@1.0.0 succeeded", "Failed to upgrade after 3 attempt(s)"); the failure itself is in the
+	// condition of the failed action. The remediation is said in fixed words, without the Helm
+	// revision that grows at every retry, so that a failure retried for hours reads the same.
+	cause := helmFailure(o.Status.Conditions)
+	switch {
+	case cause == "" || cause == s.Message:
+	case s.Stalled:
+		s.Message = fmt.Sprintf("%s (%s)", cause, s.Message)
+	case s.Ready == metav1.ConditionFalse && s.Reason == helmv2.RollbackSucceededReason:
+		s.Message = cause + " (rolled back to the previous release)"
+	case s.Ready == metav1.ConditionFalse && s.Reason == helmv2.UninstallSucceededReason:
+		s.Message = cause + " (the failed release was uninstalled)"
+	}
 	return s
+}
+
+// helmFailure returns what failed in a HelmRelease's last Helm action (its Released condition, or
+// TestSuccess for failed tests), or "" when neither is False.
+func helmFailure(conds []metav1.Condition) string {
+	for _, t := range []string{helmv2.ReleasedCondition, helmv2.TestSuccessCondition} {
+		if c := apimeta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
+			return ElideObjects(c.Message)
+		}
+	}
+	return ""
+}
+
+// quoted matches a double-quoted string with backslash escapes; matches are paired from the left.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// elideAbove is the length above which a quoted string in a Flux message is taken for a dump of
+// an object and elided.
+const elideAbove = 200
+
+// ElideObjects shortens a Flux message by replacing each double-quoted string longer than 200
+// characters with "…". The API server quotes the whole object in some errors (`Invalid value:
+// "{\"apiVersion\":…}": json: cannot unmarshal string into Go struct field
+// DeploymentSpec.spec.replicas of type int32`), which buries the cause at the end of a message
+// several kilobytes long, past where a condition's message is truncated.
+func ElideObjects(msg string) string {
+	if len(msg) <= elideAbove {
+		return msg
+	}
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if len(q) > elideAbove {
+			return `"…"`
+		}
+		return q
+	})
 }
 
 // FromKustomization reads a Kustomization; expected is the source revision it must have applied.

@@ -1,6 +1,7 @@
 package fluxstatus
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,26 @@ func TestFromGitRepository(t *testing.T) {
 				Current: true, Revision: "aws-base-1-33-v2@sha1:0123abcd", ExpectedRevision: tag,
 			},
 			wantHealthy: true,
+		},
+		{
+			name: "pinned to a commit that no branch contains: says what to do",
+			obj: &sourcev1.GitRepository{
+				ObjectMeta: meta0,
+				Spec:       sourcev1.GitRepositorySpec{Reference: &sourcev1.GitRepositoryRef{Tag: tag, Commit: "3438ba83c2284408c305187b4d8c8e8e88211084"}},
+				Status: sourcev1.GitRepositoryStatus{
+					ObservedGeneration: 2,
+					Conditions: []metav1.Condition{
+						{Type: "Ready", Status: metav1.ConditionFalse, Reason: "GitOperationFailed", Message: "failed to checkout and determine revision: unable to resolve commit object for '3438ba83c2284408c305187b4d8c8e8e88211084': object not found", LastTransitionTime: at(-time.Minute)},
+					},
+				},
+			},
+			want: ObjectState{
+				Kind: "GitRepository", Name: tag, Exists: true, Created: created.Time,
+				Ready: metav1.ConditionFalse, ReadySince: t0.Add(-time.Minute), Reason: "GitOperationFailed",
+				Message: "failed to checkout and determine revision: unable to resolve commit object for '3438ba83c2284408c305187b4d8c8e8e88211084': object not found" +
+					" (source-controller fetches a pinned commit from the repository's branches, and commit 3438ba83c2284408c305187b4d8c8e8e88211084 is on none of them: push it to a branch, for example the one the tag was made on)",
+				Current: true, ExpectedRevision: "sha1:3438ba83c2284408c305187b4d8c8e8e88211084",
+			},
 		},
 		{
 			name: "tag missing: Ready False, Stalled carries the message",
@@ -258,6 +279,55 @@ func TestFromHelmRelease(t *testing.T) {
 				s.Stalled, s.Current = true, true
 			}),
 		},
+		{
+			name: "upgrade failed and rolled back: the failure, not the rollback's revision",
+			obj: obj(2, 2, helmv2.Snapshots{
+				{Version: 17, Status: "deployed", ChartVersion: "1.0.0"},
+				{Version: 16, Status: "failed", ChartVersion: "1.1.0"},
+			},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "RollbackSucceeded", Message: "Helm rollback to previous release kube-system/cni.v15 with chart cni@1.0.0 succeeded", LastTransitionTime: at(-time.Minute)},
+				metav1.Condition{Type: "Released", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: `Helm upgrade failed for release kube-system/cni with chart cni@1.1.0: cannot patch "cni" with kind DaemonSet: "" is invalid: patch: Invalid value: "{\"apiVersion\":\"apps/v1\",\"kind\":\"DaemonSet\",\"metadata\":{\"name\":\"cni\",\"namespace\":\"kube-system\",\"labels\":{\"app.kubernetes.io/name\":\"cni\",\"app.kubernetes.io/managed-by\":\"Helm\"}},\"spec\":{\"revisionHistoryLimit\":\"ten\"}}": json: cannot unmarshal string into Go struct field DaemonSetSpec.spec.revisionHistoryLimit of type int32`, LastTransitionTime: at(-3 * time.Minute)},
+				metav1.Condition{Type: "Remediated", Status: metav1.ConditionTrue, Reason: "RollbackSucceeded", Message: "Helm rollback to previous release kube-system/cni.v15 with chart cni@1.0.0 succeeded", LastTransitionTime: at(-time.Minute)}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason = metav1.ConditionFalse, t0.Add(-time.Minute), "RollbackSucceeded"
+				s.Message = `Helm upgrade failed for release kube-system/cni with chart cni@1.1.0: cannot patch "cni" with kind DaemonSet: "" is invalid: patch: Invalid value: "…": json: cannot unmarshal string into Go struct field DaemonSetSpec.spec.revisionHistoryLimit of type int32 (rolled back to the previous release)`
+				s.Current, s.Revision = true, "1.0.0"
+			}),
+		},
+		{
+			name: "install failed and uninstalled",
+			obj: obj(1, 1, nil,
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UninstallSucceeded", Message: "Helm uninstall for release kube-system/cni with chart cni@1.1.0 succeeded", LastTransitionTime: at(-time.Minute)},
+				metav1.Condition{Type: "Released", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "Helm install failed for release kube-system/cni with chart cni@1.1.0: context deadline exceeded", LastTransitionTime: at(-time.Minute)}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason = metav1.ConditionFalse, t0.Add(-time.Minute), "UninstallSucceeded"
+				s.Message = "Helm install failed for release kube-system/cni with chart cni@1.1.0: context deadline exceeded (the failed release was uninstalled)"
+				s.Current = true
+			}),
+		},
+		{
+			name: "stalled after failed tests: the test failure with the stall",
+			obj: obj(1, 1, helmv2.Snapshots{{Version: 1, Status: "deployed", ChartVersion: "1.1.0"}},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "TestFailed", Message: "Helm test failed for release kube-system/cni with chart cni@1.1.0: pod cni-test failed", LastTransitionTime: at(-time.Minute)},
+				metav1.Condition{Type: "Released", Status: metav1.ConditionTrue, Reason: "InstallSucceeded", Message: "Helm install succeeded", LastTransitionTime: at(-2 * time.Minute)},
+				metav1.Condition{Type: "TestSuccess", Status: metav1.ConditionFalse, Reason: "TestFailed", Message: "Helm test failed for release kube-system/cni with chart cni@1.1.0: pod cni-test failed", LastTransitionTime: at(-time.Minute)},
+				metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to install after 1 attempt(s)", LastTransitionTime: at(-time.Minute)}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason = metav1.ConditionFalse, t0.Add(-time.Minute), "RetriesExceeded"
+				s.Message = "Helm test failed for release kube-system/cni with chart cni@1.1.0: pod cni-test failed (Failed to install after 1 attempt(s))"
+				s.Stalled, s.Current, s.Revision = true, true, "1.1.0"
+			}),
+		},
+		{
+			name: "upgrade failed, not remediated: Ready already says it",
+			obj: obj(2, 2, helmv2.Snapshots{{Version: 3, Status: "failed", ChartVersion: "1.1.0"}},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute)},
+				metav1.Condition{Type: "Released", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute)}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "UpgradeFailed", "Helm upgrade failed: timed out"
+				s.Current = true
+			}),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,5 +484,23 @@ func TestMissingAndDescribe(t *testing.T) {
 	}
 	if m.Healthy() {
 		t.Errorf("a missing object is Healthy")
+	}
+}
+
+func TestElideObjects(t *testing.T) {
+	long := `"` + strings.Repeat(`{\"a\":1}`, 30) + `"`
+	tests := []struct{ name, in, want string }{
+		{name: "short message unchanged", in: `cannot patch "x" with kind Deployment`, want: `cannot patch "x" with kind Deployment`},
+		{name: "object dump elided", in: `Invalid value: ` + long + `: json: cannot unmarshal`, want: `Invalid value: "…": json: cannot unmarshal`},
+		{name: "short quotes kept beside a dump", in: `cannot patch "metrics-server": "" is invalid: ` + long + `: bad`, want: `cannot patch "metrics-server": "" is invalid: "…": bad`},
+		{name: "long unquoted text between short quotes kept", in: `"a" ` + strings.Repeat("x", 300) + ` "b"`, want: `"a" ` + strings.Repeat("x", 300) + ` "b"`},
+		{name: "unbalanced quote left alone", in: `error "` + strings.Repeat("y", 300), want: `error "` + strings.Repeat("y", 300)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ElideObjects(tt.in); got != tt.want {
+				t.Errorf("ElideObjects() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
