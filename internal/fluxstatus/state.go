@@ -111,10 +111,10 @@ func fromConditions(kind string, obj metav1.Object, conds []metav1.Condition, ob
 		Current: observed == obj.GetGeneration(),
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReadyCondition); c != nil {
-		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, ElideObjects(c.Message), c.LastTransitionTime.Time
+		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, elideObjects(c.Message), c.LastTransitionTime.Time
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
-		s.Stalled, s.Reason, s.Message = true, c.Reason, ElideObjects(c.Message)
+		s.Stalled, s.Reason, s.Message = true, c.Reason, elideObjects(c.Message)
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
 		s.Reconciling = true
@@ -170,7 +170,7 @@ func FromHelmRelease(o *helmv2.HelmRelease, expectedVersion string) ObjectState 
 	cause := helmFailure(o.Status.Conditions)
 	switch {
 	case cause == "" || cause == s.Message:
-	case s.Stalled:
+	case s.Stalled && releaseStalls[s.Reason]:
 		s.Message = fmt.Sprintf("%s (%s)", cause, s.Message)
 	case s.Ready == metav1.ConditionFalse && s.Reason == helmv2.RollbackSucceededReason:
 		s.Message = cause + " (rolled back to the previous release)"
@@ -180,12 +180,18 @@ func FromHelmRelease(o *helmv2.HelmRelease, expectedVersion string) ObjectState 
 	return s
 }
 
+// releaseStalls are the reasons of a HelmRelease's Stalled condition that a failed Helm action
+// caused (helm-controller does not export them): its retries ran out, or it has no release to roll
+// back to. Its other stalls (an invalid CEL expression, denied access) are about the object, not
+// the last action, so an older failure in Released does not explain them.
+var releaseStalls = map[string]bool{"RetriesExceeded": true, "MissingRollbackTarget": true}
+
 // helmFailure returns what failed in a HelmRelease's last Helm action (its Released condition, or
 // TestSuccess for failed tests), or "" when neither is False.
 func helmFailure(conds []metav1.Condition) string {
 	for _, t := range []string{helmv2.ReleasedCondition, helmv2.TestSuccessCondition} {
 		if c := apimeta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
-			return ElideObjects(c.Message)
+			return elideObjects(c.Message)
 		}
 	}
 	return ""
@@ -198,12 +204,12 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // an object and elided.
 const elideAbove = 200
 
-// ElideObjects shortens a Flux message by replacing each double-quoted string longer than 200
+// elideObjects shortens a Flux message by replacing each double-quoted string longer than 200
 // characters with "…". The API server quotes the whole object in some errors (`Invalid value:
 // "{\"apiVersion\":…}": json: cannot unmarshal string into Go struct field
 // DeploymentSpec.spec.replicas of type int32`), which buries the cause at the end of a message
 // several kilobytes long, past where a condition's message is truncated.
-func ElideObjects(msg string) string {
+func elideObjects(msg string) string {
 	if len(msg) <= elideAbove {
 		return msg
 	}

@@ -319,6 +319,17 @@ func TestFromHelmRelease(t *testing.T) {
 			}),
 		},
 		{
+			name: "stalled for access, after an older failed upgrade: the stall alone",
+			obj: obj(2, 2, helmv2.Snapshots{{Version: 2, Status: "deployed", ChartVersion: "1.0.0"}},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "AccessDenied", Message: "cross-namespace references are not allowed", LastTransitionTime: at(-time.Minute)},
+				metav1.Condition{Type: "Released", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Hour)},
+				metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "AccessDenied", Message: "cross-namespace references are not allowed", LastTransitionTime: at(-time.Minute)}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "AccessDenied", "cross-namespace references are not allowed"
+				s.Stalled, s.Current, s.Revision = true, true, "1.0.0"
+			}),
+		},
+		{
 			name: "upgrade failed, not remediated: Ready already says it",
 			obj: obj(2, 2, helmv2.Snapshots{{Version: 3, Status: "failed", ChartVersion: "1.1.0"}},
 				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute)},
@@ -498,8 +509,8 @@ func TestElideObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ElideObjects(tt.in); got != tt.want {
-				t.Errorf("ElideObjects() = %q, want %q", got, tt.want)
+			if got := elideObjects(tt.in); got != tt.want {
+				t.Errorf("elideObjects() = %q, want %q", got, tt.want)
 			}
 		})
 	}
