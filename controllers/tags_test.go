@@ -372,16 +372,23 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	}
 }
 
-// RefsSince does not use a cached listing that started before the given time: it lists again,
-// and caches that listing.
-func TestTagListerRefsSince(t *testing.T) {
+// countingTagLister returns a TagLister on a fake clock whose listings read remote (tag -> commit;
+// the test changes it to push or move tags) and are counted.
+func countingTagLister(remote map[string]string) (*TagLister, *fakeClock, *atomic.Int32) {
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var listings atomic.Int32
-	remote := map[string]string{"v1": "c1"}
+	listings := &atomic.Int32{}
 	l := &TagLister{clock: clock, List: func(context.Context, *gitauth.Remote) (map[string]string, error) {
 		listings.Add(1)
 		return maps.Clone(remote), nil
 	}}
+	return l, clock, listings
+}
+
+// RefsSince does not use a cached listing that started before the given time: it lists again,
+// and caches that listing.
+func TestTagListerRefsSince(t *testing.T) {
+	remote := map[string]string{"v1": "c1"}
+	l, clock, listings := countingTagLister(remote)
 	src := csv1.StackSource{URL: "https://git.example.com/stacks.git", Path: "."}
 	ctx := context.Background()
 	since := func(notBefore time.Time, want string, wantListings int32) {
@@ -407,13 +414,8 @@ func TestTagListerRefsSince(t *testing.T) {
 // tagConfirmAge ago, else it lists again: a tag pushed after another ClusterStack's listing of
 // the same repository is not reported missing.
 func TestTagListerHasConfirmsAMissingTag(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var listings atomic.Int32
 	remote := map[string]string{"v1": "c1"}
-	l := &TagLister{clock: clock, List: func(context.Context, *gitauth.Remote) (map[string]string, error) {
-		listings.Add(1)
-		return maps.Clone(remote), nil
-	}}
+	l, clock, listings := countingTagLister(remote)
 	src := csv1.StackSource{URL: "https://git.example.com/stacks.git", Path: "."}
 	has := func(tag string, want bool, wantListings int32) {
 		t.Helper()

@@ -12,11 +12,12 @@ import (
 // layout (found by its csctl.yaml); another tag gets the tree itself.
 func TestStackTreeFor(t *testing.T) {
 	tests := []struct {
-		name, tree, tag, chart string // chart: the Chart.yaml that must carry the version, "" for none
+		name, tree, tag string
+		chart, version  string // the Chart.yaml that must carry version; "" for none
 	}{
-		{name: "stacks layout", tree: "../../stacks", tag: "aws-base-1-36-v7", chart: "aws/base/1-36/cluster-class/Chart.yaml"},
-		{name: "SCS layout", tree: "../../internal/stack/testdata/scs/providers", tag: "openstack-scs-1-32-v7", chart: "openstack/scs/cluster-class/Chart.yaml"},
-		{name: "SCS channel version", tree: "../../internal/stack/testdata/scs/providers", tag: "openstack-scs-1-32-v0-sha.abc1234", chart: "openstack/scs/cluster-class/Chart.yaml"},
+		{name: "stacks layout", tree: "../../stacks", tag: "aws-base-1-36-v7", chart: "aws/base/1-36/cluster-class/Chart.yaml", version: "v7"},
+		{name: "SCS layout", tree: "../../internal/stack/testdata/scs/providers", tag: "openstack-scs-1-32-v7", chart: "openstack/scs/cluster-class/Chart.yaml", version: "v7"},
+		{name: "SCS channel version", tree: "../../internal/stack/testdata/scs/providers", tag: "openstack-scs-1-32-v0-sha.abc1234", chart: "openstack/scs/cluster-class/Chart.yaml", version: "v0-sha.abc1234"},
 		{name: "no such stack", tree: "../../internal/stack/testdata/scs/providers", tag: "openstack-scs-1-29-v1"},
 		{name: "not a release tag", tree: "../../stacks", tag: "main"},
 	}
@@ -42,10 +43,7 @@ func TestStackTreeFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := version.FindSubmatch(data)
-			want := tt.tag[len(tt.tag)-2:]
-			if tt.name == "SCS channel version" {
-				want = "v0-sha.abc1234"
-			}
+			want := tt.version
 			if m == nil || string(m[1]) != want {
 				t.Fatalf("%s: version %q, want %q", tt.chart, m, want)
 			}
