@@ -811,7 +811,11 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		if s.stackName != "" {
 			a.Status.ClusterStack = s.stackName
 		}
-		a.Status.DesiredRelease = s.desired
+		if a.Status.DesiredRelease != s.desired {
+			a.Status.DesiredRelease = s.desired
+			now := metav1.NewTime(r.Status.now())
+			a.Status.DesiredReleaseTime = &now
+		}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
 			fluxstatus.SetCondition(&a.Status.Conditions, metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse,
 				Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused", ObservedGeneration: a.Generation})

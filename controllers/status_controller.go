@@ -216,6 +216,9 @@ func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxst
 		return in, nil, err
 	}
 	heldAndStepStarted(&in, addon)
+	if t := addon.Status.DesiredReleaseTime; t != nil {
+		in.DesiredSince = t.Time
+	}
 	// Components are judged at the release they are at: while an upgrade holds some at the
 	// release they were at (addon stages), that release's versions and revision.
 	releases := map[string]*csv1.ClusterStackRelease{rel.Name: rel}

@@ -79,6 +79,13 @@ type ClusterAddonStatus struct {
 	// +optional
 	DesiredRelease string `json:"desiredRelease,omitempty"`
 
+	// desiredReleaseTime is when desiredRelease last changed: a rollout, and the grace period
+	// before a component that does not become Ready makes the ClusterAddon Degraded, start
+	// again from it (a failure of the release desired before says nothing of this one).
+	// Written by the ClusterAddon reconciler, with desiredRelease.
+	// +optional
+	DesiredReleaseTime *metav1.Time `json:"desiredReleaseTime,omitempty"`
+
 	// lastAppliedRelease is the release whose addons were last Ready everywhere in the cluster.
 	// Written by the ClusterAddon reconciler.
 	// +optional

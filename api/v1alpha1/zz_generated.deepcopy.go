@@ -143,6 +143,10 @@ func (in *ClusterAddonStatus) DeepCopyInto(out *ClusterAddonStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.DesiredReleaseTime != nil {
+		in, out := &in.DesiredReleaseTime, &out.DesiredReleaseTime
+		*out = (*in).DeepCopy()
+	}
 	if in.LastAppliedTime != nil {
 		in, out := &in.LastAppliedTime, &out.LastAppliedTime
 		*out = (*in).DeepCopy()

@@ -44,6 +44,12 @@ type Input struct {
 	// StepStarted is when the current step of the rollout began (a hold ended); the grace
 	// period of an unfinished rollout counts from the later of it and the start of Progressing.
 	StepStarted time.Time
+	// DesiredSince is when Desired became the desired version (zero when unknown): a new
+	// rollout gets a whole grace period. The grace period of an unfinished rollout counts from
+	// it when it is later than the start of Progressing, and records of unhealthy objects from
+	// before it start again at it (a failure seen while another version was desired says
+	// nothing of this one; an object that fails again is Degraded once the grace period passed).
+	DesiredSince time.Time
 	// Delivered is the version last fully applied ("" when none yet); while a different version
 	// rolls out, Available stays True for it unless an object failed while applying to the
 	// cluster (or Unavailable says it does not serve).
@@ -155,12 +161,20 @@ func observe(in Input) facts {
 	for i := range in.Objects {
 		o := in.Objects[i]
 		rec, wasUnhealthy := prev[o.Ref()]
+		if wasUnhealthy && rec.Since.Time.Before(in.DesiredSince) {
+			// Recorded while another version was desired: unhealthy still until Flux reports it
+			// Ready, but its clock and its failure were that version's.
+			rec = csv1.UnhealthyObject{Object: rec.Object, Component: rec.Component, Since: metav1.NewTime(in.DesiredSince)}
+		}
 		// A retry of a failed object looks like a routine reconcile (Ready Unknown at the
 		// expected revision): it is still unhealthy until Flux reports it Ready again.
 		if o.Healthy() && (!wasUnhealthy || !o.routineReconcile()) {
 			continue
 		}
 		rec = unhealthyRecord(o, rec, wasUnhealthy, in.Now)
+		if rec.Since.Time.Before(in.DesiredSince) {
+			rec.Since = metav1.NewTime(in.DesiredSince) // failing since before: its grace starts again
+		}
 		f.unhealthy = append(f.unhealthy, rec)
 		f.healthy = false
 		if rec.LastFailure != "" && !LeavesDeliveredState(rec.LastFailureReason) {
@@ -206,8 +220,10 @@ func rolloutStart(in Input) time.Time {
 	if in.Waiting != nil && !in.Waiting.Since.IsZero() && in.Waiting.Since.Before(since) {
 		since = in.Waiting.Since
 	}
-	if in.StepStarted.After(since) {
-		since = in.StepStarted
+	for _, t := range []time.Time{in.StepStarted, in.DesiredSince} {
+		if t.After(since) {
+			since = t
+		}
 	}
 	return since
 }
@@ -339,7 +355,7 @@ func KstatusFrom(ready, degraded metav1.Condition) (stalled, reconciling metav1.
 func unhealthyRecord(o ObjectState, rec csv1.UnhealthyObject, existed bool, now time.Time) csv1.UnhealthyObject {
 	if !existed {
 		rec = csv1.UnhealthyObject{Object: o.Ref(), Since: metav1.NewTime(now)}
-		if o.Exists && o.Ready == metav1.ConditionFalse {
+		if o.Exists && o.Ready == metav1.ConditionFalse && !o.ReadyStale {
 			since := o.ReadySince
 			if since.IsZero() {
 				since = o.Created
@@ -350,7 +366,7 @@ func unhealthyRecord(o ObjectState, rec csv1.UnhealthyObject, existed bool, now 
 		}
 	}
 	rec.Object, rec.Component = o.Ref(), o.Component
-	if o.Exists && (o.Stalled || o.Ready == metav1.ConditionFalse) && o.Message != "" {
+	if o.Exists && (o.Stalled || o.Ready == metav1.ConditionFalse && !o.ReadyStale) && o.Message != "" {
 		rec.LastFailure, rec.LastFailureReason = truncate(o.Message, 1024), truncate(o.Reason, 128)
 	}
 	return rec

@@ -67,6 +67,12 @@ func TestObserve(t *testing.T) {
 				NotReadyFailure: "install failed", RequeueAfter: 4 * time.Minute},
 		},
 		{
+			name: "Ready False of an older generation: not backdated to it, nor its failure taken",
+			in: Input{Objects: []ObjectState{obj(notReadyHR, func(s *ObjectState) { s.ReadySince, s.Current, s.ReadyStale = t0.Add(-10*time.Minute), false, true })},
+				Previous: progressingSince(time.Minute), Now: t0, Grace: grace},
+			want: got{Unhealthy: []string{"HelmRelease/c1-cni"}, FirstUnhealthy: "HelmRelease/c1-cni", RequeueAfter: 4 * time.Minute},
+		},
+		{
 			name: "stalled: no grace clock at all",
 			in:   Input{Objects: []ObjectState{stalledHR, missingKS}, Now: t0, Grace: grace},
 			want: got{Unhealthy: []string{"HelmRelease/c1-cni", "Kustomization/c1-info"}, FirstUnhealthy: "HelmRelease/c1-cni", Stalled: []string{"HelmRelease/c1-cni"}},
@@ -98,6 +104,72 @@ func TestObserve(t *testing.T) {
 			}
 			for _, s := range f.stalled {
 				g.Stalled = append(g.Stalled, s.Ref())
+			}
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("observe (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestObserveDesiredSince: a new desired version gets a whole grace period. Records of
+// unhealthy objects from before it start again at it, the rollout's clock counts from it, and an
+// object that still fails (or failed again) is too long only once the grace period passed since.
+func TestObserveDesiredSince(t *testing.T) {
+	failedAt := t0.Add(-20 * time.Minute)
+	oldRecord := csv1.UnhealthyObject{Object: "HelmRelease/c1-cni", Component: "cni", Since: metav1.NewTime(failedAt),
+		LastFailure: "upgrade failed", LastFailureReason: "UpgradeFailed"}
+	// The HelmRelease as Flux left it after the failed upgrade, its spec just rewritten for the
+	// new desired version: Flux has not acted on it yet, its Ready is of the old generation.
+	rewritten := obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+		s.Ready, s.ReadySince, s.Reason, s.Message, s.Current, s.ReadyStale = metav1.ConditionFalse, failedAt, "UpgradeFailed", "upgrade failed", false, true
+	})
+	// Flux tried the new spec and failed again.
+	failedAgain := obj(rewritten, func(s *ObjectState) {
+		s.ReadySince, s.Message, s.ReadyStale = t0.Add(-10*time.Second), "upgrade failed again", false
+	})
+	retrying := obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+		s.Ready, s.ReadySince, s.Reason, s.Message, s.Reconciling = metav1.ConditionUnknown, t0.Add(-time.Second), "Progressing", "Running 'upgrade' action", true
+	})
+	type record struct {
+		Since       time.Time
+		LastFailure string
+	}
+	type got struct {
+		Records         []record
+		NotReadyTooLong bool
+		RolloutTooLong  bool
+		RequeueAfter    time.Duration
+	}
+	tests := []struct {
+		name         string
+		desiredSince time.Duration // before t0
+		object       ObjectState
+		want         got
+	}{
+		{"desired a minute ago: the old failure is forgotten (Flux's Ready is of the old spec), both clocks run from the change",
+			time.Minute, rewritten,
+			got{Records: []record{{t0.Add(-time.Minute), ""}}, RequeueAfter: 4 * time.Minute}},
+		{"desired a minute ago, Flux retrying: still unhealthy, no failure recorded for the new version",
+			time.Minute, retrying,
+			got{Records: []record{{t0.Add(-time.Minute), ""}}, RequeueAfter: 4 * time.Minute}},
+		{"desired a minute ago and failed again: the new failure, within the grace period counted from the change",
+			time.Minute, failedAgain,
+			got{Records: []record{{t0.Add(-time.Minute), "upgrade failed again"}}, RequeueAfter: 4 * time.Minute}},
+		{"desired six minutes ago and failing for the current spec since before: too long, counted from the change",
+			6 * time.Minute, obj(rewritten, func(s *ObjectState) { s.Current, s.ReadyStale = true, false }),
+			got{Records: []record{{t0.Add(-6 * time.Minute), "upgrade failed"}}, NotReadyTooLong: true, RolloutTooLong: true}},
+		{"desired before the failure: the record and its failure are kept through Flux's retry",
+			30 * time.Minute, retrying,
+			got{Records: []record{{failedAt, "upgrade failed"}}, NotReadyTooLong: true, RolloutTooLong: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := observe(Input{Objects: []ObjectState{tt.object}, Unhealthy: []csv1.UnhealthyObject{oldRecord},
+				Previous: progressingSince(time.Hour), DesiredSince: t0.Add(-tt.desiredSince), Now: t0, Grace: grace})
+			g := got{NotReadyTooLong: f.notReadyTooLong != nil, RolloutTooLong: f.rolloutTooLong, RequeueAfter: f.requeueAfter}
+			for _, u := range f.unhealthy {
+				g.Records = append(g.Records, record{u.Since.Time, u.LastFailure})
 			}
 			if diff := cmp.Diff(tt.want, g); diff != "" {
 				t.Errorf("observe (-want +got):\n%s", diff)

@@ -31,6 +31,10 @@ type ObjectState struct {
 	Ready metav1.ConditionStatus
 	// ReadySince is the last transition time of the Ready condition.
 	ReadySince time.Time
+	// ReadyStale is true when Flux set the Ready condition for an older generation of the
+	// object: its status and message speak of the spec before the last change (helm-controller
+	// leaves a failed release's Ready False until it acts on the new spec).
+	ReadyStale bool
 	// Message is what Flux said in the Ready condition (or Stalled, when stalled).
 	Message string
 	// Reason is the reason of the Ready (or Stalled) condition.
@@ -112,6 +116,7 @@ func fromConditions(kind string, obj metav1.Object, conds []metav1.Condition, ob
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReadyCondition); c != nil {
 		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, elideObjects(c.Message), c.LastTransitionTime.Time
+		s.ReadyStale = c.ObservedGeneration != 0 && c.ObservedGeneration < obj.GetGeneration()
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
 		s.Stalled, s.Reason, s.Message = true, c.Reason, elideObjects(c.Message)

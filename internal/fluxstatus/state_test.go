@@ -330,6 +330,23 @@ func TestFromHelmRelease(t *testing.T) {
 			}),
 		},
 		{
+			name: "failed, then its spec rewritten: Ready speaks of the older generation",
+			obj: obj(3, 2, helmv2.Snapshots{{Version: 3, Status: "failed", ChartVersion: "1.1.0"}},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute), ObservedGeneration: 2}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "UpgradeFailed", "Helm upgrade failed: timed out"
+				s.ReadyStale = true
+			}),
+		},
+		{
+			name: "failed again at the new spec (observedGeneration is kept behind on a failure, Ready is not)",
+			obj: obj(3, 2, helmv2.Snapshots{{Version: 4, Status: "failed", ChartVersion: "1.1.0"}},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute), ObservedGeneration: 3}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "UpgradeFailed", "Helm upgrade failed: timed out"
+			}),
+		},
+		{
 			name: "upgrade failed, not remediated: Ready already says it",
 			obj: obj(2, 2, helmv2.Snapshots{{Version: 3, Status: "failed", ChartVersion: "1.1.0"}},
 				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute)},

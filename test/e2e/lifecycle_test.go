@@ -209,12 +209,40 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getAddon(ctx, g, ns, "one")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
 		}).Should(Succeed())
+		// From the status that names v2 the desired release on, the rollout back is a new one with
+		// its own grace period: v6's failure no longer makes the ClusterAddon Degraded (and it is
+		// not Degraded before that grace period passed, if helm-controller is slow to act on it).
+		type addonSample struct {
+			at       time.Time
+			desired  string
+			degraded *metav1.Condition
+		}
+		stop := sampleEvery(ctx, 50*time.Millisecond, func() (addonSample, bool) {
+			a := &csv1.ClusterAddon{}
+			if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "one"}, a) != nil {
+				return addonSample{}, false
+			}
+			return addonSample{time.Now(), a.Status.DesiredRelease, apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition)}, true
+		})
+		moved := time.Now()
 		moveCluster(ctx, ns, "one", "v2")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
 			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a.Status.DesiredReleaseTime).NotTo(BeNil())
+			g.Expect(a.Status.DesiredReleaseTime.Time).To(BeTemporally(">=", moved.Add(-time.Second)), "desiredReleaseTime is the move back")
 		}).Should(Succeed())
+		samples, afterMove := stop(), 0
+		for _, s := range samples {
+			if s.desired != tagPrefix+"v2" || s.at.Sub(moved) >= grace-time.Second {
+				continue
+			}
+			afterMove++
+			Expect(s.degraded).NotTo(BeNil())
+			Expect(s.degraded.Status).To(Equal(metav1.ConditionFalse), "Degraded after the move back to v2, within its grace period: %s", s.degraded.Message)
+		}
+		Expect(afterMove).To(BeNumerically(">", 0))
 		Expect(wd.Stop()).NotTo(ContainElement(ContainSubstring("DaemonSet cni")), "the cni DaemonSet is never uninstalled")
 	})
 
