@@ -118,7 +118,10 @@ func fromConditions(kind string, obj metav1.Object, conds []metav1.Condition, ob
 		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, elideObjects(c.Message), c.LastTransitionTime.Time
 		s.ReadyStale = c.ObservedGeneration != 0 && c.ObservedGeneration < obj.GetGeneration()
 	}
-	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
+	// A stall of an older generation is over: Flux tries a changed spec again (helm-controller
+	// resets its failure counts), the stall just has not been cleared yet.
+	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue &&
+		(c.ObservedGeneration == 0 || c.ObservedGeneration >= obj.GetGeneration()) {
 		s.Stalled, s.Reason, s.Message = true, c.Reason, elideObjects(c.Message)
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {

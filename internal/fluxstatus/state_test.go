@@ -347,6 +347,16 @@ func TestFromHelmRelease(t *testing.T) {
 			}),
 		},
 		{
+			name: "stalled, then its spec rewritten: the stall is of the older generation, Flux will try again",
+			obj: obj(2, 1, helmv2.Snapshots{{Version: 1, Status: "failed", ChartVersion: "1.1.0"}},
+				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "Helm install failed", LastTransitionTime: at(-time.Minute), ObservedGeneration: 1},
+				metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to install after 1 attempt(s)", LastTransitionTime: at(-time.Minute), ObservedGeneration: 1}),
+			want: with(func(s *ObjectState) {
+				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "InstallFailed", "Helm install failed"
+				s.ReadyStale = true
+			}),
+		},
+		{
 			name: "upgrade failed, not remediated: Ready already says it",
 			obj: obj(2, 2, helmv2.Snapshots{{Version: 3, Status: "failed", ChartVersion: "1.1.0"}},
 				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "UpgradeFailed", Message: "Helm upgrade failed: timed out", LastTransitionTime: at(-time.Minute)},
