@@ -116,18 +116,24 @@ func fromConditions(kind string, obj metav1.Object, conds []metav1.Condition, ob
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReadyCondition); c != nil {
 		s.Ready, s.Reason, s.Message, s.ReadySince = c.Status, c.Reason, elideObjects(c.Message), c.LastTransitionTime.Time
-		s.ReadyStale = c.ObservedGeneration != 0 && c.ObservedGeneration < obj.GetGeneration()
+		s.ReadyStale = ofOlderGeneration(c, obj)
 	}
 	// A stall of an older generation is over: Flux tries a changed spec again (helm-controller
 	// resets its failure counts), the stall just has not been cleared yet.
-	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue &&
-		(c.ObservedGeneration == 0 || c.ObservedGeneration >= obj.GetGeneration()) {
+	if c := apimeta.FindStatusCondition(conds, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue && !ofOlderGeneration(c, obj) {
 		s.Stalled, s.Reason, s.Message = true, c.Reason, elideObjects(c.Message)
 	}
 	if c := apimeta.FindStatusCondition(conds, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
 		s.Reconciling = true
 	}
 	return s
+}
+
+// ofOlderGeneration is true when Flux set condition c for a generation of obj before its
+// current one (Flux's condition setters record the object's generation in every condition; zero
+// when it was not recorded).
+func ofOlderGeneration(c *metav1.Condition, obj metav1.Object) bool {
+	return c.ObservedGeneration != 0 && c.ObservedGeneration < obj.GetGeneration()
 }
 
 // FromGitRepository reads a GitRepository; the expected revision is its tag.

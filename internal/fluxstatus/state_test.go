@@ -228,6 +228,10 @@ func TestFromHelmRelease(t *testing.T) {
 			Status:     helmv2.HelmReleaseStatus{ObservedGeneration: observed, Conditions: conds, History: history},
 		}
 	}
+	// installFailed and retriesExceeded are a HelmRelease's Ready and Stalled conditions once its
+	// install ran out of retries (set at generation 1).
+	installFailed := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "Helm install failed", LastTransitionTime: at(-time.Minute), ObservedGeneration: 1}
+	retriesExceeded := metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to install after 1 attempt(s)", LastTransitionTime: at(-time.Minute), ObservedGeneration: 1}
 	base := ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Created: created.Time, ExpectedRevision: "1.1.0"}
 	with := func(f func(*ObjectState)) ObjectState { s := base; f(&s); return s }
 	tests := []struct {
@@ -271,9 +275,7 @@ func TestFromHelmRelease(t *testing.T) {
 		},
 		{
 			name: "stalled: retries exhausted",
-			obj: obj(1, 1, helmv2.Snapshots{{Version: 1, Status: "failed", ChartVersion: "1.1.0"}},
-				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "Helm install failed", LastTransitionTime: at(-time.Minute)},
-				metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to install after 1 attempt(s)", LastTransitionTime: at(-time.Minute)}),
+			obj:  obj(1, 1, helmv2.Snapshots{{Version: 1, Status: "failed", ChartVersion: "1.1.0"}}, installFailed, retriesExceeded),
 			want: with(func(s *ObjectState) {
 				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "RetriesExceeded", "Failed to install after 1 attempt(s)"
 				s.Stalled, s.Current = true, true
@@ -348,9 +350,7 @@ func TestFromHelmRelease(t *testing.T) {
 		},
 		{
 			name: "stalled, then its spec rewritten: the stall is of the older generation, Flux will try again",
-			obj: obj(2, 1, helmv2.Snapshots{{Version: 1, Status: "failed", ChartVersion: "1.1.0"}},
-				metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "Helm install failed", LastTransitionTime: at(-time.Minute), ObservedGeneration: 1},
-				metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded", Message: "Failed to install after 1 attempt(s)", LastTransitionTime: at(-time.Minute), ObservedGeneration: 1}),
+			obj:  obj(2, 1, helmv2.Snapshots{{Version: 1, Status: "failed", ChartVersion: "1.1.0"}}, installFailed, retriesExceeded),
 			want: with(func(s *ObjectState) {
 				s.Ready, s.ReadySince, s.Reason, s.Message = metav1.ConditionFalse, t0.Add(-time.Minute), "InstallFailed", "Helm install failed"
 				s.ReadyStale = true

@@ -24,9 +24,13 @@ import (
 
 // observation is one sample of a cluster's and its stack's status during a rollout.
 type observation struct {
+	// At is when the sample was read.
+	At                     time.Time
 	Available, Progressing metav1.ConditionStatus
 	ProgressingMsg         string
-	LastApplied            string
+	Degraded               metav1.ConditionStatus
+	DegradedMsg            string
+	Desired, LastApplied   string
 	StackAvailableVersion  string
 	// Info is the cluster's status of its cluster-info component (the zero value while it has none).
 	Info csv1.AddonComponentStatus
@@ -41,12 +45,15 @@ func observe(ctx context.Context, ns, cluster string) (stop func() []observation
 			k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs) != nil {
 			return observation{}, false
 		}
-		o := observation{LastApplied: a.Status.LastAppliedRelease, StackAvailableVersion: cs.Status.Versions.Available}
+		o := observation{At: time.Now(), Desired: a.Status.DesiredRelease, LastApplied: a.Status.LastAppliedRelease, StackAvailableVersion: cs.Status.Versions.Available}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.AvailableCondition); c != nil {
 			o.Available = c.Status
 		}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.ProgressingCondition); c != nil {
 			o.Progressing, o.ProgressingMsg = c.Status, c.Message
+		}
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil {
+			o.Degraded, o.DegradedMsg = c.Status, c.Message
 		}
 		for _, c := range a.Status.Components {
 			if c.Name == "cluster-info" {

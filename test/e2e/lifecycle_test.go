@@ -212,18 +212,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		// From the status that names v2 the desired release on, the rollout back is a new one with
 		// its own grace period: v6's failure no longer makes the ClusterAddon Degraded (and it is
 		// not Degraded before that grace period passed, if helm-controller is slow to act on it).
-		type addonSample struct {
-			at       time.Time
-			desired  string
-			degraded *metav1.Condition
-		}
-		stop := sampleEvery(ctx, 50*time.Millisecond, func() (addonSample, bool) {
-			a := &csv1.ClusterAddon{}
-			if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "one"}, a) != nil {
-				return addonSample{}, false
-			}
-			return addonSample{time.Now(), a.Status.DesiredRelease, apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition)}, true
-		})
+		stop := observe(ctx, ns, "one")
 		moved := time.Now()
 		moveCluster(ctx, ns, "one", "v2")
 		Eventually(ctx, func(g Gomega) {
@@ -235,12 +224,11 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		}).Should(Succeed())
 		samples, afterMove := stop(), 0
 		for _, s := range samples {
-			if s.desired != tagPrefix+"v2" || s.at.Sub(moved) >= grace-time.Second {
+			if s.Desired != tagPrefix+"v2" || s.At.Sub(moved) >= grace-time.Second {
 				continue
 			}
 			afterMove++
-			Expect(s.degraded).NotTo(BeNil())
-			Expect(s.degraded.Status).To(Equal(metav1.ConditionFalse), "Degraded after the move back to v2, within its grace period: %s", s.degraded.Message)
+			Expect(s.Degraded).To(Equal(metav1.ConditionFalse), "Degraded after the move back to v2, within its grace period: %s", s.DegradedMsg)
 		}
 		Expect(afterMove).To(BeNumerically(">", 0))
 		Expect(wd.Stop()).NotTo(ContainElement(ContainSubstring("DaemonSet cni")), "the cni DaemonSet is never uninstalled")
