@@ -102,10 +102,13 @@ func Compute(in Input) Result {
 		Unhealthy: op.Status.Unhealthy,
 		Held:      d.Held,
 		MoveVerb:  "moving",
-		// Each rollout has its own grace period: a rollback that follows a failed upgrade is not
-		// Degraded for the time the upgrade took (objects that keep failing still are).
-		StepStarted: rolloutStart(op, d, in.Now),
 	}
+	// Each rollout has its own grace period, as a ClusterAddon's move to another release has: a
+	// rollback that follows a failed upgrade is not Degraded for the time the upgrade took, nor by
+	// the upgrade's failures (the objects' records start again at the rollback, unhealthy until
+	// Flux reports them Ready; an object that fails again is Degraded once the grace period passed).
+	fin.StepStarted = rolloutStart(op, d, in.Now)
+	fin.DesiredSince = fin.StepStarted
 	switch {
 	case d.Target == "":
 		// Nothing was ever accepted: the refusal or the hold is all there is to say.

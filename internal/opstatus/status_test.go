@@ -380,6 +380,12 @@ func TestCompute(t *testing.T) {
 			name: "rollback of a failed upgrade to the delivered version: the failed entry closed as Partial",
 			op: upgrading(20*time.Minute, func(op *csv1.ManagementOperator) {
 				op.Spec.Version = "v1.10.3"
+				// The upgrade's Deployment failed its health check 15 minutes ago: a failure of
+				// the version left behind, not of the rollback.
+				op.Status.Unhealthy = []csv1.UnhealthyObject{{
+					Object: "Deployment/capi-system/capi-manager", Since: at(-15 * time.Minute),
+					LastFailure: healthDeadline, LastFailureReason: "HealthCheckFailed",
+				}}
 			}),
 			obs:         func(op *csv1.ManagementOperator) Observed { return observed(op, "v1.11.0", "v1.11.0") },
 			deployments: []Deployment{dep("capi-manager", "v1.11.0")},
@@ -388,7 +394,8 @@ func TestCompute(t *testing.T) {
 				Conds: map[string]c{
 					"Available":   {"True", "AsExpected", subject + "v1.10.3 is available"},
 					"Progressing": {"True", "RevisionPending", subject + `Deployment/capi-system/capi-manager is at revision "v1.11.0", expected "v1.10.3"`},
-					// The rollback has its own grace period, not the failed upgrade's 20 minutes.
+					// The rollback has its own grace period, not the failed upgrade's 20 minutes,
+					// and the upgrade's failed Deployment is not the rollback's failure.
 					"Degraded": {"False", "AsExpected", subject + "desired state is met or converging"},
 				},
 				Versions: "v1.10.3", Desired: "v1.10.3",
