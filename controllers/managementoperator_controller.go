@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -318,18 +319,28 @@ func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope)
 
 // writeStatus computes the status and writes it when it changed; Events follow a successful write.
 func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opScope) (ctrl.Result, error) {
-	res := opstatus.Compute(opstatus.Input{
-		Operator:    s.op,
-		Namespace:   r.Namespace,
-		Decision:    s.decision,
-		Objects:     s.objects,
-		Deployments: s.deployments,
-		RequiredBy:  s.requiredBy,
-		Tags:        s.tags,
-		Now:         r.Options.now(),
-		Grace:       r.Options.Grace,
-	})
+	var res opstatus.Result
+	generation, now := s.op.Generation, r.Options.now()
 	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.op, func(op *csv1.ManagementOperator) (bool, []statusEvent) {
+		// The status is computed from the object as re-read here, not as read at the start of
+		// the reconcile: the cache may not have had this process's last status write yet, and a
+		// status computed from the one before would take back what that write recorded (a
+		// delivered version, a completed history entry). A changed spec is the next reconcile's.
+		d := opstatus.Decide(op, s.inUse)
+		if op.Generation != generation || d.Target != s.decision.Target || d.Apply != s.decision.Apply {
+			return false, nil
+		}
+		res = opstatus.Compute(opstatus.Input{
+			Operator:    op,
+			Namespace:   r.Namespace,
+			Decision:    d,
+			Objects:     s.objects,
+			Deployments: s.deployments,
+			RequiredBy:  s.requiredBy,
+			Tags:        s.tags,
+			Now:         now,
+			Grace:       r.Options.Grace,
+		})
 		events := transitionEvents(op.Status.Conditions, fluxstatus.Result{
 			Available: findCondition(res.Conditions, csv1.AvailableCondition),
 			Degraded:  findCondition(res.Conditions, csv1.DegradedCondition),
@@ -337,6 +348,9 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 		res.ApplyTo(&op.Status, op.Generation)
 		return true, events
 	})
+	if errors.Is(err, errStaleStatus) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // the watch brings the newer object too
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

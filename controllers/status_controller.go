@@ -348,8 +348,12 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res := fluxstatus.Compute(in)
+	var res fluxstatus.Result
 	err = updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+		// The conditions and records this controller wrote last, as re-read here: the cache
+		// may not have had that write yet, and judging from the ones before would take it back.
+		in.Previous, in.Unhealthy = rel.Status.Conditions, rel.Status.Unhealthy
+		res = fluxstatus.Compute(in)
 		rel.Status.Clusters = counts
 		rel.Status.Unhealthy = res.Unhealthy
 		events := transitionEvents(rel.Status.Conditions, res)
@@ -542,6 +546,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 	f := stackstatus.Facts{Releases: delivered, Fleet: fleet, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
 		PreviousAvailable: cs.Status.Versions.Available}
 	err = updateStatusEmit(ctx, r.Client, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+		f.PreviousAvailable = cs.Status.Versions.Available // as re-read: this controller's last write
 		res := stackstatus.Compute(cs.Name, f)
 		cs.Status.Versions.Available = res.AvailableVersion
 		cs.Status.Clusters = res.Clusters
