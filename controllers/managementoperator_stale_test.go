@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -49,7 +50,7 @@ func TestManagementOperatorStatusFromReReadObject(t *testing.T) {
 		DesiredVersion: "v1.1.0",
 		History: []csv1.OperatorHistoryEntry{
 			{Version: "v1.1.0", State: csv1.UpdatePartial, StartedTime: metav1.NewTime(now.Add(-time.Minute))},
-			{Version: "v1.0.0", State: csv1.UpdateCompleted, StartedTime: metav1.NewTime(now.Add(-time.Hour)), CompletionTime: ptrTime(now.Add(-time.Hour))},
+			{Version: "v1.0.0", State: csv1.UpdateCompleted, StartedTime: metav1.NewTime(now.Add(-time.Hour)), CompletionTime: ptr.To(metav1.NewTime(now.Add(-time.Hour)))},
 		},
 		Unhealthy: []csv1.UnhealthyObject{{Object: "Kustomization/" + opgen.ObjectName("infra"), Since: metav1.NewTime(now.Add(-time.Minute))}},
 	}
@@ -59,7 +60,7 @@ func TestManagementOperatorStatusFromReReadObject(t *testing.T) {
 	stale := op.DeepCopy()
 	// The write the cache has not shown yet: v1.1.0 delivered.
 	op.Status.Versions[0].Version = "v1.1.0"
-	op.Status.History[0].State, op.Status.History[0].CompletionTime = csv1.UpdateCompleted, ptrTime(now)
+	op.Status.History[0].State, op.Status.History[0].CompletionTime = csv1.UpdateCompleted, ptr.To(metav1.NewTime(now))
 	op.Status.Unhealthy = nil
 	if err := c.Status().Update(ctx, op); err != nil {
 		t.Fatal(err)
@@ -110,5 +111,3 @@ func TestManagementOperatorStatusFromReReadObject(t *testing.T) {
 		t.Errorf("a status computed for an older spec was written (desiredVersion %q)", after.Status.DesiredVersion)
 	}
 }
-
-func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
