@@ -370,14 +370,14 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
+// input gathers what the release's status is judged from; the conditions and records this
+// controller wrote last (Previous, Unhealthy) are taken from the object re-read for the write.
 func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, error) {
 	in := fluxstatus.Input{
-		Subject:   "release " + rel.Name,
-		Desired:   rel.Spec.Version,
-		Previous:  rel.Status.Conditions,
-		Unhealthy: rel.Status.Unhealthy,
-		Now:       r.Options.now(),
-		Grace:     r.Options.Grace,
+		Subject: "release " + rel.Name,
+		Desired: rel.Spec.Version,
+		Now:     r.Options.now(),
+		Grace:   r.Options.Grace,
 	}
 	in.Alert = problemIfFalse(rel.Status.Conditions, csv1.TagVerifiedCondition)
 	repo := &sourcev1.GitRepository{}
@@ -543,8 +543,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 			delivered = append(delivered, rel)
 		}
 	}
-	f := stackstatus.Facts{Releases: delivered, Fleet: fleet, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition),
-		PreviousAvailable: cs.Status.Versions.Available}
+	f := stackstatus.Facts{Releases: delivered, Fleet: fleet, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition)}
 	err = updateStatusEmit(ctx, r.Client, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		f.PreviousAvailable = cs.Status.Versions.Available // as re-read: this controller's last write
 		res := stackstatus.Compute(cs.Name, f)

@@ -107,8 +107,7 @@ func Compute(in Input) Result {
 	// rollback that follows a failed upgrade is not Degraded for the time the upgrade took, nor by
 	// the upgrade's failures (the objects' records start again at the rollback, unhealthy until
 	// Flux reports them Ready; an object that fails again is Degraded once the grace period passed).
-	fin.StepStarted = rolloutStart(op, d, in.Now)
-	fin.DesiredSince = fin.StepStarted
+	fin.DesiredSince = rolloutStart(op, d, in.Now)
 	switch {
 	case d.Target == "":
 		// Nothing was ever accepted: the refusal or the hold is all there is to say.
@@ -128,7 +127,7 @@ func Compute(in Input) Result {
 		// True while they are available, also when a failed upgrade makes it Degraded.
 		// Deployments created since the rollout of another version began are not the delivered
 		// version's: a new one that is not available yet does not make the delivered one unavailable.
-		fin.Unavailable, fin.AvailabilityObserved = unavailable(in.Deployments, fin.StepStarted), len(in.Deployments) > 0
+		fin.Unavailable, fin.AvailabilityObserved = unavailable(in.Deployments, fin.DesiredSince), len(in.Deployments) > 0
 	}
 	fr := fluxstatus.Compute(fin)
 
