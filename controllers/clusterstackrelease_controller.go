@@ -130,21 +130,16 @@ func artifactOfRelease(rel *csv1.ClusterStackRelease, repo *sourcev1.GitReposito
 		return false
 	}
 	rev := repo.Status.Artifact.Revision
-	if pinned(rel) {
+	if fluxgen.Pinned(rel) {
 		return fluxstatus.CommitOf(rev) == "sha1:"+rel.Status.Commit
 	}
 	return strings.HasPrefix(rev, rel.Name+"@")
 }
 
-// pinned is true when the release's source is pinned to its validated commit.
-func pinned(rel *csv1.ClusterStackRelease) bool {
-	return !rel.Spec.FollowMovedTags && rel.Status.Commit != ""
-}
-
 // verifyTag checks, every interval, that a pinned release's tag still points at the validated
 // commit (tags cannot be watched). A moved tag is reported and not delivered.
 func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1.ClusterStackRelease) (ctrl.Result, error) {
-	if !pinned(rel) || r.Tags == nil {
+	if !fluxgen.Pinned(rel) || r.Tags == nil {
 		// Following the tag: nothing to verify; clear a TagMoved reported before the opt-in.
 		if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.TagVerifiedCondition); c != nil && c.Status != metav1.ConditionTrue {
 			return ctrl.Result{}, updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {

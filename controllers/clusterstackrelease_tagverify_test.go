@@ -1,13 +1,17 @@
 package controllers_test
 
 import (
+	"errors"
 	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // Tag verification (ClusterStackReleaseReconciler.verifyTag): a release pinned to its validated
@@ -51,6 +55,63 @@ var _ = Describe("ClusterStackRelease tag verification", func() {
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(csv1.ReasonTagMoved))
 			g.Expect(c.Message).To(ContainSubstring("no longer exists"))
+		}).Should(Succeed())
+	})
+
+	It("degrades a release whose tag cannot be listed for longer than the grace period, and keeps delivering it", func() {
+		ns := newNamespace("tag-list")
+		st := newStack("acme", "listing", "1.36").WithHelmAddon("cni", "1.0.0")
+		v1 := publishRelease(ns, st, "v1")
+		newClusterStack(ns, "listing", st).Versions("v1").Interval(10 * time.Second).Create()
+		releaseWorks(ns, v1)
+		commit := releaseValidated(ns, v1).Status.Commit
+
+		By("the repository cannot be listed: TagVerified turns Unknown, and the release is not Degraded within the grace period")
+		tags.fail(repoURL(ns), errors.New("dial tcp 192.0.2.1:443: connect: connection refused"))
+		Eventually(func(g Gomega) {
+			c := tagVerified(g, ns, v1)
+			g.Expect(c.Status).To(Equal(metav1.ConditionUnknown))
+			g.Expect(c.Reason).To(Equal(csv1.ReasonTagListFailed))
+			g.Expect(c.Message).To(ContainSubstring("connection refused"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			rel := &csv1.ClusterStackRelease{}
+			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
+			g.Expect(condition(rel.Status.Conditions, csv1.DegradedCondition)).To(HaveField("Status", metav1.ConditionFalse))
+		}, 3*time.Second).Should(Succeed())
+
+		By("once that has lasted longer than the grace period (the condition's transition moved back), the release is Degraded and still Available")
+		Eventually(func() error {
+			rel := &csv1.ClusterStackRelease{}
+			if err := k8s.Get(ctx, key(ns, v1), rel); err != nil {
+				return err
+			}
+			c := condition(rel.Status.Conditions, csv1.TagVerifiedCondition)
+			c.LastTransitionTime = metav1.NewTime(time.Now().Add(-6 * time.Minute))
+			return k8s.Status().Update(ctx, rel)
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			rel := &csv1.ClusterStackRelease{}
+			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
+			deg := condition(rel.Status.Conditions, csv1.DegradedCondition)
+			g.Expect(deg).NotTo(BeNil())
+			g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(deg.Reason).To(Equal(csv1.ReasonTagListFailed))
+			g.Expect(deg.Message).To(And(ContainSubstring("cannot check where tag "+v1+" points"), ContainSubstring("connection refused"), HaveSuffix("(for more than 5m0s)")))
+			g.Expect(condition(rel.Status.Conditions, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue), "%v", rel.Status.Conditions)
+			g.Expect(rel.Status.Commit).To(Equal(commit))
+			repo := &sourcev1.GitRepository{}
+			g.Expect(k8s.Get(ctx, key(ns, fluxgen.GitRepositoryName(v1)), repo)).To(Succeed())
+			g.Expect(repo.Spec.Reference.Commit).To(Equal(commit), "the validated commit stays pinned")
+		}).Should(Succeed())
+
+		By("the repository can be listed again: verified, and no longer Degraded")
+		tags.recover(repoURL(ns))
+		Eventually(func(g Gomega) {
+			g.Expect(tagVerified(g, ns, v1)).To(HaveField("Status", metav1.ConditionTrue))
+			rel := &csv1.ClusterStackRelease{}
+			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
+			g.Expect(condition(rel.Status.Conditions, csv1.DegradedCondition)).To(HaveField("Status", metav1.ConditionFalse))
 		}).Should(Succeed())
 	})
 })

@@ -379,7 +379,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		Now:     r.Options.now(),
 		Grace:   r.Options.Grace,
 	}
-	in.Alert = problemIfFalse(rel.Status.Conditions, csv1.TagVerifiedCondition)
+	in.Alert, in.Unchecked = tagProblems(rel.Status.Conditions)
 	repo := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -447,6 +447,18 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 
 // problemIfFalse turns a fact condition that is False into a Problem for the status aggregation;
 // nil when the condition is absent or not False.
+// tagProblems reads the release's TagVerified condition: a moved tag is an alert (Degraded at
+// once; the validated commit keeps being delivered), and a tag that cannot be listed (Git server
+// down, credentials revoked) a check not made, Degraded once it has lasted the grace period since
+// the condition turned Unknown, whether or not Flux's own fetches of the source notice it.
+func tagProblems(conds []metav1.Condition) (alert, unchecked *fluxstatus.Problem) {
+	c := apimeta.FindStatusCondition(conds, csv1.TagVerifiedCondition)
+	if c != nil && c.Status == metav1.ConditionUnknown && c.Reason == csv1.ReasonTagListFailed {
+		return nil, &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+	}
+	return problemIfFalse(conds, csv1.TagVerifiedCondition), nil
+}
+
 func problemIfFalse(conds []metav1.Condition, t string) *fluxstatus.Problem {
 	c := apimeta.FindStatusCondition(conds, t)
 	if c == nil || c.Status != metav1.ConditionFalse {

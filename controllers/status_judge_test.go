@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -118,4 +119,34 @@ func fakeWithHelmReleases(t *testing.T, objs ...client.Object) client.Client {
 		t.Fatal(err)
 	}
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+}
+
+// TestTagProblems: how a release's TagVerified condition counts in its status. A moved tag
+// degrades at once; a tag that cannot be listed is a check not made, counted from the
+// condition's transition (which a retry with another error message does not move).
+func TestTagProblems(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	tagVerified := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: csv1.TagVerifiedCondition, Status: s, Reason: reason, Message: msg, LastTransitionTime: at}}
+	}
+	for _, tc := range []struct {
+		name             string
+		conds            []metav1.Condition
+		alert, unchecked *fluxstatus.Problem
+	}{
+		{name: "not verified yet"},
+		{name: "verified", conds: tagVerified(metav1.ConditionTrue, csv1.ReasonAsExpected, "tag v1 points at the validated commit abc")},
+		{name: "moved: an alert", conds: tagVerified(metav1.ConditionFalse, csv1.ReasonTagMoved, "tag v1 moved from abc to def"),
+			alert: &fluxstatus.Problem{Reason: csv1.ReasonTagMoved, Message: "tag v1 moved from abc to def", Since: at.Time}},
+		{name: "cannot be listed: a check not made since the transition", conds: tagVerified(metav1.ConditionUnknown, csv1.ReasonTagListFailed, "cannot check where tag v1 points: connection refused"),
+			unchecked: &fluxstatus.Problem{Reason: csv1.ReasonTagListFailed, Message: "cannot check where tag v1 points: connection refused", Since: at.Time}},
+		{name: "unknown for another reason: neither", conds: tagVerified(metav1.ConditionUnknown, "Unknown", "not checked yet")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alert, unchecked := tagProblems(tc.conds)
+			if !reflect.DeepEqual(alert, tc.alert) || !reflect.DeepEqual(unchecked, tc.unchecked) {
+				t.Errorf("alert %+v, unchecked %+v; want %+v, %+v", alert, unchecked, tc.alert, tc.unchecked)
+			}
+		})
+	}
 }

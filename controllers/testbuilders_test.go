@@ -168,8 +168,26 @@ func (a *artifactServer) of(ns, release string) meta.Artifact {
 
 // tagRegistry answers the TagLister's listings: the tags of each repository URL.
 type tagRegistry struct {
-	mu   sync.Mutex
-	tags map[string]map[string]string // URL -> tag -> commit
+	mu      sync.Mutex
+	tags    map[string]map[string]string // URL -> tag -> commit
+	failing map[string]error             // URL -> the error its listing fails with
+}
+
+// fail makes the listing of a repository fail with err until it recovers.
+func (t *tagRegistry) fail(url string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failing == nil {
+		t.failing = map[string]error{}
+	}
+	t.failing[url] = err
+}
+
+// recover lets a repository be listed again.
+func (t *tagRegistry) recover(url string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.failing, url)
 }
 
 func (t *tagRegistry) publish(url, tag, commit string) {
@@ -195,6 +213,9 @@ func (t *tagRegistry) remove(url, tag string) {
 func (t *tagRegistry) list(_ context.Context, r *gitauth.Remote) (map[string]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.failing[r.URL()]; err != nil {
+		return nil, err
+	}
 	refs, ok := t.tags[r.URL()]
 	if !ok {
 		return nil, fmt.Errorf("repository %s not found", r.URL())
@@ -247,6 +268,12 @@ func newClusterStack(ns, name string, st *stackBuilder) *clusterStackBuilder {
 // Versions pins spec.versions.
 func (b *clusterStackBuilder) Versions(v ...string) *clusterStackBuilder {
 	b.cs.Spec.Versions = v
+	return b
+}
+
+// Interval sets spec.interval (how often tags are listed and verified).
+func (b *clusterStackBuilder) Interval(d time.Duration) *clusterStackBuilder {
+	b.cs.Spec.Interval = &metav1.Duration{Duration: d}
 	return b
 }
 

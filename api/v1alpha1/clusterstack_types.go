@@ -74,8 +74,11 @@ type ClusterStackSpec struct {
 	// +optional
 	AutoSubscribe bool `json:"autoSubscribe,omitempty"`
 
-	// interval at which the repository's tags are listed (with autoSubscribe) and at which Flux
-	// re-checks the release sources. Defaults to 5m.
+	// interval at which the repository's tags are listed (with autoSubscribe, and to verify that
+	// each release's tag still points at its validated commit) and at which Flux re-checks the
+	// release sources and re-applies the cluster-class. A source pinned to its validated commit
+	// cannot change: Flux re-checks it (and its charts) every interval but at most hourly.
+	// Defaults to 5m.
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"

@@ -53,8 +53,9 @@ type ClusterStackReleaseSpec struct {
 	// +required
 	Source StackSource `json:"source"`
 
-	// interval at which Flux re-checks the release's sources, and at which the operator checks
-	// that the tag still points at the validated commit.
+	// interval at which the operator checks that the tag still points at the validated commit,
+	// and at which Flux re-checks the release's sources (at most hourly once they are pinned to
+	// that commit, which cannot change) and re-applies its cluster-class.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.interval must be a duration such as 5m, of at most 2562047h"

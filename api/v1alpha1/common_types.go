@@ -158,8 +158,10 @@ const (
 	// ReasonTagListFailed: the repository's tags could not be listed, so the operator cannot tell
 	// which releases exist. What to do: the message has the error (credentials removed); check
 	// spec.source.url, the credentials Secret in spec.source.secretRef (Flux's GitRepository format)
-	// and that the operator reaches the Git server. It is retried every spec.interval.
-	// +docs:on=ClusterStack/ReleasesResolved,ClusterStack/Degraded,ClusterStackRelease/TagVerified,ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Progressing,ClusterAddon/Degraded
+	// and that the operator reaches the Git server. It is retried every spec.interval. A release
+	// whose tag cannot be listed keeps delivering its validated commit (TagVerified Unknown), and is
+	// Degraded once that has lasted the grace period.
+	// +docs:on=ClusterStack/ReleasesResolved,ClusterStack/Degraded,ClusterStackRelease/TagVerified,ClusterStackRelease/Degraded,ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Progressing,ClusterAddon/Degraded
 	ReasonTagListFailed = "TagListFailed"
 	// ReasonNoReleases: no release matches the ClusterStack. What to do: pin a published version in
 	// spec.versions, or publish a tag <provider>-<name>-<major>-<minor>-<version> (with

@@ -33,6 +33,13 @@ import (
 const (
 	// DefaultInterval is the Flux interval of generated objects when the ClusterStack sets none.
 	DefaultInterval = 5 * time.Minute
+	// PinnedSourceInterval is the least interval of a release's GitRepository and HelmCharts once
+	// the GitRepository is pinned to the validated commit. A commit cannot change, and Flux's
+	// checkout of a commit has no "nothing changed" shortcut (it clones every branch of the
+	// repository each time), so re-checking it every spec.interval would only load the Git server;
+	// a moved tag is found by the operator's own tag listing every spec.interval, and a change of
+	// the pin is a change of spec that Flux acts on at once.
+	PinnedSourceInterval = time.Hour
 	// AddonInterval is how often Flux re-checks an addon for drift; changes are watched, not polled.
 	AddonInterval = 10 * time.Minute
 	// AddonTimeout bounds one install or upgrade of an addon.
@@ -79,6 +86,21 @@ func interval(rel *csv1.ClusterStackRelease) metav1.Duration {
 	return metav1.Duration{Duration: DefaultInterval}
 }
 
+// Pinned reports whether the release's GitRepository is pinned to its validated commit (the
+// release is validated and does not follow moved tags).
+func Pinned(rel *csv1.ClusterStackRelease) bool {
+	return !rel.Spec.FollowMovedTags && rel.Status.Commit != ""
+}
+
+// sourceInterval is the interval of the release's GitRepository and HelmCharts: the release's,
+// and at least PinnedSourceInterval once the source is pinned to a commit.
+func sourceInterval(rel *csv1.ClusterStackRelease) metav1.Duration {
+	if i := interval(rel); !Pinned(rel) || i.Duration >= PinnedSourceInterval {
+		return i
+	}
+	return metav1.Duration{Duration: PinnedSourceInterval}
+}
+
 // componentPath is the path of a component in the repository, as Flux wants it ("./a/b").
 func componentPath(rel *csv1.ClusterStackRelease, p string) string {
 	return "./" + path.Clean(path.Join(rel.Spec.Source.Path, p))
@@ -93,14 +115,14 @@ func GitRepository(rel *csv1.ClusterStackRelease) *sourcev1.GitRepository {
 		Spec: sourcev1.GitRepositorySpec{
 			URL:       rel.Spec.Source.URL,
 			SecretRef: rel.Spec.Source.SecretRef.DeepCopy(),
-			Interval:  interval(rel),
+			Interval:  sourceInterval(rel),
 			Reference: &sourcev1.GitRepositoryRef{Tag: rel.Name},
 		},
 	}
 	// Once validated, the release is pinned to the commit its tag pointed to (Flux's commit
 	// takes precedence over the tag, which stays for people to read): a tag moved later is
 	// reported, not delivered.
-	if !rel.Spec.FollowMovedTags && rel.Status.Commit != "" {
+	if Pinned(rel) {
 		gr.Spec.Reference.Commit = rel.Status.Commit
 	}
 	if ignore := OnlyPath(rel.Spec.Source.Path); ignore != "" {
@@ -137,9 +159,10 @@ func helmChart(rel *csv1.ClusterStackRelease, name, component, chartPath string)
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmChartKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: ReleaseLabels(rel, component)},
 		Spec: sourcev1.HelmChartSpec{
-			Chart:             componentPath(rel, chartPath),
-			SourceRef:         sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
-			Interval:          interval(rel),
+			Chart:     componentPath(rel, chartPath),
+			SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
+			// source-controller rebuilds a chart when its source's artifact changes (watched).
+			Interval:          sourceInterval(rel),
 			ReconcileStrategy: sourcev1.ReconcileStrategyChartVersion,
 		},
 	}

@@ -102,6 +102,58 @@ func TestGitRepository(t *testing.T) {
 			},
 		},
 		{
+			name: "validated: pinned to the commit, re-checked at most hourly",
+			rel: release(func(r *csv1.ClusterStackRelease) {
+				r.Spec.Interval = dur(90 * time.Second)
+				r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+			}),
+			want: &sourcev1.GitRepository{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
+				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
+				Spec: sourcev1.GitRepositorySpec{
+					URL:       "https://github.com/org/stacks",
+					Interval:  dur(time.Hour),
+					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease, Commit: "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"},
+					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
+				},
+			},
+		},
+		{
+			name: "validated, interval longer than an hour: kept",
+			rel: release(func(r *csv1.ClusterStackRelease) {
+				r.Spec.Interval = dur(3 * time.Hour)
+				r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+			}),
+			want: &sourcev1.GitRepository{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
+				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
+				Spec: sourcev1.GitRepositorySpec{
+					URL:       "https://github.com/org/stacks",
+					Interval:  dur(3 * time.Hour),
+					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease, Commit: "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"},
+					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
+				},
+			},
+		},
+		{
+			name: "validated, following moved tags: the tag, at the release's interval",
+			rel: release(func(r *csv1.ClusterStackRelease) {
+				r.Spec.Interval = dur(90 * time.Second)
+				r.Spec.FollowMovedTags = true
+				r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+			}),
+			want: &sourcev1.GitRepository{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
+				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
+				Spec: sourcev1.GitRepositorySpec{
+					URL:       "https://github.com/org/stacks",
+					Interval:  dur(90 * time.Second),
+					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
+					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
+				},
+			},
+		},
+		{
 			name: "trailing slash in path is cleaned",
 			rel:  release(func(r *csv1.ClusterStackRelease) { r.Spec.Source.Path = "stacks/aws/" }),
 			want: &sourcev1.GitRepository{
@@ -376,6 +428,28 @@ func TestAddonCharts(t *testing.T) {
 				t.Errorf("AddonCharts() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPinnedReleaseIntervals: once pinned to a commit, a release's charts are re-checked at most
+// hourly like its source, and what applies them keeps the release's interval (drift).
+func TestPinnedReleaseIntervals(t *testing.T) {
+	rel := release(func(r *csv1.ClusterStackRelease) {
+		r.Spec.Interval = dur(30 * time.Second)
+		r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+	})
+	charts := AddonCharts(rel, []csv1.ReleaseComponent{{Name: "cni", Kind: csv1.ComponentKindHelm, Path: "cluster-addon/cni"}})
+	objs := ClusterClassObjects(rel, csv1.ReleaseComponent{Name: csv1.ClusterClassComponent, Kind: csv1.ComponentKindHelm, Path: "cluster-class"})
+	if len(charts) != 1 || len(objs) != 2 {
+		t.Fatalf("got %d addon charts and %d cluster-class objects, want 1 and 2", len(charts), len(objs))
+	}
+	for _, c := range []*sourcev1.HelmChart{charts[0], objs[0].(*sourcev1.HelmChart)} {
+		if c.Spec.Interval != dur(time.Hour) {
+			t.Errorf("HelmChart %s: interval %v, want 1h", c.Name, c.Spec.Interval.Duration)
+		}
+	}
+	if hr := objs[1].(*helmv2.HelmRelease); hr.Spec.Interval != dur(30*time.Second) {
+		t.Errorf("HelmRelease %s: interval %v, want the release's 30s", hr.Name, hr.Spec.Interval.Duration)
 	}
 }
 

@@ -70,6 +70,12 @@ type Input struct {
 	// Alert is a problem that makes the subject Degraded without making it unavailable (the
 	// delivered state keeps working), such as a release tag moved after validation.
 	Alert *Problem
+	// Unchecked is a check of the delivered state that cannot be made right now (a release's
+	// tag cannot be listed, so whether it still points at the validated commit is unknown),
+	// failing since Unchecked.Since. The delivered state keeps working, so it never makes the
+	// subject unavailable; once it has lasted longer than Grace it makes the subject Degraded,
+	// as an Alert does (an Alert, or another cause of Degraded, is reported first).
+	Unchecked *Problem
 	// Unavailable says that the delivered state does not serve right now although it was
 	// delivered (a Deployment of it has no available replicas): Available is False with its
 	// reason and message instead of True for Delivered. It does not make the subject Degraded by
@@ -108,7 +114,7 @@ func Compute(in Input) Result {
 	r.Degraded = degradedCondition(in, f)
 	r.Progressing = progressingCondition(in, f, r.Degraded)
 	r.Available = availableCondition(in, f, r.Degraded, r.Progressing)
-	if alert, ok := alertCondition(in, r.Degraded); ok {
+	if alert, ok := alertCondition(in, f, r.Degraded); ok {
 		r.Degraded, r.Healthy = alert, false
 	}
 	r.Ready = ReadyFrom(r.Available, r.Progressing, r.Degraded)
@@ -145,6 +151,8 @@ type facts struct {
 	onlyHeld bool
 	// rolloutTooLong: the subject has been converging for longer than the grace period.
 	rolloutTooLong bool
+	// uncheckedTooLong: Unchecked has lasted longer than the grace period.
+	uncheckedTooLong bool
 	// requeueAfter is when the next grace period runs out.
 	requeueAfter time.Duration
 }
@@ -202,6 +210,13 @@ func observe(in Input) facts {
 	if !f.healthy && in.Invalid == nil && len(f.stalled) == 0 && !f.onlyHeld {
 		if left := in.Grace - in.Now.Sub(rolloutStart(in)); left <= 0 {
 			f.rolloutTooLong = true
+		} else {
+			f.requeueAfter = minPositive(f.requeueAfter, left)
+		}
+	}
+	if in.Unchecked != nil {
+		if left := in.Grace - in.Now.Sub(in.Unchecked.Since); left <= 0 {
+			f.uncheckedTooLong = true
 		} else {
 			f.requeueAfter = minPositive(f.requeueAfter, left)
 		}
@@ -309,13 +324,20 @@ func availableCondition(in Input, f facts, degraded, progressing metav1.Conditio
 	}
 }
 
-// alertCondition is the Degraded condition of an alert (a problem that leaves the delivered
-// state working, so Available stays as computed), when nothing degrades the subject already.
-func alertCondition(in Input, degraded metav1.Condition) (metav1.Condition, bool) {
-	if in.Alert == nil || degraded.Status == metav1.ConditionTrue {
+// alertCondition is the Degraded condition of an alert, or of a check that has not been made
+// for longer than the grace period (problems that leave the delivered state working, so
+// Available stays as computed), when nothing degrades the subject already.
+func alertCondition(in Input, f facts, degraded metav1.Condition) (metav1.Condition, bool) {
+	switch {
+	case degraded.Status == metav1.ConditionTrue:
 		return metav1.Condition{}, false
+	case in.Alert != nil:
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Alert.Reason, in.Subject+": "+in.Alert.Message), true
+	case f.uncheckedTooLong:
+		return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Unchecked.Reason,
+			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Unchecked.Message, in.Grace)), true
 	}
-	return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Alert.Reason, in.Subject+": "+in.Alert.Message), true
+	return metav1.Condition{}, false
 }
 
 // ReadyFrom is the kstatus summary: True when Available and neither Progressing nor Degraded.

@@ -297,21 +297,30 @@ func TestAvailableCondition(t *testing.T) {
 
 func TestAlertCondition(t *testing.T) {
 	alert := &Problem{Reason: "TagMoved", Message: "tag moved"}
+	unchecked := &Problem{Reason: "TagListFailed", Message: "cannot check where tag v1 points: connection refused"}
 	degraded := metav1.Condition{Type: csv1.DegradedCondition, Status: metav1.ConditionTrue, Reason: "FluxObjectStalled"}
 	notDeg := metav1.Condition{Type: csv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: "AsExpected"}
 	tests := []struct {
-		name     string
-		alert    *Problem
-		degraded metav1.Condition
-		want     *c
+		name      string
+		alert     *Problem
+		unchecked *Problem
+		tooLong   bool
+		degraded  metav1.Condition
+		want      *c
 	}{
-		{"no alert", nil, notDeg, nil},
-		{"an alert degrades a subject that is not degraded", alert, notDeg, &c{"True", "TagMoved", subject + ": tag moved"}},
-		{"a degraded subject keeps its own reason", alert, degraded, nil},
+		{"no alert", nil, nil, false, notDeg, nil},
+		{"an alert degrades a subject that is not degraded", alert, nil, false, notDeg, &c{"True", "TagMoved", subject + ": tag moved"}},
+		{"a degraded subject keeps its own reason", alert, nil, false, degraded, nil},
+		{"a check not made within the grace period does not degrade", nil, unchecked, false, notDeg, nil},
+		{"a check not made for longer than the grace period degrades", nil, unchecked, true, notDeg,
+			&c{"True", "TagListFailed", subject + ": cannot check where tag v1 points: connection refused (for more than 5m0s)"}},
+		{"an alert is reported before a check not made", alert, unchecked, true, notDeg, &c{"True", "TagMoved", subject + ": tag moved"}},
+		{"a degraded subject keeps its own reason over a check not made", nil, unchecked, true, degraded, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := alertCondition(Input{Subject: subject, Alert: tt.alert}, tt.degraded)
+			in := Input{Subject: subject, Alert: tt.alert, Unchecked: tt.unchecked, Grace: 5 * time.Minute}
+			got, ok := alertCondition(in, facts{uncheckedTooLong: tt.tooLong}, tt.degraded)
 			if ok != (tt.want != nil) {
 				t.Fatalf("alert set = %v, want %v", ok, tt.want != nil)
 			}

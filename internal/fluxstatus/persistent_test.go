@@ -105,6 +105,26 @@ func TestAlertKeepsAvailable(t *testing.T) {
 	}
 }
 
+// A check that cannot be made (the release's tag cannot be listed) leaves the subject as it was
+// for the grace period, says when to look again, and then degrades it without making it
+// unavailable.
+func TestUncheckedDegradesAfterGrace(t *testing.T) {
+	since := t0.Add(-2 * time.Minute)
+	in := Input{Subject: "release " + v2, Desired: "v2", Objects: []ObjectState{healthyKS("x", "cluster-class")}, Now: t0, Grace: grace,
+		Unchecked: &Problem{Reason: csv1.ReasonTagListFailed, Message: "cannot check where tag v2 points: connection refused", Since: since}}
+	r := Compute(in)
+	if r.Degraded.Status != metav1.ConditionFalse || r.Available.Status != metav1.ConditionTrue || !r.Healthy || r.RequeueAfter != 3*time.Minute {
+		t.Fatalf("within the grace period: Degraded %+v, Available %s, Healthy %v, RequeueAfter %s", r.Degraded, r.Available.Status, r.Healthy, r.RequeueAfter)
+	}
+	in.Now = since.Add(grace + time.Second)
+	r = Compute(in)
+	want := "release " + v2 + ": cannot check where tag v2 points: connection refused (for more than 5m0s)"
+	if r.Degraded.Status != metav1.ConditionTrue || r.Degraded.Reason != csv1.ReasonTagListFailed || r.Degraded.Message != want ||
+		r.Available.Status != metav1.ConditionTrue || r.Ready.Status != metav1.ConditionFalse || r.Healthy {
+		t.Fatalf("past the grace period: Degraded %+v, Available %s, Ready %s, Healthy %v", r.Degraded, r.Available.Status, r.Ready.Status, r.Healthy)
+	}
+}
+
 func TestRevisionsComparedByCommit(t *testing.T) {
 	tests := []struct {
 		got, want string

@@ -156,10 +156,11 @@ var _ = Describe("Faults", Ordered, func() {
 			down = time.Now()
 		})
 		took := fl.waitConverged(ctx, 8*time.Minute)
-		Eventually(ctx, func() bool {
-			_, ok := findDegraded(fl.status.Since(down), down, "ClusterStackRelease", gitAddr)
+		Eventually(ctx, func() (ok bool) {
+			deg, ok = findDegraded(fl.status.Since(down), down, "ClusterStackRelease", gitAddr)
 			return ok
 		}).WithTimeout(grace+3*time.Minute).Should(BeTrue(), "release %s is Degraded naming the Git server after the grace period", releaseOf(to))
+		fmt.Fprintf(GinkgoWriter, "while Git was down during the rollout: %s\n", deg)
 		Expect(fl.getRelease(ctx, to).DeletionTimestamp).To(BeNil())
 		row.add(fl.check(ctx))
 		Expect(pl.StartGit()).To(Succeed())
