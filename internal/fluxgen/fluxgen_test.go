@@ -63,7 +63,31 @@ func dur(d time.Duration) metav1.Duration   { return metav1.Duration{Duration: d
 func durp(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 func strp(s string) *string                 { return &s }
 
+// wantGitRepository is the GitRepository of the default release(), changed by mutate.
+func wantGitRepository(mutate func(*sourcev1.GitRepositorySpec)) *sourcev1.GitRepository {
+	gr := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
+		ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       "https://github.com/org/stacks",
+			Interval:  dur(5 * time.Minute),
+			Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
+			Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
+		},
+	}
+	if mutate != nil {
+		mutate(&gr.Spec)
+	}
+	return gr
+}
+
 func TestGitRepository(t *testing.T) {
+	const commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+	validated := func(interval time.Duration, follow bool) *csv1.ClusterStackRelease {
+		return release(func(r *csv1.ClusterStackRelease) {
+			r.Spec.Interval, r.Spec.FollowMovedTags, r.Status.Commit = dur(interval), follow, commit
+		})
+	}
 	tests := []struct {
 		name string
 		rel  *csv1.ClusterStackRelease
@@ -72,16 +96,7 @@ func TestGitRepository(t *testing.T) {
 		{
 			name: "defaults: tag ref, 5m interval, only the stack path, no secret",
 			rel:  release(),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					Interval:  dur(5 * time.Minute),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
-					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
-				},
-			},
+			want: wantGitRepository(nil),
 		},
 		{
 			name: "interval and secretRef copied",
@@ -89,96 +104,41 @@ func TestGitRepository(t *testing.T) {
 				r.Spec.Interval = dur(90 * time.Second)
 				r.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "git-creds"}
 			}),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					SecretRef: &meta.LocalObjectReference{Name: "git-creds"},
-					Interval:  dur(90 * time.Second),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
-					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
-				},
-			},
+			want: wantGitRepository(func(s *sourcev1.GitRepositorySpec) {
+				s.SecretRef = &meta.LocalObjectReference{Name: "git-creds"}
+				s.Interval = dur(90 * time.Second)
+			}),
 		},
 		{
 			name: "validated: pinned to the commit, re-checked at most hourly",
-			rel: release(func(r *csv1.ClusterStackRelease) {
-				r.Spec.Interval = dur(90 * time.Second)
-				r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+			rel:  validated(90*time.Second, false),
+			want: wantGitRepository(func(s *sourcev1.GitRepositorySpec) {
+				s.Interval = dur(time.Hour)
+				s.Reference.Commit = commit
 			}),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					Interval:  dur(time.Hour),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease, Commit: "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"},
-					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
-				},
-			},
 		},
 		{
 			name: "validated, interval longer than an hour: kept",
-			rel: release(func(r *csv1.ClusterStackRelease) {
-				r.Spec.Interval = dur(3 * time.Hour)
-				r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
+			rel:  validated(3*time.Hour, false),
+			want: wantGitRepository(func(s *sourcev1.GitRepositorySpec) {
+				s.Interval = dur(3 * time.Hour)
+				s.Reference.Commit = commit
 			}),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					Interval:  dur(3 * time.Hour),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease, Commit: "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"},
-					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
-				},
-			},
 		},
 		{
 			name: "validated, following moved tags: the tag, at the release's interval",
-			rel: release(func(r *csv1.ClusterStackRelease) {
-				r.Spec.Interval = dur(90 * time.Second)
-				r.Spec.FollowMovedTags = true
-				r.Status.Commit = "5d4e3031a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7"
-			}),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					Interval:  dur(90 * time.Second),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
-					Ignore:    strp("/*\n!/providers/\n/providers/*\n!/providers/aws/\n/providers/aws/*\n!/providers/aws/base/\n/providers/aws/base/*\n!/providers/aws/base/1-33/\n"),
-				},
-			},
+			rel:  validated(90*time.Second, true),
+			want: wantGitRepository(func(s *sourcev1.GitRepositorySpec) { s.Interval = dur(90 * time.Second) }),
 		},
 		{
 			name: "trailing slash in path is cleaned",
 			rel:  release(func(r *csv1.ClusterStackRelease) { r.Spec.Source.Path = "stacks/aws/" }),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					Interval:  dur(5 * time.Minute),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
-					Ignore:    strp("/*\n!/stacks/\n/stacks/*\n!/stacks/aws/\n"),
-				},
-			},
+			want: wantGitRepository(func(s *sourcev1.GitRepositorySpec) { s.Ignore = strp("/*\n!/stacks/\n/stacks/*\n!/stacks/aws/\n") }),
 		},
 		{
 			name: "stack at the repository root: nothing ignored",
 			rel:  release(func(r *csv1.ClusterStackRelease) { r.Spec.Source.Path = "." }),
-			want: &sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
-				ObjectMeta: metav1.ObjectMeta{Name: testRelease, Namespace: testNS, Labels: releaseLabels("")},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       "https://github.com/org/stacks",
-					Interval:  dur(5 * time.Minute),
-					Reference: &sourcev1.GitRepositoryRef{Tag: testRelease},
-				},
-			},
+			want: wantGitRepository(func(s *sourcev1.GitRepositorySpec) { s.Ignore = nil }),
 		},
 	}
 	for _, tt := range tests {
