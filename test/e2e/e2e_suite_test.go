@@ -134,7 +134,7 @@ var _ = AfterSuite(func(ctx SpecContext) {
 	}()
 	// Credentials (issue 9): no Secret value in any generated object, status, Event or the
 	// operator's log, after everything the suite did.
-	expectNoSecretLeaked(ctx)
+	expectNoSecretLeaked(ctx, true)
 })
 
 // publish commits the stacks/ tree of this repository, changed by mutate (which gets a copy), to

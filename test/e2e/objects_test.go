@@ -21,7 +21,51 @@ import (
 func createNamespace(ctx context.Context, name string) {
 	GinkgoHelper()
 	Expect(pl.CreateTenantNamespace(ctx, name)).To(Succeed())
+	finished.add(name)
 }
+
+// finished holds the namespaces the current top-level container created. When the suite moves
+// on to the next container, the Clusters in them are deleted (not waited for): each is a
+// workload cluster of the plane (an API server, etcd, a controller-manager, a scheduler and kwok,
+// about 3% of a core even when idle), and the containers before would otherwise keep twenty of
+// them running to the end of the suite. Ginkgo runs a top-level container's specs one after
+// another unless told to randomize all specs, which turns this off.
+var finished containerNamespaces
+
+type containerNamespaces struct {
+	container  string
+	namespaces []string
+}
+
+func topContainer() string {
+	if h := CurrentSpecReport().ContainerHierarchyTexts; len(h) > 0 {
+		return h[0]
+	}
+	return ""
+}
+
+func (f *containerNamespaces) add(ns string) {
+	f.container = topContainer()
+	f.namespaces = append(f.namespaces, ns)
+}
+
+// deleteClustersOfFinishedContainer deletes the Clusters of the namespaces the previous
+// top-level container created, once a spec of another container starts.
+var _ = BeforeEach(func(ctx SpecContext) {
+	if suite, _ := GinkgoConfiguration(); suite.RandomizeAllSpecs || finished.container == "" || finished.container == topContainer() {
+		return
+	}
+	expectNoSecretLeaked(ctx, false) // the objects about to go
+	for _, ns := range finished.namespaces {
+		clusters := &clusterv1.ClusterList{}
+		Expect(k8s.List(ctx, clusters, client.InNamespace(ns))).To(Succeed())
+		for i := range clusters.Items {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &clusters.Items[i]))).To(Succeed())
+		}
+		GinkgoWriter.Printf("deleted %d Clusters of namespace %s (container %q finished)\n", len(clusters.Items), ns, finished.container)
+	}
+	finished = containerNamespaces{}
+})
 
 // newClusterStack returns the reference stack's ClusterStack in ns, pinned to versions.
 func newClusterStack(ns string, versions ...string) *csv1.ClusterStack {
