@@ -445,8 +445,6 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 	return in, nil
 }
 
-// problemIfFalse turns a fact condition that is False into a Problem for the status aggregation;
-// nil when the condition is absent or not False.
 // tagProblems reads the release's TagVerified condition: a moved tag is an alert (Degraded at
 // once; the validated commit keeps being delivered), and a tag that cannot be listed (Git server
 // down, credentials revoked) a check not made, Degraded once it has lasted the grace period since
@@ -459,6 +457,8 @@ func tagProblems(conds []metav1.Condition) (alert, unchecked *fluxstatus.Problem
 	return problemIfFalse(conds, csv1.TagVerifiedCondition), nil
 }
 
+// problemIfFalse turns a fact condition that is False into a Problem for the status aggregation;
+// nil when the condition is absent or not False.
 func problemIfFalse(conds []metav1.Condition, t string) *fluxstatus.Problem {
 	c := apimeta.FindStatusCondition(conds, t)
 	if c == nil || c.Status != metav1.ConditionFalse {

@@ -49,8 +49,8 @@ func (f *containerNamespaces) add(ns string) {
 	f.namespaces = append(f.namespaces, ns)
 }
 
-// deleteClustersOfFinishedContainer deletes the Clusters of the namespaces the previous
-// top-level container created, once a spec of another container starts.
+// Before the first spec of another top-level container: the Clusters of the namespaces the
+// previous container created are deleted.
 var _ = BeforeEach(func(ctx SpecContext) {
 	if suite, _ := GinkgoConfiguration(); suite.RandomizeAllSpecs || finished.container == "" || finished.container == topContainer() {
 		return
