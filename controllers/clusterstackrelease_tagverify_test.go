@@ -75,30 +75,23 @@ var _ = Describe("ClusterStackRelease tag verification", func() {
 			g.Expect(c.Message).To(ContainSubstring("connection refused"))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
-			rel := &csv1.ClusterStackRelease{}
-			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
-			g.Expect(condition(rel.Status.Conditions, csv1.DegradedCondition)).To(HaveField("Status", metav1.ConditionFalse))
+			g.Expect(releaseCondition(g, ns, v1, csv1.DegradedCondition)).To(HaveField("Status", metav1.ConditionFalse))
 		}, 3*time.Second).Should(Succeed())
 
 		By("once that has lasted longer than the grace period (the condition's transition moved back), the release is Degraded and still Available")
-		Eventually(func() error {
-			rel := &csv1.ClusterStackRelease{}
-			if err := k8s.Get(ctx, key(ns, v1), rel); err != nil {
-				return err
-			}
-			c := condition(rel.Status.Conditions, csv1.TagVerifiedCondition)
-			c.LastTransitionTime = metav1.NewTime(time.Now().Add(-6 * time.Minute))
-			return k8s.Status().Update(ctx, rel)
+		Eventually(func(g Gomega) {
+			setStatus(g, &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1}}, func(rel *csv1.ClusterStackRelease) {
+				condition(rel.Status.Conditions, csv1.TagVerifiedCondition).LastTransitionTime = metav1.NewTime(time.Now().Add(-6 * time.Minute))
+			})
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
-			rel := &csv1.ClusterStackRelease{}
-			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
-			deg := condition(rel.Status.Conditions, csv1.DegradedCondition)
-			g.Expect(deg).NotTo(BeNil())
+			deg := releaseCondition(g, ns, v1, csv1.DegradedCondition)
 			g.Expect(deg.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(deg.Reason).To(Equal(csv1.ReasonTagListFailed))
 			g.Expect(deg.Message).To(And(ContainSubstring("cannot check where tag "+v1+" points"), ContainSubstring("connection refused"), HaveSuffix("(for more than 5m0s)")))
-			g.Expect(condition(rel.Status.Conditions, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue), "%v", rel.Status.Conditions)
+			g.Expect(releaseCondition(g, ns, v1, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			rel := &csv1.ClusterStackRelease{}
+			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
 			g.Expect(rel.Status.Commit).To(Equal(commit))
 			repo := &sourcev1.GitRepository{}
 			g.Expect(k8s.Get(ctx, key(ns, fluxgen.GitRepositoryName(v1)), repo)).To(Succeed())
@@ -109,18 +102,21 @@ var _ = Describe("ClusterStackRelease tag verification", func() {
 		tags.recover(repoURL(ns))
 		Eventually(func(g Gomega) {
 			g.Expect(tagVerified(g, ns, v1)).To(HaveField("Status", metav1.ConditionTrue))
-			rel := &csv1.ClusterStackRelease{}
-			g.Expect(k8s.Get(ctx, key(ns, v1), rel)).To(Succeed())
-			g.Expect(condition(rel.Status.Conditions, csv1.DegradedCondition)).To(HaveField("Status", metav1.ConditionFalse))
+			g.Expect(releaseCondition(g, ns, v1, csv1.DegradedCondition)).To(HaveField("Status", metav1.ConditionFalse))
 		}).Should(Succeed())
 	})
 })
 
 // tagVerified is the release's TagVerified condition (it must be there).
 func tagVerified(g Gomega, ns, release string) metav1.Condition {
+	return releaseCondition(g, ns, release, csv1.TagVerifiedCondition)
+}
+
+// releaseCondition is a condition of the release (it must be there).
+func releaseCondition(g Gomega, ns, release, t string) metav1.Condition {
 	rel := &csv1.ClusterStackRelease{}
 	g.ExpectWithOffset(1, k8s.Get(ctx, key(ns, release), rel)).To(Succeed())
-	c := condition(rel.Status.Conditions, csv1.TagVerifiedCondition)
-	g.ExpectWithOffset(1, c).NotTo(BeNil(), "release %s has no %s condition: %v", release, csv1.TagVerifiedCondition, rel.Status.Conditions)
+	c := condition(rel.Status.Conditions, t)
+	g.ExpectWithOffset(1, c).NotTo(BeNil(), "release %s has no %s condition: %v", release, t, rel.Status.Conditions)
 	return *c
 }
