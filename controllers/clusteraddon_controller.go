@@ -629,6 +629,16 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 				continue
 			}
 		}
+		replaced, err := r.removeOtherKind(ctx, s, obj, c.Name)
+		if err != nil {
+			return false, err
+		}
+		if replaced != "" {
+			status.WaitingFor = fmt.Sprintf("waiting for %s, which release %s replaces with a %s, to be removed before creating it", replaced, s.release.Name, kind)
+			written[c.Name] = status
+			prev = obj
+			continue
+		}
 		if _, err := r.Applier.Apply(ctx, s.addon, obj); err != nil {
 			return s.ownershipConflict(err)
 		}
@@ -638,6 +648,42 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	}
 	s.components = s.componentStatuses(written, want)
 	return true, r.pruneStale(ctx, s, want)
+}
+
+// removeOtherKind deletes the cluster's Flux object of the other kind for a component whose kind
+// the release changed (a Helm chart that became a kustomize directory, or the reverse; both
+// objects have the same name), and names it until it is gone. Flux uninstalls or prunes what the
+// old object installed before the new one applies the component: created side by side, an
+// uninstall ending after the new object's apply would remove what that object had just reported
+// Ready, and nothing would put it back before the next interval. "" when there is no such object.
+func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonScope, obj client.Object, component string) (string, error) {
+	var other client.Object
+	var otherKind string
+	switch obj.(type) {
+	case *helmv2.HelmRelease:
+		other, otherKind = &kustomizev1.Kustomization{}, kustomizev1.KustomizationKind
+	case *kustomizev1.Kustomization:
+		other, otherKind = &helmv2.HelmRelease{}, helmv2.HelmReleaseKind
+	default:
+		return "", nil
+	}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), other); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(other, s.addon) || other.GetLabels()[csv1.ComponentLabel] != fluxgen.LabelValue(component) {
+		return "", nil
+	}
+	ref, kind := otherKind+"/"+other.GetName(), obj.GetObjectKind().GroupVersionKind().Kind
+	if other.GetDeletionTimestamp().IsZero() {
+		uid := other.GetUID()
+		if err := r.Delete(ctx, other, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("delete %s, which release %s replaces with a %s: %w", ref, s.release.Name, kind, err)
+		}
+		r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentReplaced",
+			"%s is removed from Cluster %s before %s/%s replaces it: release %s delivers component %s as a %s",
+			ref, s.cluster.Name, kind, obj.GetName(), s.release.Name, component, kind)
+	}
+	return ref, nil
 }
 
 // pruneValues deletes the cluster's values ConfigMaps of other releases. It runs only after
@@ -726,12 +772,16 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 	// naming scheme changed): the new object takes over the installed resources, so the old one
 	// is suspended before it is deleted, and Flux neither uninstalls nor prunes them.
 	renamed := map[string]bool{}
+	// A component the release delivers as the other kind: removeOtherKind deletes the old object
+	// when the component's turn comes, and it serves until then.
+	otherKind := map[string]bool{}
 	for _, c := range s.release.Status.Components {
-		kind := helmv2.HelmReleaseKind
+		kind, other := helmv2.HelmReleaseKind, kustomizev1.KustomizationKind
 		if c.Kind == csv1.ComponentKindKustomize {
-			kind = kustomizev1.KustomizationKind
+			kind, other = other, kind
 		}
 		renamed[kind+"/"+fluxgen.LabelValue(c.Name)] = true
+		otherKind[other+"/"+fluxgen.AddonObjectName(s.cluster.Name, c.Name)] = true
 	}
 	for _, o := range objs {
 		kind := o.GetObjectKind().GroupVersionKind().Kind
@@ -742,6 +792,9 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 			if err := r.removeForStage(ctx, s, o); err != nil {
 				return err
 			}
+			continue
+		}
+		if otherKind[kind+"/"+o.GetName()] {
 			continue
 		}
 		if renamed[kind+"/"+o.GetLabels()[csv1.ComponentLabel]] {

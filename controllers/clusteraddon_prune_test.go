@@ -103,3 +103,68 @@ var _ = Describe("ClusterAddon pruning of dropped components", func() {
 		Expect(exists(Default, helmRelease(ns, cni))).To(BeTrue())
 	})
 })
+
+// A component whose kind a release changes (a Helm chart that becomes a kustomize directory, or
+// the reverse) has two objects of the same name: the old one is deleted first, so that Flux
+// uninstalls or prunes what it installed, and the new one is created only once it is gone (side
+// by side, the uninstall could remove what the new object had just applied and reported Ready).
+var _ = Describe("ClusterAddon components whose kind changes", func() {
+	It("removes the old object first and creates the new one only when it is gone, both ways", func() {
+		ns := newNamespace("addon-kind")
+		st1 := newStack("acme", "kind", "1.36").WithHelmAddon("cni", "1.0.0").WithKustomizeAddon("dns")
+		st2 := newStack("acme", "kind", "1.36").WithKustomizeAddon("cni").WithKustomizeAddon("dns")
+		v1, v2 := publishRelease(ns, st1, "v1"), publishRelease(ns, st2, "v2")
+		newClusterStack(ns, "kind", st1).Versions("v1", "v2").Create()
+		rel1 := releaseValidated(ns, v1)
+		rel2 := releaseValidated(ns, v2)
+		cni, dns := fluxgen.AddonObjectName("c1", "cni"), fluxgen.AddonObjectName("c1", "dns")
+		c := newCluster(ns, "c1").WithClass(st1, v1).Initialized().Create()
+		Eventually(func(g Gomega) {
+			readyHelmRelease(g, ns, cni, "1.0.0")
+			readyKustomization(g, ns, dns, rel1.Status.Revision)
+		}).Should(Succeed())
+		update(helmRelease(ns, cni), func(hr *helmv2.HelmRelease) { controllerutil.AddFinalizer(hr, helmv2.HelmReleaseFinalizer) })
+
+		By("the Cluster moves to v2, where cni is a kustomize directory: its HelmRelease is deleted (not suspended) and no Kustomization is made while it exists")
+		moveCluster(c, v2)
+		waiting := "waiting for HelmRelease/" + cni + ", which release " + v2 + " replaces with a Kustomization, to be removed before creating it"
+		Eventually(func(g Gomega) {
+			hr := helmRelease(ns, cni)
+			g.Expect(k8s.Get(ctx, key(ns, cni), hr)).To(Succeed())
+			g.Expect(hr.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(hr.Spec.Suspend).To(BeFalse(), "a suspended HelmRelease is not uninstalled")
+			g.Expect(clusterAddon(g, ns, "c1").Status.Components).To(ContainElement(And(
+				HaveField("Name", "cni"), HaveField("Kind", csv1.ComponentKindKustomize), HaveField("Release", v2), HaveField("WaitingFor", waiting))))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) bool { return exists(g, kustomization(ns, cni)) }, "2s").Should(BeFalse(),
+			"the Kustomization was created while the HelmRelease it replaces was still uninstalling")
+		Eventually(func(g Gomega) []string { return events(g, ns, "ClusterAddon", "c1", "ComponentReplaced") }).Should(ConsistOf(
+			"HelmRelease/" + cni + " is removed from Cluster c1 before Kustomization/" + cni + " replaces it: release " + v2 + " delivers component cni as a Kustomization"))
+
+		By("helm-controller lets the HelmRelease go: the Kustomization is created")
+		update(helmRelease(ns, cni), func(hr *helmv2.HelmRelease) { controllerutil.RemoveFinalizer(hr, helmv2.HelmReleaseFinalizer) })
+		Eventually(func(g Gomega) {
+			readyKustomization(g, ns, cni, rel2.Status.Revision)
+			readyKustomization(g, ns, dns, rel2.Status.Revision)
+			g.Expect(condition(clusterAddon(g, ns, "c1").Status.Conditions, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		}).Should(Succeed())
+		Expect(events(Default, ns, "ClusterAddon", "c1", "ComponentRemoved")).To(BeEmpty(), "the replaced object was reported as a dropped component")
+
+		By("back to v1: the Kustomization is pruned first, then the HelmRelease is created")
+		update(kustomization(ns, cni), func(ks *kustomizev1.Kustomization) {
+			controllerutil.AddFinalizer(ks, kustomizev1.KustomizationFinalizer)
+		})
+		moveCluster(c, v1)
+		Eventually(func(g Gomega) {
+			ks := kustomization(ns, cni)
+			g.Expect(k8s.Get(ctx, key(ns, cni), ks)).To(Succeed())
+			g.Expect(ks.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(ks.Spec.Suspend).To(BeFalse(), "a suspended Kustomization is not pruned")
+		}).Should(Succeed())
+		Consistently(func(g Gomega) bool { return exists(g, helmRelease(ns, cni)) }, "2s").Should(BeFalse())
+		update(kustomization(ns, cni), func(ks *kustomizev1.Kustomization) {
+			controllerutil.RemoveFinalizer(ks, kustomizev1.KustomizationFinalizer)
+		})
+		Eventually(func(g Gomega) { readyHelmRelease(g, ns, cni, "1.0.0") }).Should(Succeed())
+	})
+})

@@ -396,3 +396,72 @@ func requestReconcile(ctx context.Context, ns, name string, obj client.Object) {
 	obj.SetAnnotations(ann)
 	Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
 }
+
+// A component whose kind a release changes has two Flux objects of the same name in turn; the
+// old one must be gone (its objects uninstalled or pruned) before the new one installs, or the
+// old one's removal could delete what the new one had just installed and reported Ready.
+var _ = Describe("A component whose kind changes between releases", Ordered, func() {
+	const ns, cluster, cidr = "kind-change", "k1", "10.17.0.0/16"
+	name := fluxgen.AddonObjectName(cluster, "cluster-info")
+	var wl client.Client
+
+	// replaceSamples samples, every 50 ms until stopped, whether the new object exists while the
+	// old one still does (the new one is read first: seen after it, the old one existed then).
+	replaceSamples := func(ctx context.Context, newObj, oldObj client.Object) (stop func() []bool) {
+		return sampleEvery(ctx, 50*time.Millisecond, func() (bool, bool) {
+			key := client.ObjectKey{Namespace: ns, Name: name}
+			errNew := k8s.Get(ctx, key, newObj)
+			errOld := k8s.Get(ctx, key, oldObj)
+			if client.IgnoreNotFound(errNew) != nil || client.IgnoreNotFound(errOld) != nil {
+				return false, false
+			}
+			return errNew == nil && errOld == nil, true
+		})
+	}
+	infoAvailable := func(ctx context.Context, g Gomega, v string, kind csv1.ComponentKind) {
+		a := getAddon(ctx, g, ns, cluster)
+		g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + v))
+		g.Expect(a.Status.Components).To(ContainElement(And(HaveField("Name", "cluster-info"), HaveField("Kind", kind), HaveField("Ready", true))))
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		createNamespace(ctx, ns)
+		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", helmInfoVersion))).To(Succeed())
+		Expect(k8s.Create(ctx, newCluster(ns, cluster, "v1", cidr))).To(Succeed())
+		Eventually(ctx, func(g Gomega) { infoAvailable(ctx, g, "v1", csv1.ComponentKindKustomize) }).Should(Succeed())
+		var err error
+		wl, err = pl.WorkloadClient(ctx, ns, cluster)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("from a kustomize directory to a Helm chart: the Kustomization is pruned before the HelmRelease installs, and what it installs stays", func(ctx SpecContext) {
+		stop := replaceSamples(ctx, &helmv2.HelmRelease{}, &kustomizev1.Kustomization{})
+		moveCluster(ctx, ns, cluster, helmInfoVersion)
+		Eventually(ctx, func(g Gomega) { infoAvailable(ctx, g, helmInfoVersion, csv1.ComponentKindHelm) }).Should(Succeed())
+		Expect(stop()).NotTo(ContainElement(true), "HelmRelease %s existed while Kustomization %s did", name, name)
+		Expect(exists(ctx, client.ObjectKey{Namespace: ns, Name: name}, &kustomizev1.Kustomization{})).To(BeFalse())
+		Consistently(ctx, func(g Gomega) {
+			info := &corev1.ConfigMap{}
+			g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+			g.Expect(info.Data).To(HaveKeyWithValue("delivered-by", "helm"))
+			g.Expect(info.Data).To(HaveKeyWithValue("pod-cidr", cidr))
+			g.Expect(info.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", "cluster-info"))
+			g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, &appsv1.Deployment{})).To(Succeed())
+		}).WithTimeout(5*time.Second).Should(Succeed(), "the Helm chart's objects stay in the workload cluster")
+	})
+
+	It("and back: the HelmRelease is uninstalled before the Kustomization applies, and what it applies stays", func(ctx SpecContext) {
+		stop := replaceSamples(ctx, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{})
+		moveCluster(ctx, ns, cluster, "v1")
+		Eventually(ctx, func(g Gomega) { infoAvailable(ctx, g, "v1", csv1.ComponentKindKustomize) }).Should(Succeed())
+		Expect(stop()).NotTo(ContainElement(true), "Kustomization %s existed while HelmRelease %s did", name, name)
+		Consistently(ctx, func(g Gomega) {
+			info := &corev1.ConfigMap{}
+			g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, info)).To(Succeed())
+			g.Expect(info.Data).NotTo(HaveKey("delivered-by"))
+			g.Expect(info.Data).To(HaveKeyWithValue("pod-cidr", cidr))
+			g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cluster-info"}, &appsv1.Deployment{})).To(Succeed())
+		}).WithTimeout(5*time.Second).Should(Succeed(), "the kustomize directory's objects stay in the workload cluster")
+	})
+})

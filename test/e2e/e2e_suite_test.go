@@ -43,6 +43,9 @@ const (
 	// pinnedVersion has a component whose Deployment runs only on nodes labelled
 	// testPoolLabel=special.
 	pinnedVersion = "v13"
+	// helmInfoVersion delivers the cluster-info component as a Helm chart instead of a kustomize
+	// directory (withClusterInfoChart).
+	helmInfoVersion = "v15"
 	// addonTimeout is the operator's --addon-timeout in these tests (Flux's install, upgrade and
 	// health-check timeout of cluster addons), short so that failures and retries come quickly.
 	addonTimeout = 30 * time.Second
@@ -117,6 +120,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	publishVersion(ctx, "v11", withHelmDeployment("never-helm", "none"))
 	publishVersion(ctx, "v12", withKustomizeDeployment("never-ks", "none"))
 	publishVersion(ctx, pinnedVersion, withKustomizeDeployment("pinned", "special"))
+	publishVersion(ctx, helmInfoVersion, withClusterInfoChart)
 	publishVersion(ctx, hostileVersion, withHostileTemplate)
 	publishVersion(ctx, namesVersion, withConfigMapComponents(namesComponents...))
 	publishVersion(ctx, newestVersion, withStackVersion(newestVersion))

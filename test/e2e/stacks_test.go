@@ -164,6 +164,29 @@ func withKustomizeDeployment(component, pool string) func(string) {
 	}
 }
 
+// withClusterInfoChart makes the cluster-info component a Helm chart of the same objects (its
+// ConfigMap, with the cluster's name and pod CIDR from overwrite.yaml, and its Deployment)
+// instead of a kustomize directory.
+func withClusterInfoChart(sd string) {
+	dir := filepath.Join(sd, "cluster-addon", "cluster-info")
+	deployment, err := os.ReadFile(filepath.Join(dir, "deployment.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.RemoveAll(dir)).To(Succeed())
+	Expect(os.MkdirAll(filepath.Join(dir, "templates"), 0o755)).To(Succeed())
+	files := map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: cluster-info\nversion: 1.0.0\n",
+		"values.yaml": "clusterName: \"\"\npodCIDR: \"\"\n",
+		"overwrite.yaml": "values: |\n  clusterName: \"{{ .Cluster.metadata.name }}\"\n" +
+			"  podCIDR: \"{{ index .Cluster.spec.clusterNetwork.pods.cidrBlocks 0 }}\"\n",
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-info\n  namespace: kube-system\ndata:\n" +
+			"  cluster-name: {{ .Values.clusterName | quote }}\n  pod-cidr: {{ .Values.podCIDR | quote }}\n  delivered-by: helm\n",
+		"templates/deployment.yaml": string(deployment),
+	}
+	for name, content := range files {
+		Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
+	}
+}
+
 // withHostileTemplate makes the cni values template ask for two billion characters.
 func withHostileTemplate(sd string) {
 	editFile(sd, "cluster-addon/cni/overwrite.yaml", func(s string) string {
