@@ -177,6 +177,14 @@ func TestLintProblems(t *testing.T) {
 		version: "v2",
 		want:    []wantProblem{{"cluster-class/Chart.yaml", `version "v1" does not match release version "v2"`}},
 	}, {
+		name:    "cluster-class version spelled as SCS spells it in charts, the release as in SCS tags",
+		base:    aws,
+		version: "v1-alpha-0",
+		mutate: func(t *testing.T, dir string) {
+			replaceInFile(t, dir, "cluster-class/Chart.yaml", "version: v1", "version: v1-alpha.0")
+		},
+		want: []wantProblem{{"cluster-class/Chart.yaml", `version "v1-alpha.0" does not match release version "v1-alpha-0" (the same version spelled differently: the tag, the chart version and the ClusterClass name must spell it alike; publish the tag "aws-base-1-36-v1-alpha.0", or set the chart version to "v1-alpha-0")`}},
+	}, {
 		name: "cluster-class version is no stack version",
 		base: aws,
 		mutate: func(t *testing.T, dir string) {
