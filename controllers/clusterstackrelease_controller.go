@@ -149,10 +149,7 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 		}
 		return ctrl.Result{}, nil
 	}
-	every := rel.Spec.Interval.Duration
-	if every <= 0 {
-		every = fluxgen.DefaultInterval
-	}
+	every := fluxgen.ReleaseInterval(rel).Duration
 	c := metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fmt.Sprintf("tag %s points at the validated commit %s", rel.Name, rel.Status.Commit)}
 	refs, err := r.Tags.Refs(ctx, rel.Namespace, rel.Spec.Source, every)

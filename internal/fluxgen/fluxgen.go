@@ -79,7 +79,9 @@ func ClusterLabels(stack, release, cluster, component string) map[string]string 
 	return l
 }
 
-func interval(rel *csv1.ClusterStackRelease) metav1.Duration {
+// ReleaseInterval is the release's spec.interval, or DefaultInterval when it sets none: how often
+// its tag is verified and its cluster-class re-applied.
+func ReleaseInterval(rel *csv1.ClusterStackRelease) metav1.Duration {
 	if rel.Spec.Interval.Duration > 0 {
 		return rel.Spec.Interval
 	}
@@ -95,7 +97,7 @@ func Pinned(rel *csv1.ClusterStackRelease) bool {
 // sourceInterval is the interval of the release's GitRepository and HelmCharts: the release's,
 // and at least PinnedSourceInterval once the source is pinned to a commit.
 func sourceInterval(rel *csv1.ClusterStackRelease) metav1.Duration {
-	if i := interval(rel); !Pinned(rel) || i.Duration >= PinnedSourceInterval {
+	if i := ReleaseInterval(rel); !Pinned(rel) || i.Duration >= PinnedSourceInterval {
 		return i
 	}
 	return metav1.Duration{Duration: PinnedSourceInterval}
@@ -186,7 +188,7 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 			Spec: kustomizev1.KustomizationSpec{
 				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
 				Path:               componentPath(rel, c.Path),
-				Interval:           interval(rel),
+				Interval:           ReleaseInterval(rel),
 				Prune:              true,
 				Wait:               true,
 				Timeout:            &metav1.Duration{Duration: AddonTimeout},
@@ -208,7 +210,7 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
 		Spec: helmv2.HelmReleaseSpec{
 			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: name},
-			Interval:           interval(rel),
+			Interval:           ReleaseInterval(rel),
 			ReleaseName:        HelmReleaseName(rel.Name),
 			TargetNamespace:    rel.Namespace,
 			ServiceAccountName: rel.Spec.ServiceAccountName,
