@@ -44,8 +44,9 @@ const (
 	// testPoolLabel=special.
 	pinnedVersion = "v13"
 	// helmInfoVersion delivers the cluster-info component as a Helm chart instead of a kustomize
-	// directory (withClusterInfoChart).
-	helmInfoVersion = "v15"
+	// directory (withClusterInfoChart). It is older than every other version: the webhook lists
+	// the five newest published releases, and the missing-release spec expects v14 among them.
+	helmInfoVersion = "v0"
 	// addonTimeout is the operator's --addon-timeout in these tests (Flux's install, upgrade and
 	// health-check timeout of cluster addons), short so that failures and retries come quickly.
 	addonTimeout = 30 * time.Second
