@@ -79,6 +79,8 @@ var _ = Describe("The kubectl plugin", Ordered, func() {
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getAddon(ctx, g, ns, "healthy")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			g.Expect(getAddon(ctx, g, ns, "broken")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "component cni", "HelmRelease/broken-cni"))
+			// The stack's roll-up follows its ClusterAddons (written at most once a second).
+			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/broken"))
 		}).Should(Succeed())
 	}, NodeTimeout(5*time.Minute))
 
