@@ -658,12 +658,11 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 // Ready, and nothing would put it back before the next interval. "" when there is no such object.
 func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonScope, obj client.Object, component string) (string, error) {
 	var other client.Object
-	var otherKind string
 	switch obj.(type) {
 	case *helmv2.HelmRelease:
-		other, otherKind = &kustomizev1.Kustomization{}, kustomizev1.KustomizationKind
+		other = &kustomizev1.Kustomization{}
 	case *kustomizev1.Kustomization:
-		other, otherKind = &helmv2.HelmRelease{}, helmv2.HelmReleaseKind
+		other = &helmv2.HelmRelease{}
 	default:
 		return "", nil
 	}
@@ -673,7 +672,7 @@ func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonSc
 	if !metav1.IsControlledBy(other, s.addon) || other.GetLabels()[csv1.ComponentLabel] != fluxgen.LabelValue(component) {
 		return "", nil
 	}
-	ref, kind := otherKind+"/"+other.GetName(), obj.GetObjectKind().GroupVersionKind().Kind
+	ref, kind := kindOf(other)+"/"+other.GetName(), kindOf(obj)
 	if other.GetDeletionTimestamp().IsZero() {
 		uid := other.GetUID()
 		if err := r.Delete(ctx, other, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -772,16 +771,14 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 	// naming scheme changed): the new object takes over the installed resources, so the old one
 	// is suspended before it is deleted, and Flux neither uninstalls nor prunes them.
 	renamed := map[string]bool{}
-	// A component the release delivers as the other kind: removeOtherKind deletes the old object
-	// when the component's turn comes, and it serves until then.
-	otherKind := map[string]bool{}
+	// The Flux kind the release delivers each of today's object names as: an object of the other
+	// kind under such a name is a component whose kind the release changed, which
+	// removeOtherKind deletes when the component's turn comes; it serves until then.
+	kindOfName := map[string]string{}
 	for _, c := range s.release.Status.Components {
-		kind, other := helmv2.HelmReleaseKind, kustomizev1.KustomizationKind
-		if c.Kind == csv1.ComponentKindKustomize {
-			kind, other = other, kind
-		}
+		kind := fluxKind(c.Kind)
 		renamed[kind+"/"+fluxgen.LabelValue(c.Name)] = true
-		otherKind[other+"/"+fluxgen.AddonObjectName(s.cluster.Name, c.Name)] = true
+		kindOfName[fluxgen.AddonObjectName(s.cluster.Name, c.Name)] = kind
 	}
 	for _, o := range objs {
 		kind := o.GetObjectKind().GroupVersionKind().Kind
@@ -794,7 +791,7 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 			}
 			continue
 		}
-		if otherKind[kind+"/"+o.GetName()] {
+		if k, ok := kindOfName[o.GetName()]; ok && k != kind {
 			continue
 		}
 		if renamed[kind+"/"+o.GetLabels()[csv1.ComponentLabel]] {
@@ -812,6 +809,14 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 		r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentRemoved", "%s is not part of release %s: removed from the cluster", o.GetName(), s.release.Name)
 	}
 	return nil
+}
+
+// fluxKind is the kind of the Flux object that delivers a component of kind k.
+func fluxKind(k csv1.ComponentKind) string {
+	if k == csv1.ComponentKindKustomize {
+		return kustomizev1.KustomizationKind
+	}
+	return helmv2.HelmReleaseKind
 }
 
 // ownedFluxObjects lists the HelmReleases and Kustomizations the ClusterAddon controls, with

@@ -135,13 +135,9 @@ func (s *addonScope) componentStatuses(written map[string]csv1.AddonComponentSta
 // waitingStatus is the status of a component of the desired release the plan neither writes nor
 // holds: it waits for the upgrade, or its old Flux object is being removed by a delete step.
 func (s *addonScope) waitingStatus(c csv1.ReleaseComponent) csv1.AddonComponentStatus {
-	kind := helmv2.HelmReleaseKind
-	if c.Kind == csv1.ComponentKindKustomize {
-		kind = kustomizev1.KustomizationKind
-	}
 	st := csv1.AddonComponentStatus{
 		Name: c.Name, Kind: c.Kind, Release: s.release.Name, Version: c.Version,
-		FluxObject: kind + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
+		FluxObject: fluxKind(c.Kind) + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
 	}
 	p := s.plan
 	if p == nil {

@@ -83,7 +83,7 @@ func (lt *linter) lintClusterClass() {
 			want = lt.s.ReleaseName(c.Version)
 		}
 		if lt.version != "" && c.Version != lt.version {
-			lt.ps.addf(chartRel, "%s", versionMismatch(c.Version, lt.version, lt.metadataOK(), lt.s))
+			lt.ps.addf(chartRel, "%s", lt.versionMismatch(c.Version))
 		}
 		fetched := lt.checkDependencies(c)
 		if !lt.parseChartTemplates(c) {
@@ -143,14 +143,14 @@ func (lt *linter) lintClusterClass() {
 // publishes a channel version with a dash in the tag ("v1-alpha-0") and a dot in the chart
 // ("v1-alpha.0"); here the tag, the chart version and the ClusterClass name must agree, so the
 // message names the tag to publish instead.
-func versionMismatch(chartVersion, releaseVersion string, named bool, s *Stack) string {
-	msg := fmt.Sprintf("version %q does not match release version %q", chartVersion, releaseVersion)
-	if CompareVersions(chartVersion, releaseVersion) != 0 {
+func (lt *linter) versionMismatch(chartVersion string) string {
+	msg := fmt.Sprintf("version %q does not match release version %q", chartVersion, lt.version)
+	if CompareVersions(chartVersion, lt.version) != 0 {
 		return msg
 	}
 	msg += " (the same version spelled differently: the tag, the chart version and the ClusterClass name must spell it alike"
-	if named {
-		msg += fmt.Sprintf("; publish the tag %q, or set the chart version to %q", s.ReleaseName(chartVersion), releaseVersion)
+	if lt.metadataOK() {
+		msg += fmt.Sprintf("; publish the tag %q, or set the chart version to %q", lt.s.ReleaseName(chartVersion), lt.version)
 	}
 	return msg + ")"
 }
