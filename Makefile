@@ -137,7 +137,7 @@ UNIT_PKGS = $$(go list ./... | grep -v -e /test/e2e -e /test/bench -e /test/faul
 
 .PHONY: test
 test: tools build inotify-limit lint test-race ## Lint, unit and envtest tests with the race detector, then the end-to-end and fault-injection suites (side by side, each on its own plane).
-	go test ./test/e2e/... ./test/faults/... ./test/bench/... -count=1 -timeout 75m
+	go test ./test/e2e/... ./test/faults/... ./test/bench/... -count=1 -timeout 77m
 
 .PHONY: test-unit
 test-unit: ## Unit and envtest tests only (no end-to-end, no race detector: quicker).

@@ -689,8 +689,15 @@ func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonSc
 // applyFluxObjects succeeded: then every Flux object of the cluster that exists refers to the
 // desired release's ConfigMap (objects of components the release dropped, or renamed, were
 // deleted; a component gated on its predecessor has no object yet), except the objects an
-// upgrade holds at their release, whose ConfigMaps are kept.
+// upgrade holds at their release, whose ConfigMaps are kept. It waits until Flux has acted on
+// what was written (valuesInUse).
 func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (bool, error) {
+	if inUse, err := r.valuesInUse(ctx, s); err != nil || inUse != "" {
+		if inUse != "" {
+			log.FromContext(ctx).V(1).Info("values ConfigMaps of other releases kept until Flux acts on the current spec", "fluxObject", inUse)
+		}
+		return true, err
+	}
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
 		client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(s.addon.Spec.ClusterName)}); err != nil {
@@ -713,6 +720,51 @@ func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope)
 		log.FromContext(ctx).V(1).Info("values ConfigMap of another release removed", "configMap", cm.Name)
 	}
 	return true, nil
+}
+
+// valuesInUse names a Flux object of the cluster whose controller has not observed its current
+// generation yet (written by this reconcile when the cache has not seen the write), or "" when
+// there is none. Such an object may still be reconciled from the spec before: Flux controllers
+// act on the spec they have cached, and helm-controller, woken at once by the deletion of a
+// values ConfigMap it watches, would read a HelmRelease whose switch to the new release's
+// ConfigMap it has not seen yet, and fail with "ConfigMap not found" (Ready False until it sees
+// the new spec). The ConfigMaps of other releases go once Flux has acted on every current spec:
+// that status change brings the reconcile back. Objects being deleted are not counted (an
+// uninstall or prune does not read values).
+func (r *ClusterAddonReconciler) valuesInUse(ctx context.Context, s *addonScope) (string, error) {
+	objs, err := r.ownedFluxObjects(ctx, s.addon)
+	if err != nil {
+		return "", err
+	}
+	written := map[string]client.Object{}
+	for _, o := range s.applied {
+		written[kindOf(o)+"/"+o.GetName()] = o
+	}
+	for _, o := range objs {
+		if !o.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		ref := kindOf(o) + "/" + o.GetName()
+		if w, ok := written[ref]; ok {
+			atWrittenGeneration(o, w)
+		}
+		if observedGeneration(o) < o.GetGeneration() {
+			return ref, nil
+		}
+	}
+	return "", nil
+}
+
+// observedGeneration is the generation a HelmRelease's or Kustomization's controller last acted
+// on (status.observedGeneration).
+func observedGeneration(o client.Object) int64 {
+	switch t := o.(type) {
+	case *helmv2.HelmRelease:
+		return t.Status.ObservedGeneration
+	case *kustomizev1.Kustomization:
+		return t.Status.ObservedGeneration
+	}
+	return o.GetGeneration()
 }
 
 // exists reads the object through the typed cache the controller already keeps for its kind

@@ -22,7 +22,8 @@ import (
 // Cluster moves to a release without one of its components, that component's Flux object is
 // deleted, not suspended, so that Flux uninstalls it from the workload cluster, with a
 // ComponentRemoved Event; the other components' objects are updated in place, the values
-// ConfigMap of the old release goes, and objects the ClusterAddon does not control stay.
+// ConfigMap of the old release goes once Flux has observed every object's new spec, and objects
+// the ClusterAddon does not control stay.
 var _ = Describe("ClusterAddon pruning of dropped components", func() {
 	It("deletes the Flux object of a component the new release dropped, and touches nothing else", func() {
 		ns := newNamespace("addon-prune")
@@ -85,6 +86,14 @@ var _ = Describe("ClusterAddon pruning of dropped components", func() {
 			}
 			g.Expect(exists(g, &corev1.ConfigMap{ObjectMeta: objectMeta(ns, fluxgen.ValuesConfigMapName("c1", v2))})).To(BeTrue())
 		}).Should(Succeed())
+		By("v1's values stay until Flux has acted on the objects' new spec: a controller still reconciling from its cached spec reads them")
+		Consistently(func(g Gomega) bool { return exists(g, v1Values) }, "2s").Should(BeTrue(),
+			"v1's values ConfigMap went while Flux had not observed the switch to v2's")
+		rel2 := releaseValidated(ns, v2)
+		Eventually(func(g Gomega) { readyHelmRelease(g, ns, cni, "1.1.0") }).Should(Succeed())
+		Consistently(func(g Gomega) bool { return exists(g, v1Values) }, "2s").Should(BeTrue(),
+			"v1's values ConfigMap went while kustomize-controller had not observed the Kustomization's switch to v2's")
+		Eventually(func(g Gomega) { readyKustomization(g, ns, dns, rel2.Status.Revision) }).Should(Succeed())
 		Eventually(gone(v1Values)).Should(Succeed())
 		cur := helmRelease(ns, bystander.Name)
 		Expect(k8s.Get(ctx, key(ns, bystander.Name), cur)).To(Succeed())

@@ -336,8 +336,9 @@ type UnhealthyObject struct {
 	LastFailure string `json:"lastFailure,omitempty"`
 	// lastFailureReason is the reason Flux gave with lastFailure (for example UpgradeFailed,
 	// HealthCheckFailed or ArtifactFailed). A failure before anything was applied to the
-	// cluster (ArtifactFailed, BuildFailed, DependencyNotReady, InitFailed) leaves the delivered
-	// state as it was, so the subject stays Available for the delivered version.
+	// cluster (ArtifactFailed, BuildFailed, DependencyNotReady, ValuesError, SourceNotReady)
+	// leaves the delivered state as it was, so the subject stays Available for the delivered
+	// version.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	LastFailureReason string `json:"lastFailureReason,omitempty"`

@@ -655,10 +655,12 @@ func (p *Plane) startAPIServer() error {
 				Err:     etcdLog,
 			},
 		},
-		Scheme:                   envScheme,
-		WebhookInstallOptions:    webhookOpts,
-		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: p.crds.paths, CRDs: p.crds.built, ErrorIfPathMissing: true},
-		ControlPlaneStartTimeout: 90 * time.Second,
+		Scheme:                envScheme,
+		WebhookInstallOptions: webhookOpts,
+		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: p.crds.paths, CRDs: p.crds.built, ErrorIfPathMissing: true},
+		// A bound for a hang (also of RestartAPIServer): on a 2-core machine running both test
+		// suites the management API server took more than 90 s to answer again.
+		ControlPlaneStartTimeout: 3 * time.Minute,
 		ControlPlaneStopTimeout:  proc.DefaultStopTimeout,
 	}
 	proc.OnSpawnerThread(func() { _, err = p.env.Start() })

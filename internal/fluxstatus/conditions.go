@@ -399,9 +399,16 @@ func unhealthyRecord(o ObjectState, rec csv1.UnhealthyObject, existed bool, now 
 // kubeconfig, validating the spec.
 var untouchedReasons = map[string]bool{
 	meta.ArtifactFailedReason: true, meta.BuildFailedReason: true, meta.DependencyNotReadyReason: true,
-	// helm-controller's reason for a failure to set up the Helm action (kubeconfig, values,
-	// chart), which it does not export.
+	// helm-controller's reasons for a failure before it runs a Helm action, which it does not
+	// export: setting the action up (InitFailed, before v1), the chart's source not ready,
+	// composing the values (a ConfigMap or Secret it cannot read), loading or mutating the chart,
+	// the client and Helm configuration for the target cluster (kubeconfig).
 	"InitFailed":                             true,
+	"SourceNotReady":                         true,
+	"ValuesError":                            true,
+	"ChartMutateError":                       true,
+	"RESTClientError":                        true,
+	"FactoryError":                           true,
 	meta.InvalidPathReason:                   true,
 	meta.InvalidURLReason:                    true,
 	meta.InvalidCELExpressionReason:          true,

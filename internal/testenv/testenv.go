@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -82,4 +85,21 @@ func StartEnv(t testing.TB, env *envtest.Environment) *rest.Config {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	return cfg
+}
+
+// SuiteTimeout bounds an end-to-end or fault-injection suite: below the 77m `make test` gives
+// each package (`go test -timeout`), so that Ginkgo reports what ran before go test kills it,
+// and above Ginkgo's default of one hour, which the suites outgrow on a slow 2-core machine
+// (the end-to-end suite took 65 min there beside the whole fault suite). With the ~12 min of
+// tools, build, lint and the race-detector run before it, `.ci/run` stays under 90 min.
+const SuiteTimeout = 74 * time.Minute
+
+// GinkgoConfiguration is Ginkgo's configuration with the suite timeout SuiteTimeout instead of
+// Ginkgo's default; a -ginkgo.timeout given on the command line is kept.
+func GinkgoConfiguration() (types.SuiteConfig, types.ReporterConfig) {
+	suite, reporter := ginkgo.GinkgoConfiguration()
+	if suite.Timeout == types.NewDefaultSuiteConfig().Timeout {
+		suite.Timeout = SuiteTimeout
+	}
+	return suite, reporter
 }

@@ -6,9 +6,12 @@
 //     the objects the operator generates for the N Clusters (modelled on what it generated for a
 //     template Cluster), with no reads, rendering or ordering; and the floor with statuses: then
 //     the same writer's status writes of those objects that no operator can avoid (Flux
-//     reporting the HelmRelease and the Kustomization Ready, one ClusterAddon status);
+//     reporting the HelmRelease and the Kustomization Ready, one ClusterAddon status); and the
+//     floor with Flux: the same writer keeping the addon order while the stand-in for Flux
+//     reports on what it writes, each ClusterAddon's status last (floorflux_test.go), the lower
+//     bound of the operator's fan-out and Ready;
 //   - the fan-out: from the operator's start (the N Clusters exist) until every generated object
-//     is written, and until every ClusterAddon is Ready, as ratios to both floors;
+//     is written, and until every ClusterAddon is Ready, as ratios to the three floors;
 //   - the operator's API writes and reconciles per Cluster, the API server's writes and reads
 //     by resource (which objects they went to), the CPU the operator, the API server and this
 //     benchmark (the stand-in for Flux) spent until converged, the operator's peak RSS and the
@@ -30,7 +33,8 @@
 //	-bench.keep         / BENCH_KEEP=1         keep the state directory with all logs
 //	-bench.manager      / BENCH_MANAGER        the operator binary (bin/manager), e.g. to compare two builds
 //	-bench.addon-order  / BENCH_ADDON_ORDER    "stack": the reference stack's clusteraddon.yaml (cni, then
-//	                                           cluster-info: two steps); "none": without it (every addon at once)
+//	                                           cluster-info: two steps); "none": without it (alphabetical: cluster-info,
+//	                                           then cni: still two steps, as Flux orders only within a kind)
 package bench
 
 import (
@@ -88,7 +92,8 @@ type benchConfig struct {
 	logLevel     string
 	keep         bool
 	manager      string
-	// addonOrder is "stack" or "none" (the stack published without its clusteraddon.yaml).
+	// addonOrder is "stack" or "none" (the stack published without its clusteraddon.yaml: the
+	// alphabetical order).
 	addonOrder string
 }
 
@@ -102,7 +107,7 @@ var (
 	flagArgs     = flag.String("bench.manager-args", os.Getenv("BENCH_MANAGER_ARGS"), "more flags for the operator, space-separated (e.g. --concurrent=4)")
 	flagEnv      = flag.String("bench.manager-env", os.Getenv("BENCH_MANAGER_ENV"), "more environment for the operator, space-separated (e.g. GOMEMLIMIT=255MiB, what --memory-limit-ratio sets in a container with a 300 MiB memory limit)")
 	flagFloor    = flag.String("bench.floor-workers", envOr("BENCH_FLOOR_WORKERS", "32"), "concurrent server-side applies of the floor writer")
-	flagOrder    = flag.String("bench.addon-order", envOr("BENCH_ADDON_ORDER", "stack"), `"stack": the reference stack's addon order (clusteraddon.yaml); "none": every addon at once`)
+	flagOrder    = flag.String("bench.addon-order", envOr("BENCH_ADDON_ORDER", "stack"), `"stack": the reference stack's addon order (clusteraddon.yaml); "none": without it (the alphabetical order)`)
 )
 
 func envOr(key, def string) string {
@@ -181,7 +186,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 			Interval: &metav1.Duration{Duration: time.Minute},
 		},
 	}))
-	stopFlux, err := startFakeFlux(e.cfg, e.scheme, benchNS)
+	stopFlux, err := startFakeFlux(e.cfg, e.scheme, benchNS, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -236,6 +241,15 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	logf("floor with statuses: then %d status writes (%.0f per Cluster) in %s; in all %s, API server CPU %s",
 		floor.statusWrites, float64(floor.statusWrites)/float64(cfg.clusters), floor.statusTook.Round(time.Millisecond),
 		floorSt.Round(time.Millisecond), floorStCPU.Round(100*time.Millisecond))
+
+	// The floor with Flux: the same writer keeping the addon order, with the stand-in for Flux
+	// reporting on what it writes, and the ClusterAddon's status once every object is Ready: the
+	// best an operator could do against this API server with Flux at work.
+	floorFlux := measureFloorWithFlux(ctx, b, e, templates, rel.Status.Components, cfg.clusters, cfg.floorWorkers)
+	floorFluxFanoutRatio, floorFluxReadyRatio := floorFlux.fanout.Seconds()/floor.took.Seconds(), floorFlux.ready.Seconds()/floor.took.Seconds()
+	logf("floor with Flux: every object written after %s (%.2fx the floor), every ClusterAddon status after %s (%.2fx the floor); %d write steps per Cluster; API server CPU %s",
+		floorFlux.fanout.Round(time.Millisecond), floorFluxFanoutRatio,
+		floorFlux.ready.Round(time.Millisecond), floorFluxReadyRatio, floorFlux.groups, floorFlux.apiCPU.Round(100*time.Millisecond))
 
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, cfg.clusters)
@@ -340,6 +354,8 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	readyRatio := convergeAddons.Seconds() / floor.took.Seconds()
 	fanoutStRatio := fanout.Seconds() / floorSt.Seconds()
 	readyStRatio := convergeAddons.Seconds() / floorSt.Seconds()
+	fanoutFluxRatio := fanout.Seconds() / floorFlux.fanout.Seconds()
+	readyFluxRatio := convergeAddons.Seconds() / floorFlux.ready.Seconds()
 	writesPer := float64(convergeWrites) / float64(cfg.clusters)
 	b.ReportMetric(0, "ns/op") // setup dominates the wall time; it is not the figure
 	b.ReportMetric(float64(cfg.clusters), "clusters")
@@ -348,6 +364,10 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	b.ReportMetric(fanoutRatio, "fanout/floor")
 	b.ReportMetric(floorSt.Seconds(), "floor-status-s")
 	b.ReportMetric(readyStRatio, "ready/floor-status")
+	b.ReportMetric(floorFlux.fanout.Seconds(), "floor-flux-fanout-s")
+	b.ReportMetric(floorFlux.ready.Seconds(), "floor-flux-ready-s")
+	b.ReportMetric(fanoutFluxRatio, "fanout/floor-flux")
+	b.ReportMetric(readyFluxRatio, "ready/floor-flux")
 	b.ReportMetric(convergeAddons.Seconds(), "ready-s")
 	b.ReportMetric(readyRatio, "ready/floor")
 	b.ReportMetric(writesPer, "converge-writes/cluster")
@@ -364,10 +384,12 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
   create the Clusters (operator stopped)        %s
   floor: the same %d objects by %d concurrent server-side applies   %s   (API server CPU %s)
   floor with statuses: then %d status writes (Flux's Ready reports, one ClusterAddon status)   %s in all   (API server CPU %s)
+  floor with Flux: the same writer keeping the addon order (%d steps), the stand-in for Flux at work, the ClusterAddon status last
+    every object written  %s (%.2fx the floor)   every ClusterAddon status written  %s (%.2fx the floor)   (API server CPU %s)
   operator settings                           flags %q, environment %q
   operator started (process start -> ready)     %s
-  fan-out: operator start -> every generated object written   %s   (%.2fx the floor, %.2fx the floor with statuses)
-  converge: operator start -> every ClusterAddon Ready         %s   (%.2fx the floor, %.2fx the floor with statuses)
+  fan-out: operator start -> every generated object written   %s   (%.2fx the floor, %.2fx the floor with statuses, %.2fx the floor with Flux)
+  converge: operator start -> every ClusterAddon Ready         %s   (%.2fx the floor, %.2fx the floor with statuses, %.2fx the floor with Flux)
   converge: operator start -> ClusterStack Ready %s            %s
   operator API writes to converge             %d (%.2f per Cluster; generated objects + 2 = %d) %s
   API server writes to converge by resource   %s
@@ -384,15 +406,18 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
     Ready True  -> Available True, Ready True      p50 %s  p99 %s  max %s
     both edges                                     p50 %s  p99 %s  max %s
 
-| N | floor | fan-out | ratio | every ClusterAddon Ready | ratio | floor with statuses | Ready / it | writes/Cluster | reconciles/Cluster | operator peak RSS | operator CPU | API server RSS | idle writes | status p50 / p99 |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
-| %d | %s | %s | %.2fx | %s | %.2fx | %s | %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
+| N | floor | fan-out | ratio | every ClusterAddon Ready | ratio | floor with statuses | Ready / it | floor with Flux: fan-out / Ready | fan-out / Ready over it | writes/Cluster | reconciles/Cluster | operator peak RSS | operator CPU | API server RSS | idle writes | status p50 / p99 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| %d | %s | %s | %.2fx | %s | %.2fx | %s | %.2fx | %s / %s (%.2fx / %.2fx the floor) | %.2fx / %.2fx | %.2f | %.1f | %s | %s | %s | %d in %s | %s / %s |
 `, cfg.clusters, perCluster, addonOrderText(cfg.addonOrder), created.Round(time.Millisecond),
 		floor.objects, floor.workers, floor.took.Round(time.Millisecond), floor.apiCPU.Round(100*time.Millisecond),
 		floor.statusWrites, floorSt.Round(time.Millisecond), floorStCPU.Round(100*time.Millisecond),
+		floorFlux.groups, floorFlux.fanout.Round(time.Millisecond), floorFluxFanoutRatio,
+		floorFlux.ready.Round(time.Millisecond), floorFluxReadyRatio, floorFlux.apiCPU.Round(100*time.Millisecond),
 		strings.Join(cfg.managerArgs, " "), strings.Join(cfg.managerEnv, " "),
 		startup.Round(time.Millisecond),
-		fanout.Round(time.Millisecond), fanoutRatio, fanoutStRatio, convergeAddons.Round(time.Millisecond), readyRatio, readyStRatio,
+		fanout.Round(time.Millisecond), fanoutRatio, fanoutStRatio, fanoutFluxRatio,
+		convergeAddons.Round(time.Millisecond), readyRatio, readyStRatio, readyFluxRatio,
 		want, converge.Round(time.Millisecond),
 		convergeWrites, writesPer, perCluster+2, convergeBreakdown, apiWrites, apiReads,
 		convergeReconciles, float64(convergeReconciles)/float64(cfg.clusters), reconciles,
@@ -405,14 +430,16 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 		round(percentile(up, 50)), round(percentile(up, 99)), round(percentile(up, 100)),
 		round(p50), round(p99), round(pmax),
 		cfg.clusters, floor.took.Round(100*time.Millisecond), fanout.Round(100*time.Millisecond), fanoutRatio,
-		convergeAddons.Round(100*time.Millisecond), readyRatio, floorSt.Round(100*time.Millisecond), readyStRatio, writesPer, float64(convergeReconciles)/float64(cfg.clusters),
+		convergeAddons.Round(100*time.Millisecond), readyRatio, floorSt.Round(100*time.Millisecond), readyStRatio,
+		floorFlux.fanout.Round(100*time.Millisecond), floorFlux.ready.Round(100*time.Millisecond),
+		floorFluxFanoutRatio, floorFluxReadyRatio, fanoutFluxRatio, readyFluxRatio, writesPer, float64(convergeReconciles)/float64(cfg.clusters),
 		mib(op.peakRSS), opAtConverge.cpu.Round(100*time.Millisecond), mib(api.peakRSS), writes, cfg.idle, round(p50), round(p99))
 }
 
 // addonOrderText says how the stack orders its addons (BENCH_ADDON_ORDER).
 func addonOrderText(order string) string {
 	if order == "none" {
-		return "none: the stack without its clusteraddon.yaml, every addon applied at once (BENCH_ADDON_ORDER=none)"
+		return "none: the stack without its clusteraddon.yaml (BENCH_ADDON_ORDER=none): the alphabetical order, the Kustomization (cluster-info), then, once it is Ready, the HelmRelease (cni)"
 	}
 	return "the stack's clusteraddon.yaml: the HelmRelease (cni), then, once it is Ready, the Kustomization (cluster-info)"
 }
@@ -476,7 +503,8 @@ func pollUntil(ctx context.Context, b *testing.B, alive func() error, logDir str
 }
 
 // publishStack publishes the reference stacks/ tree with the release tag, as the e2e does;
-// without its clusteraddon.yaml when order is "none" (then every addon is applied at once).
+// without its clusteraddon.yaml when order is "none" (then the addon order is alphabetical; a
+// component after one of another kind still waits for it, as Flux orders only within a kind).
 func publishStack(ctx context.Context, b *testing.B, e *benchEnv, root, order string) {
 	b.Helper()
 	dir := filepath.Join(e.dir, "stacks-src")

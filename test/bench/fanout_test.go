@@ -24,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
@@ -158,22 +159,12 @@ func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*u
 			}
 		}
 	}
-	cfg := rest.CopyConfig(e.cfg)
-	cfg.QPS, cfg.Burst = -1, 0
-	c, err := client.New(cfg, client.Options{Scheme: e.scheme})
-	must(b, err)
-
+	c := floorClient(b, e)
 	applies, applyCPU := concurrently(b, e, workers, objs, func(o *unstructured.Unstructured) error {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("floor"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("floor: apply %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-		return nil
+		return floorWrite(ctx, c, o, nil)
 	})
 	statusTook, statusCPU := concurrently(b, e, workers, statuses, func(w statusWrite) error {
-		if err := c.Status().Patch(ctx, w.obj, client.RawPatch(types.MergePatchType, w.patch), client.FieldOwner("floor")); err != nil {
-			return fmt.Errorf("floor: status of %s %s: %w", w.obj.GetKind(), w.obj.GetName(), err)
-		}
-		return nil
+		return floorWrite(ctx, c, w.obj, w.patch)
 	})
 
 	for _, gvk := range generatedKinds {
@@ -181,6 +172,31 @@ func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*u
 	}
 	return floorResult{objects: len(objs), workers: workers, took: applies, apiCPU: applyCPU,
 		statusWrites: len(statuses), statusTook: statusTook, statusCPU: statusCPU}
+}
+
+// floorClient is the floor writer's client: no client-side rate limit.
+func floorClient(b *testing.B, e *benchEnv) client.Client {
+	b.Helper()
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: e.scheme})
+	must(b, err)
+	return c
+}
+
+// floorWrite is one write of the floor writer: a server-side apply of obj, or, with a status, a
+// merge patch of obj's status.
+func floorWrite(ctx context.Context, c client.Client, obj *unstructured.Unstructured, status []byte) error {
+	if status != nil {
+		if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, status), client.FieldOwner("floor")); err != nil {
+			return fmt.Errorf("floor: status of %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		return nil
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("floor"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("floor: apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
 }
 
 // deleteAll deletes every object of kind gvk in namespace ns. A collection delete of 10,000
@@ -254,35 +270,51 @@ type fanoutTracker struct {
 func startTracker(ctx context.Context, b *testing.B, e *benchEnv, n int) *fanoutTracker {
 	b.Helper()
 	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}}
-	c, err := cache.New(e.cfg, cache.Options{Scheme: e.scheme, DefaultNamespaces: map[string]cache.Config{benchNS: {}},
-		DefaultTransform: cache.TransformStripManagedFields()})
-	must(b, err)
 	tctx, cancel := context.WithCancel(ctx)
 	t.stop = cancel
 	b.Cleanup(cancel)
+	var objs []client.Object
 	for _, gvk := range generatedKinds {
-		var obj client.Object
 		if gvk.Kind == "ClusterAddon" {
-			obj = &csv1.ClusterAddon{}
-		} else {
-			m := &metav1.PartialObjectMetadata{}
-			m.SetGroupVersionKind(gvk)
-			obj = m
+			objs = append(objs, &csv1.ClusterAddon{})
+			continue
 		}
-		inf, err := c.GetInformer(tctx, obj)
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		objs = append(objs, m)
+	}
+	watchObjects(tctx, b, e, benchNS, objs, t.observe)
+	return t
+}
+
+// watchObjects calls handle with its kind and every object of the kinds of objs in namespace ns
+// as an informer of the benchmark's own (without managed fields) sees it added or updated; it
+// returns once the informers are synced, and they stop with ctx.
+func watchObjects(ctx context.Context, b *testing.B, e *benchEnv, ns string, objs []client.Object, handle func(kind string, o client.Object)) {
+	b.Helper()
+	c, err := cache.New(e.cfg, cache.Options{Scheme: e.scheme, DefaultNamespaces: map[string]cache.Config{ns: {}},
+		DefaultTransform: cache.TransformStripManagedFields()})
+	must(b, err)
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj)
 		must(b, err)
-		kind := gvk.Kind
+		gvk, err := apiutil.GVKForObject(obj, e.scheme)
+		must(b, err)
+		on := func(o any) {
+			if obj, ok := o.(client.Object); ok {
+				handle(gvk.Kind, obj)
+			}
+		}
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { t.observe(kind, o) },
-			UpdateFunc: func(_, o any) { t.observe(kind, o) },
+			AddFunc:    on,
+			UpdateFunc: func(_, o any) { on(o) },
 		})
 		must(b, err)
 	}
-	go func() { _ = c.Start(tctx) }()
-	if !c.WaitForCacheSync(tctx) {
-		b.Fatal("the benchmark's own informers did not sync")
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatalf("the benchmark's own informers of namespace %s did not sync", ns)
 	}
-	return t
 }
 
 // begin starts the clock (the operator starts).
@@ -292,9 +324,8 @@ func (t *fanoutTracker) begin() {
 	t.start = time.Now()
 }
 
-func (t *fanoutTracker) observe(kind string, o any) {
-	obj, ok := o.(client.Object)
-	if !ok || obj.GetLabels()[csv1.ClusterNameLabel] == templateCluster {
+func (t *fanoutTracker) observe(kind string, obj client.Object) {
+	if obj.GetLabels()[csv1.ClusterNameLabel] == templateCluster {
 		return
 	}
 	t.mu.Lock()

@@ -30,20 +30,23 @@ import (
 // not that already.
 type fakeFlux struct {
 	client.Client
+	// releaseNS is the namespace of the ClusterStackReleases; "" for the objects' own.
+	releaseNS string
 }
 
-// startFakeFlux runs fakeFlux until the returned stop is called.
-func startFakeFlux(cfg *rest.Config, scheme *runtime.Scheme, ns string) (stop func() error, err error) {
+// startFakeFlux runs fakeFlux on the HelmReleases and Kustomizations in namespace ns until the
+// returned stop is called; their releases are read from releaseNS ("" for ns).
+func startFakeFlux(cfg *rest.Config, scheme *runtime.Scheme, ns, releaseNS string) (stop func() error, err error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:                  cacheOptions(ns, releaseNS),
 	})
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeFlux{Client: mgr.GetClient()}
+	f := &fakeFlux{Client: mgr.GetClient(), releaseNS: releaseNS}
 	opts := controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptrTo(true)}
 	if err := ctrl.NewControllerManagedBy(mgr).For(&helmv2.HelmRelease{}).Named("fake-helm-controller").WithOptions(opts).
 		Complete(reconcile.Func(f.reconcileHelmRelease)); err != nil {
@@ -56,6 +59,16 @@ func startFakeFlux(cfg *rest.Config, scheme *runtime.Scheme, ns string) (stop fu
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	// Synced before it returns, so that a measurement starting then does not wait for its lists.
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		if err := <-done; err != nil {
+			return nil, fmt.Errorf("fake Flux: the cache did not sync: %w", err)
+		}
+		return nil, fmt.Errorf("fake Flux: the cache did not sync within a minute")
+	}
 	return func() error {
 		cancel()
 		select {
@@ -69,10 +82,26 @@ func startFakeFlux(cfg *rest.Config, scheme *runtime.Scheme, ns string) (stop fu
 
 func ptrTo[T any](v T) *T { return &v }
 
+// cacheOptions is a cache of the objects in ns, but for the ClusterStackReleases, which it holds
+// of releaseNS when that is not "".
+func cacheOptions(ns, releaseNS string) cache.Options {
+	opts := cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
+	if releaseNS != "" {
+		opts.ByObject = map[client.Object]cache.ByObject{
+			&csv1.ClusterStackRelease{}: {Namespaces: map[string]cache.Config{releaseNS: {}}},
+		}
+	}
+	return opts
+}
+
 // release returns the ClusterStackRelease an object of the operator belongs to (by label).
 func (f *fakeFlux) release(ctx context.Context, o client.Object) (*csv1.ClusterStackRelease, error) {
+	ns := f.releaseNS
+	if ns == "" {
+		ns = o.GetNamespace()
+	}
 	rel := &csv1.ClusterStackRelease{}
-	err := f.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[csv1.ReleaseLabel]}, rel)
+	err := f.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.GetLabels()[csv1.ReleaseLabel]}, rel)
 	return rel, err
 }
 

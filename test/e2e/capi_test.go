@@ -90,7 +90,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 				g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "release %s", tag)
 			}
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
-	}, NodeTimeout(5*time.Minute))
+	}, NodeTimeout(8*time.Minute))
 
 	cluster := func(name, class, version string) *clusterv1.Cluster {
 		c := newCluster(ns, name, "v1", "192.168.0.0/16")

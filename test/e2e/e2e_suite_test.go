@@ -18,14 +18,19 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(3 * time.Minute)
+	// Bounds of a spec's waits, not of its expected time: on 2 cores shared with the fault
+	// suite's plane, creating a workload cluster and installing its addons has taken over 3
+	// minutes.
+	SetDefaultEventuallyTimeout(5 * time.Minute)
 	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
 	EnforceDefaultTimeoutsWhenUsingContexts()
-	RunSpecs(t, "ClusterStack operator end-to-end")
+	suite, reporter := testenv.GinkgoConfiguration()
+	RunSpecs(t, "ClusterStack operator end-to-end", suite, reporter)
 }
 
 const (

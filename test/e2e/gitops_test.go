@@ -273,13 +273,13 @@ spec:
 		Eventually(ctx, func(g Gomega) {
 			p := openPR(ctx, g, "canary")
 			g.Expect(p.Title).To(ContainSubstring(tagPrefix + "v3"))
-		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		}).WithTimeout(5 * time.Minute).Should(Succeed()) // a bound: 2m21s were seen with the fault suite's fleet of 20 up
 		publishStack(ctx, "v4")
 		tagged := time.Now()
 		Eventually(ctx, func(g Gomega) {
 			canaryPR = openPR(ctx, g, "canary")
 			g.Expect(canaryPR.Title).To(ContainSubstring(tagPrefix + "v4"))
-		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		}).WithTimeout(5 * time.Minute).Should(Succeed())
 		Expect(prs(ctx, Default)).To(HaveLen(2), "the closed v2 pull request and one open pull request, updated from v3 to v4")
 		diff, err = f.PullRequestDiff(ctx, owner, fleetRepo, canaryPR.Number)
 		Expect(err).NotTo(HaveOccurred())

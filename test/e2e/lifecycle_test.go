@@ -128,14 +128,16 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v2"))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, "one", "v1", "10.31.0.0/16"))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, "two", "v1", "10.32.0.0/16"))).To(Succeed())
+		// Two workload clusters start here, after the release is validated and Flux delivered its
+		// ClusterClass: over five minutes were seen while the fault suite's fleet of 20 was up.
 		for _, c := range []string{"one", "two"} {
 			Eventually(ctx, func(g Gomega) {
 				a := getAddon(ctx, g, ns, c)
 				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
-			}).Should(Succeed())
+			}).WithTimeout(8 * time.Minute).Should(Succeed())
 		}
-	})
+	}, NodeTimeout(10*time.Minute))
 
 	It("v1 -> v2 -> broken v3 -> back to v2: nothing removed, v2 kept and Available again, the cluster counted throughout", func(ctx SpecContext) {
 		wd := watchDeletions(ctx, ns, "one")

@@ -82,7 +82,7 @@ var _ = Describe("The kubectl plugin", Ordered, func() {
 			// The stack's roll-up follows its ClusterAddons (written at most once a second).
 			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/broken"))
 		}).Should(Succeed())
-	}, NodeTimeout(5*time.Minute))
+	}, NodeTimeout(8*time.Minute))
 
 	It("tree shows the stack, its releases, the Clusters on each and their components with Flux's state", func(ctx SpecContext) {
 		var t plugin.Tree

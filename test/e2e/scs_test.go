@@ -106,7 +106,7 @@ var _ = Describe("Stacks in the SCS cluster-stacks layouts", Ordered, func() {
 				},
 			})).To(Succeed())
 		}
-	}, NodeTimeout(3*time.Minute))
+	}, NodeTimeout(5*time.Minute))
 
 	It("validates each release and lets CAPI serve its ClusterClass", func(ctx SpecContext) {
 		Eventually(ctx, func(g Gomega) {

@@ -35,6 +35,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 func TestFaults(t *testing.T) {
@@ -42,7 +43,8 @@ func TestFaults(t *testing.T) {
 	SetDefaultEventuallyTimeout(4 * time.Minute)
 	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
 	EnforceDefaultTimeoutsWhenUsingContexts()
-	RunSpecs(t, "ClusterStack operator fault injection")
+	suite, reporter := testenv.GinkgoConfiguration()
+	RunSpecs(t, "ClusterStack operator fault injection", suite, reporter)
 }
 
 const (
@@ -56,10 +58,15 @@ const (
 	stackPath = "aws/base/1-36"
 	// stacksRepo is the Git repository the versions are published to.
 	stacksRepo = "stacks"
-	// grace is the operator's --degraded-grace-period here.
-	grace = 30 * time.Second
-	// addonTimeout is the operator's --addon-timeout here.
-	addonTimeout = 30 * time.Second
+	// grace is the operator's --degraded-grace-period here: short, so that scenarios see
+	// Degraded soon, but above what a Flux object of a healthy Cluster may wait for a worker of
+	// its controller on 2 cores shared by two planes and about 25 workload clusters (~35 s has
+	// been seen), or a healthy Cluster is reported Degraded.
+	grace = time.Minute
+	// addonTimeout is the operator's --addon-timeout here (Flux's timeout of one install or
+	// upgrade): a Helm upgrade that ran out of it on a busy machine would be remediated, an
+	// extra Helm revision the scenarios would report.
+	addonTimeout = time.Minute
 	// Leader election of the operator's replicas.
 	leaseDuration = 8 * time.Second
 	renewDeadline = 6 * time.Second
