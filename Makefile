@@ -46,6 +46,7 @@ chart: ## Sync the Helm chart with config/ (CRDs, RBAC rules), and it and config
 	cp config/rbac/role.yaml $(CHART_DIR)/files/role.yaml
 	cp config/rbac/leader_election_role.yaml $(CHART_DIR)/files/leader_election_role.yaml
 	cp config/tenant/cluster_role.yaml $(CHART_DIR)/files/tenant_cluster_role.yaml
+	cp config/dashboard/cluster_role.yaml $(CHART_DIR)/files/dashboard_viewer_role.yaml
 	sed -i -e 's/^version: .*/version: $(VERSION)/' -e 's/^appVersion: .*/appVersion: "v$(VERSION)"/' $(CHART_DIR)/Chart.yaml
 	sed -i -e 's/^\(    tag: \)v.*/\1v$(VERSION)/' config/flux/source/gitrepository.yaml
 	sed -i -e 's/^\(      newTag: \)v.*/\1v$(VERSION)/' config/flux/kustomize/operator.yaml
@@ -63,9 +64,19 @@ generate: $(BIN)/controller-gen ## Generate deepcopy code and the docs generated
 docs: ## Generate docs/api-reference.md and docs/conditions.md from api/v1alpha1 (go test ./hack/apidocs checks them).
 	go run ./hack/apidocs
 
+# verify-generated compares checksums of every file under api/, config/ and docs/ before and
+# after `make generate manifests`: a changed, new or removed file fails it, on a clean checkout
+# (CI) as on a tree with uncommitted changes, and a new generated file that was never added to
+# Git fails it too.
+GENERATED_DIRS := api config docs
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generate/manifests leave a diff.
-	@git diff --exit-code -- api config docs || (echo "generated files are out of date: run 'make generate manifests'" && exit 1)
+verify-generated: $(BIN)/controller-gen ## Fail when generate/manifests change, add or remove a file under api/, config/ or docs/.
+	@sums() { find $(GENERATED_DIRS) -type f -print0 | sort -z | xargs -0 sha256sum; }; \
+	before=$$(mktemp); trap 'rm -f $$before' EXIT; sums > $$before; \
+	$(MAKE) --no-print-directory generate manifests; \
+	if ! sums | diff -u $$before - >/dev/null; then \
+		echo "generated files are out of date: make generate manifests changed:"; \
+		sums | diff $$before - | sed -n 's/^[<>] [0-9a-f]*  /  /p' | sort -u; exit 1; fi
 
 .PHONY: fmt
 fmt: ## go fmt.
@@ -132,12 +143,36 @@ deploy: manifests ## Deploy the operator (CRDs, RBAC, manager) into the cluster 
 demo: tools build ## Start the local management plane with the examples (Ctrl-C stops it).
 	go run ./bootstrap/local up --state-dir $(STATE_DIR)
 
-# Every package but the end-to-end suite and the benchmarks: unit and envtest tests.
-UNIT_PKGS = $$(go list ./... | grep -v -e /test/e2e -e /test/bench -e /test/faults)
+# Every package but the end-to-end, fault and benchmark suites: unit and envtest tests. Expanded
+# when a recipe that uses it is about to run; when `go list` fails (a package that does not load,
+# a broken go.mod) make stops there, instead of testing whatever the list still held.
+UNIT_PKGS = $(eval _pkgs := $(shell go list ./...))$(if $(filter 0,$(.SHELLSTATUS)),,$(error go list ./... failed (exit status $(.SHELLSTATUS)): no package list to test))$(if $(_pkgs),,$(error go list ./... listed no package))$(foreach p,$(_pkgs),$(if $(findstring /test/e2e,$(p))$(findstring /test/bench,$(p))$(findstring /test/faults,$(p)),,$(p)))
 
 .PHONY: test
-test: tools build inotify-limit lint test-race ## Lint, unit and envtest tests with the race detector, then the end-to-end and fault-injection suites (side by side, each on its own plane).
-	go test ./test/e2e/... ./test/faults/... ./test/bench/... -count=1 -timeout 77m
+test: tools build inotify-limit lint verify-generated test-race test-suites ## Lint, generated files, unit and envtest tests with the race detector, then the end-to-end and fault-injection suites side by side (make test-suites).
+
+# E2E_PROCS is how many Ginkgo processes share the end-to-end suite's top-level containers, each
+# on a plane of its own: the suite mostly waits (for Flux, grace periods, intervals, workload
+# clusters starting), so two run it in about half the time on 2 cores.
+E2E_PROCS ?= 2
+# TEST_REPORTS holds the suites' Ginkgo JSON reports (hack/slowspecs reads them).
+TEST_REPORTS ?= $(ROOT)/.test-reports
+GINKGO := go run github.com/onsi/ginkgo/v2/ginkgo
+
+.PHONY: test-suites
+test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo processes, each on its own plane) beside the fault-injection suite and the benchmark package's tests (the idle-writes test); then the 20 slowest specs.
+	@rm -rf $(TEST_REPORTS) && mkdir -p $(TEST_REPORTS)
+	@set +e; \
+	( $(GINKGO) --procs=$(E2E_PROCS) --timeout=74m --json-report=e2e.json --output-dir=$(TEST_REPORTS) ./test/e2e 2>&1 | sed -u 's/^/[e2e] /' ) & e2e=$$!; \
+	( GINKGO_REPORT_DIR=$(TEST_REPORTS) go test ./test/faults/... ./test/bench/... -count=1 -timeout 77m 2>&1 | sed -u 's/^/[faults] /' ) & faults=$$!; \
+	wait $$e2e; e2e_status=$$?; wait $$faults; faults_status=$$?; \
+	go run ./hack/slowspecs $(TEST_REPORTS)/e2e.json $(TEST_REPORTS)/faults.json; \
+	echo "end-to-end suite: exit status $$e2e_status; fault suite and benchmark tests: exit status $$faults_status"; \
+	[ $$e2e_status -eq 0 ] && [ $$faults_status -eq 0 ]
+
+.PHONY: test-quick
+test-quick: tools lint ## Lint, then unit and envtest tests without the race detector; no end-to-end, fault or benchmark suite (about 5 min warm on 2 cores).
+	go test $(UNIT_PKGS) -count=1
 
 .PHONY: test-unit
 test-unit: ## Unit and envtest tests only (no end-to-end, no race detector: quicker).
@@ -150,6 +185,22 @@ test-race: ## Unit and envtest tests with the race detector.
 .PHONY: test-e2e
 test-e2e: tools build ## End-to-end tests only.
 	go test ./test/e2e/... -count=1 -timeout 50m -v -ginkgo.v
+
+# FUZZTIME is how long `make fuzz` fuzzes each target.
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Fuzz every Fuzz* target of the module for FUZZTIME (30s) each, one after the other (`make test` runs only their seed corpora); a failing input is saved in the package's testdata/fuzz.
+	@pkgs=$$(go list -f '{{.ImportPath}} {{.Dir}}' ./...); failed=; n=0; \
+	while read -r pkg dir; do \
+		for fn in $$(cat $$dir/*_test.go 2>/dev/null | sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p'); do \
+			n=$$((n+1)); echo "go test -run '^\$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+			go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || failed="$$failed $$pkg.$$fn"; \
+		done; \
+	done <<< "$$pkgs"; \
+	if [ $$n -eq 0 ]; then echo "no Fuzz* targets found"; exit 1; fi; \
+	if [ -n "$$failed" ]; then echo "fuzzing found failures in:$$failed"; exit 1; fi; \
+	echo "fuzzed $$n targets for $(FUZZTIME) each: nothing found"
 
 .PHONY: inotify-limit
 # Every kube-apiserver watches its certificates with inotify (3 instances each); the end-to-end and
@@ -165,12 +216,20 @@ test-faults: tools build inotify-limit ## The fault-injection suite on the real 
 	go test ./test/faults/... -count=1 -timeout 60m -v -ginkgo.v
 
 .PHONY: bench
-bench: tools build ## Benchmark on the real API server: fan-out against the floor, writes, memory, idle writes, status latency (BENCH_CLUSTERS, README Performance).
+bench: tools build ## Benchmark on the real API server: fan-out against the floors (BENCH_FLOOR_WORKERS swept), writes, memory, idle writes, status latency (BENCH_CLUSTERS, docs/performance.md).
 	go test ./test/bench/... -run '^$$' -bench IdleWritesAndStatusLatency -benchtime 1x -timeout 120m
 
+.PHONY: bench-report
+bench-report: tools build ## Run the benchmarks (N = 100 and 1,000; BENCH_REPORT_10K=1 adds 10,000), the real-Flux benchmark and the fault suite, and write the tables of docs/performance.md and docs/reliability.md with the commit, date and machine.
+	go run ./hack/benchreport $(if $(BENCH_REPORT_10K),-with-10k) $(BENCH_REPORT_FLAGS)
+
 .PHONY: bench-flux
-bench-flux: tools build ## Benchmark with the real helm- and kustomize-controller: BENCH_FLUX_CLUSTERS (200) Clusters on one workload API server.
-	go test ./test/bench/... -run '^$$' -bench RealFlux -benchtime 1x -timeout 40m
+bench-flux: tools build inotify-limit ## Benchmark with the real helm- and kustomize-controller: Flux alone, then the operator driving Flux, BENCH_FLUX_CLUSTERS (200) Clusters over BENCH_FLUX_WORKLOADS (10) workload API servers.
+	go test ./test/bench/... -run '^$$' -bench RealFlux -benchtime 1x -timeout 180m
+
+.PHONY: bench-dashboard
+bench-dashboard: tools ## Benchmark the dashboard's fleet page in headless Chromium for BENCH_DASHBOARD_CLUSTERS (10,000) Clusters: time to first paint, the server's memory.
+	go test ./test/bench/... -run '^$$' -bench DashboardFleet -benchtime 1x -timeout 40m -v
 
 ##@ Tools (pinned Go modules in hack/tools, built into bin/)
 # The Kubernetes binaries report the pinned module version (as release builds do); a module
@@ -183,7 +242,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 TOOL_BINS := $(KUBE_BINS) $(BIN)/etcd $(BIN)/source-controller $(BIN)/kustomize-controller \
 	$(BIN)/helm-controller $(BIN)/kwok $(BIN)/controller-gen $(BIN)/capi-manager $(BIN)/provider-webhooks \
-	$(BIN)/gitea $(BIN)/golangci-lint
+	$(BIN)/gitea $(BIN)/golangci-lint $(BIN)/registry
 
 .PHONY: tools
 tools: $(TOOL_BINS) $(BIN)/crds/.stamp $(BIN)/gitea-assets/.stamp ## Build pinned tools and collect CRDs into bin/ (a no-op when up to date).
@@ -210,6 +269,10 @@ $(BIN)/provider-webhooks: $(TOOLS)/capi/go.mod $(TOOLS)/capi/go.sum $(TOOLS)/cap
 	cd $(TOOLS)/capi && go build -o $@ ./provider-webhooks
 $(BIN)/controller-gen: $(TOOLS)/controller-gen/go.mod $(TOOLS)/controller-gen/go.sum
 	cd $(TOOLS)/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+# CNCF Distribution's registry server: the plane's OCI registry (Options.WithRegistry) and the
+# registry the OCI tests publish to (bootstrap/registry).
+$(BIN)/registry: $(TOOLS)/registry/go.mod $(TOOLS)/registry/go.sum
+	cd $(TOOLS)/registry && go build -o $@ github.com/distribution/distribution/v3/cmd/registry
 # golangci-lint for `make lint` (configuration in .golangci.yml): about 2.5 minutes cold.
 $(BIN)/golangci-lint: $(TOOLS)/golangci-lint/go.mod $(TOOLS)/golangci-lint/go.sum
 	cd $(TOOLS)/golangci-lint && go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

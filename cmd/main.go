@@ -26,13 +26,14 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxlockdown"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
 // The defaults of --concurrent, --kube-api-qps and --kube-api-burst, measured with make bench
-// (README, Performance): enough workers to keep the API server busy while a fleet fans out, and no
+// (docs/performance.md): enough workers to keep the API server busy while a fleet fans out, and no
 // client-side rate limit (controller-runtime's default too): the API server's Priority and
 // Fairness decides, and a limit of a few hundred requests a second was the bottleneck.
 const (
@@ -50,6 +51,10 @@ func main() {
 		metricsAddr, probeAddr, artifactHost      string
 		profilerAddr                              string
 		webhookHost, webhookCertDir, defaultSA    string
+		runtimeExtClientCA                        string
+		fluxLockdown, fluxNamespace               string
+		allowedFluxShards                         string
+		maxRenders, maxRendersPerNamespace        int
 		managementNamespace                       string
 		watchLabelSelector, leaderElectionID      string
 		manageStacks                              bool
@@ -58,7 +63,10 @@ func main() {
 		webhookPort                               int
 		leaderElect, enableWebhooks, runtimeExt   bool
 		grace, addonTimeout, progressInterval     time.Duration
+		pushRetry, hookRetry                      time.Duration
 		leaseDuration, renewDeadline, retryPeriod time.Duration
+		tagCacheBytes                             int64
+		tagListings                               int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -71,25 +79,40 @@ func main() {
 	flag.StringVar(&leaderElectionID, "leader-election-id", defaultLeaderElectionID,
 		"The name of the Lease the replicas of this instance elect their leader with; each shard (--watch-label-selector) needs its own, e.g. "+defaultLeaderElectionID+"-shard1.")
 	flag.StringVar(&watchLabelSelector, "watch-label-selector", "",
-		"Deliver addons only to the CAPI Clusters this label selector matches, as Flux's controllers shard by label (README, Sharding): the main instance runs with '!"+csv1.ShardLabel+"', shard N with '"+csv1.ShardLabel+"=N'. Empty: every Cluster.")
+		"Deliver addons only to the CAPI Clusters this label selector matches, as Flux's controllers shard by label (docs/sharding.md): the main instance runs with '!"+csv1.ShardLabel+"', shard N with '"+csv1.ShardLabel+"=N'. Empty: every Cluster.")
 	flag.BoolVar(&manageStacks, "manage-stacks", true,
 		"Run the controllers of the objects all Clusters share (ClusterStack, ClusterStackRelease, their status, updates, ManagementOperator) and remove the ClusterAddons of deleted Clusters. Exactly one instance runs with true; shards run with false.")
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
 	flag.DurationVar(&progressInterval, "progress-status-interval", controllers.DefaultProgressInterval,
 		"How long a ClusterAddon status write that only reports progress (a component Ready, the next one awaited, a new ClusterAddon's first status) may wait, so that the states a ClusterAddon passes through within it cost one write. Available, Degraded and every other change are written at once. 0 writes every change at once.")
 	flag.DurationVar(&addonTimeout, "addon-timeout", fluxgen.AddonTimeout, "How long Flux may take for one install, upgrade or health check of a cluster's addon (spec.timeout of the generated HelmReleases and Kustomizations); a failure is reported when it runs out and Flux retries.")
+	flag.DurationVar(&pushRetry, "push-retry-interval", controllers.DefaultPushRetry,
+		"How long after the forge refused a push of a proposal branch the operator tries again.")
+	flag.DurationVar(&hookRetry, "upgrade-hook-retry-after", time.Duration(hooks.RetryAfterSeconds)*time.Second,
+		"How long Cluster API waits before asking the BeforeClusterUpgrade hook again while an upgrade waits for its addons (whole seconds, at least 1s).")
 	flag.StringVar(&artifactHost, "artifact-host-override", os.Getenv("SOURCE_CONTROLLER_LOCALHOST"),
 		"Replace the host of source-controller artifact URLs (defaults to $SOURCE_CONTROLLER_LOCALHOST, as Flux's controllers do).")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", false,
 		"Serve the validating webhook on CAPI Clusters (config/webhook). The Deployment in config/default enables it; off by default so that make run needs no serving certificate.")
 	flag.BoolVar(&runtimeExt, "runtime-extension", true,
 		"With --enable-webhooks, also serve the Cluster API Runtime Extension (BeforeClusterUpgrade, AfterControlPlaneInitialized and BeforeClusterDelete hooks of the addon stages) from the webhook server, with its TLS certificate. CAPI calls it once an ExtensionConfig registers it (config/runtimeextension); serving it without one costs nothing.")
+	flag.StringVar(&runtimeExtClientCA, "runtime-extension-client-ca-file", "",
+		"A PEM file with the CA certificate(s) that issue Cluster API's client certificate (CAPI's --runtime-extension-client-cert-file). When set, the Runtime Extension serves only clients presenting a certificate of this CA (the webhook server verifies client certificates when given; the API server's admission calls come without one). Use a CA that issues nothing else. Empty: any client that reaches the webhook port is served (docs/runtime-extension.md).")
 	flag.IntVar(&webhookPort, "webhook-port", webhook.DefaultPort, "The port the webhook server listens on.")
 	flag.StringVar(&webhookHost, "webhook-host", "", "The address the webhook server listens on; all addresses when empty.")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "",
 		"The directory with the webhook server's tls.crt and tls.key; <temp dir>/k8s-webhook-server/serving-certs when empty.")
 	flag.StringVar(&defaultSA, "default-service-account", "",
 		"The ServiceAccount (in each ClusterStack's namespace) that generated Flux objects run as when the ClusterStack sets no spec.serviceAccountName; set it to the same name as Flux's --default-service-account. Empty leaves it to Flux.")
+	flag.StringVar(&fluxLockdown, "flux-lockdown", fluxlockdown.ModeDetect,
+		"Whether Flux's multi-tenancy lockdown (kustomize- and helm-controller with --no-cross-namespace-refs=true and --default-service-account) is checked: \""+fluxlockdown.ModeDetect+"\" reads their Deployments in --flux-namespace and reports it on every ClusterStack (condition FluxLockdown); \""+fluxlockdown.ModeRequired+"\" also creates no release while it is not found in place; \""+fluxlockdown.ModeAssumed+"\" reads nothing: the platform states that Flux runs locked down (Flux outside the cluster). docs/multi-tenancy.md.")
+	flag.StringVar(&allowedFluxShards, "allowed-flux-shards", "",
+		"Comma-separated values of Flux's sharding key (sharding.fluxcd.io/key) that a Cluster's label may pick for its Flux objects; the label is copied onto them only with one of these values, else left out (Flux's main shard). A Cluster's labels are its team's input, and Flux's shards may run with other identities: empty (the default) copies none (docs/sharding.md).")
+	flag.IntVar(&maxRenders, "max-concurrent-renders", controllers.DefaultMaxConcurrentRenders,
+		"How many values renders run at once in the process, whatever --concurrent is; each may allocate up to 64 MiB per component in its template functions, so this bounds their memory (docs/performance.md).")
+	flag.IntVar(&maxRendersPerNamespace, "max-concurrent-renders-per-namespace", controllers.DefaultMaxConcurrentRendersPerNamespace,
+		"How many values renders run at once for the Clusters of one namespace; the next Cluster of that namespace is reconciled again a second later instead of holding a worker, so one team's slow templates never hold the workers every team shares.")
+	flag.StringVar(&fluxNamespace, "flux-namespace", controllers.DefaultFluxNamespace, "The namespace of Flux's kustomize-controller and helm-controller Deployments (--flux-lockdown).")
 	flag.StringVar(&managementNamespace, "management-namespace", defaultManagementNamespace(os.Getenv, os.ReadFile),
 		"The namespace ManagementOperators' Flux objects (GitRepository, Kustomization or HelmChart and HelmRelease) are generated in, and where their Secrets are read. Defaults to the namespace the operator runs in ($POD_NAMESPACE, else its ServiceAccount's namespace), else "+controllers.DefaultManagementNamespace+".")
 	flag.StringVar(&profilerAddr, "profiler-address", "",
@@ -101,19 +124,46 @@ func main() {
 	flag.IntVar(&kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "How many requests the operator may send at once above --kube-api-qps.")
 	flag.Float64Var(&memoryLimitRatio, "memory-limit-ratio", defaultMemoryLimitRatio,
 		"Set the Go runtime's soft memory limit (GOMEMLIMIT) to this share of the container's memory limit (its cgroup's), so that the garbage collector works harder near the limit instead of the kernel killing the container. 0 leaves it unset; the GOMEMLIMIT environment variable, when set, wins.")
+	flag.Int64Var(&tagCacheBytes, "tag-cache-bytes", controllers.DefaultTagCacheBytes,
+		"The most memory (an estimate, in bytes) the cache of Git tag listings holds, all repositories together; the least recently used listing is dropped first. A listing keeps only the tags of the stack's or operator's form: a few KiB per repository.")
+	flag.IntVar(&tagListings, "tag-listings", controllers.DefaultTagListings,
+		"How many Git tag listings run at once, whoever asked for them; the others wait. Each reads at most 16 MiB of reference advertisement as a stream.")
+	forgeOpts := bindForgeFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if err := forgeOpts.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setupLog := ctrl.Log.WithName("setup")
 	if err := setMemoryLimit(memoryLimitRatio, setupLog); err != nil {
 		setupLog.Error(err, "invalid --memory-limit-ratio")
 		os.Exit(1)
 	}
+	if maxRenders < 1 || maxRendersPerNamespace < 1 {
+		setupLog.Error(fmt.Errorf("--max-concurrent-renders %d and --max-concurrent-renders-per-namespace %d must be at least 1", maxRenders, maxRendersPerNamespace), "invalid flags")
+		os.Exit(1)
+	}
+	if _, err := fluxlockdown.ParseMode(fluxLockdown); err != nil {
+		setupLog.Error(err, "invalid --flux-lockdown")
+		os.Exit(1)
+	}
 	shardSelector, err := controllers.ParseShardSelector(watchLabelSelector)
 	if err != nil {
 		setupLog.Error(err, "invalid --watch-label-selector")
 		os.Exit(1)
+	}
+
+	webhookOpts := webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}
+	if runtimeExtClientCA != "" {
+		verify, err := hooks.ClientTLSConfig(runtimeExtClientCA)
+		if err != nil {
+			setupLog.Error(err, "invalid --runtime-extension-client-ca-file")
+			os.Exit(1)
+		}
+		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, verify)
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
@@ -137,24 +187,33 @@ func main() {
 		// A replica that stops gracefully hands the lease over at once instead of making the
 		// next leader wait for the lease to run out: nothing runs after the manager stops.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}),
+		WebhookServer:                 webhook.NewServer(webhookOpts),
 		Cache:                         controllers.CacheOptions(managementNamespace),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	tags := &controllers.TagLister{Reader: mgr.GetAPIReader()}
+	tags := &controllers.TagLister{Reader: mgr.GetAPIReader(), MaxBytes: tagCacheBytes, Listings: tagListings}
 	if err := controllers.Setup(context.Background(), mgr, controllers.Config{
-		Grace:                 grace,
-		ProgressInterval:      progressInterval,
-		ArtifactHostOverride:  artifactHost,
-		Tags:                  tags,
-		AddonTimeout:          addonTimeout,
-		DefaultServiceAccount: defaultSA,
-		ManagementNamespace:   managementNamespace,
-		WatchLabelSelector:    shardSelector,
-		ClusterAddonsOnly:     !manageStacks,
+		Grace:                            grace,
+		ProgressInterval:                 progressInterval,
+		ArtifactHostOverride:             artifactHost,
+		Tags:                             tags,
+		AddonTimeout:                     addonTimeout,
+		PushRetry:                        pushRetry,
+		ForgeLimits:                      forgeOpts.limits,
+		ForgePolicy:                      forgeOpts.policy,
+		ForgeHostConcurrency:             forgeOpts.hostConcurrency,
+		DefaultServiceAccount:            defaultSA,
+		FluxLockdown:                     fluxLockdown,
+		FluxNamespace:                    fluxNamespace,
+		AllowedFluxShards:                splitList(allowedFluxShards),
+		MaxConcurrentRenders:             maxRenders,
+		MaxConcurrentRendersPerNamespace: maxRendersPerNamespace,
+		ManagementNamespace:              managementNamespace,
+		WatchLabelSelector:               shardSelector,
+		ClusterAddonsOnly:                !manageStacks,
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
@@ -165,7 +224,7 @@ func main() {
 			os.Exit(1)
 		}
 		if runtimeExt {
-			if err := hooks.SetupWithManager(context.Background(), mgr); err != nil {
+			if err := hooks.SetupWithManager(context.Background(), mgr, hookRetry, runtimeExtClientCA != ""); err != nil {
 				setupLog.Error(err, "unable to set up the Runtime Extension")
 				os.Exit(1)
 			}
@@ -229,4 +288,15 @@ func defaultManagementNamespace(getenv func(string) string, readFile func(string
 		}
 	}
 	return controllers.DefaultManagementNamespace
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fieldowners"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // FieldOwner is the server-side apply field manager of everything the operator writes.
@@ -112,6 +115,11 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 		switch {
 		case existing.GetAnnotations()[appliedHashAnnotation] != hash:
 			why = "changed"
+		case dataEdited(existing, desired):
+			why = "data edited since applied"
+		case existing.GetLabels()[fluxgen.FluxShardLabel] != desired.GetLabels()[fluxgen.FluxShardLabel]:
+			// Labels move no generation; this one picks the Flux controllers that apply the object.
+			why = "Flux shard label edited since applied"
 		case !a.unchangedSinceApply(key, existing.GetGeneration()):
 			why = "edited since applied"
 		default:
@@ -120,6 +128,11 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 	}
 	if l := log.FromContext(ctx).V(1); l.Enabled() {
 		l.Info("applying", "object", key, "why", why) // --zap-log-level=debug: why a generated object is written
+	}
+	if why != "not found" {
+		if err := a.claimForeignFields(ctx, gvk, key, client.ObjectKeyFromObject(desired)); err != nil {
+			return false, err
+		}
 	}
 
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
@@ -143,6 +156,40 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 	// The caller learns the generation its write made: the cache may not have seen it yet.
 	desired.SetGeneration(obj.GetGeneration())
 	return true, nil
+}
+
+// claimForeignFields makes the operator the field manager of every field of its domain that
+// another manager owns in the object as the API server has it (fieldowners.Claim: fields
+// someone added to the spec, a ConfigMap's data, labels and annotations, and the fields of an
+// object adopted by its managed-by label), so that the apply that follows removes what the
+// operator does not apply: an applied object holds exactly what the operator renders, whoever
+// wrote to it before. It writes only the object's managedFields, and only when another manager
+// owns such a field, guarded by the resourceVersion it read. Without an APIReader it does nothing.
+func (a *Applier) claimForeignFields(ctx context.Context, gvk schema.GroupVersionKind, key string, objKey client.ObjectKey) error {
+	if a.APIReader == nil {
+		return nil
+	}
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(gvk)
+	if err := a.APIReader.Get(ctx, objKey, live); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("get %s: %w", key, err))
+	}
+	managed, from, err := fieldowners.Claim(live.ManagedFields, FieldOwner, gvk.GroupVersion().String(), metav1.Now())
+	if err != nil || len(from) == 0 {
+		return err
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": live.ResourceVersion},
+		{"op": "replace", "path": "/metadata/managedFields", "value": managed},
+	})
+	if err != nil {
+		return err
+	}
+	if err := a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("take over the fields %v own in %s: %w", from, key, err)
+	}
+	log.FromContext(ctx).Info("took over fields of other field managers before applying", "object", key, "managers", from)
+	return nil
 }
 
 // appliedNotCached is true when key, which the cache does not have, was last applied by this
@@ -224,6 +271,33 @@ func (a *Applier) Forget(kind string, key types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.seen, kind+"/"+key.Namespace+"/"+key.Name)
+}
+
+// cachedDataHashAnnotation is set by the cache's ConfigMap transform (stripConfigMapData) on
+// the cached copy of a ConfigMap, whose data the cache does not keep: configMapDataHash of the
+// data the API server has. It is never written to the API server.
+const cachedDataHashAnnotation = "clusterstack.io/cached-data-hash"
+
+// configMapDataHash is a digest of a ConfigMap's data and binaryData.
+func configMapDataHash(data map[string]string, binary map[string][]byte) string {
+	b, _ := json.Marshal(struct {
+		D map[string]string `json:"d"`
+		B map[string][]byte `json:"b"`
+	}{data, binary}) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// dataEdited reports whether desired is a ConfigMap whose data differs from the data of
+// existing, its cached copy: someone edited the data, which moves no generation and no
+// annotation of the operator's. Objects not read from the cache (no digest) are not judged.
+func dataEdited(existing, desired client.Object) bool {
+	cm, ok := desired.(*corev1.ConfigMap)
+	if !ok {
+		return false
+	}
+	got, ok := existing.GetAnnotations()[cachedDataHashAnnotation]
+	return ok && got != configMapDataHash(cm.Data, cm.BinaryData)
 }
 
 func hashOf(obj client.Object) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -146,49 +147,68 @@ func TestStackCacheIsBoundedAndExpires(t *testing.T) {
 	}
 }
 
-// The TagLister keeps at most MaxEntries listings, drops the least recently used first, and
-// keeps each for the maxAge its caller gave.
+// The TagLister keeps listings within MaxBytes, drops the least recently used first, keeps each
+// for the maxAge its caller gave, does not cache a listing larger than the whole budget, and
+// keeps a listing per selector of a source (Forget drops them all).
 func TestTagListerCacheIsBoundedAndExpires(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var listings atomic.Int32
-	l := &TagLister{MaxEntries: 2, clock: clock, List: func(context.Context, *gitauth.Remote) (map[string]string, error) {
-		listings.Add(1)
-		return map[string]string{"v1": "c1"}, nil
-	}}
+	remote := map[string]string{"v1": "c1"}
 	src := func(name string) csv1.StackSource {
 		return csv1.StackSource{URL: "https://git.example.com/" + name + ".git", Path: "."}
 	}
-	refs := func(name string, maxAge time.Duration, want int32) {
+	// Room for two listings of one tag, not three.
+	one := entryBytes(tagCacheKey("team-a", src("a"), anyVersion), tagCacheEntry{TagListing: TagListing{Refs: remote}})
+	l := &TagLister{MaxBytes: 2*one + one/2, clock: clock, List: func(context.Context, *gitauth.Remote) (map[string]string, error) {
+		listings.Add(1)
+		return maps.Clone(remote), nil
+	}}
+	refs := func(name string, sel TagSelector, maxAge time.Duration, want int32) {
 		t.Helper()
-		if _, err := l.Refs(context.Background(), "team-a", src(name), maxAge); err != nil {
+		if _, err := l.Refs(context.Background(), "team-a", src(name), sel, maxAge); err != nil {
 			t.Fatal(err)
 		}
 		if got := listings.Load(); got != want {
-			t.Errorf("after Refs(%s, %s): %d listings, want %d", name, maxAge, got, want)
+			t.Errorf("after Refs(%s, %+v, %s): %d listings, want %d", name, sel, maxAge, got, want)
 		}
 	}
-	refs("a", time.Minute, 1)
-	refs("b", time.Minute, 2)
-	refs("a", time.Minute, 2) // cached, and now the most recently used
-	refs("c", time.Minute, 3) // drops b
-	refs("a", time.Minute, 3)
-	refs("b", time.Minute, 4)
+	refs("a", anyVersion, time.Minute, 1)
+	refs("b", anyVersion, time.Minute, 2)
+	refs("a", anyVersion, time.Minute, 2) // cached, and now the most recently used
+	refs("c", anyVersion, time.Minute, 3) // drops b
+	refs("a", anyVersion, time.Minute, 3)
+	refs("b", anyVersion, time.Minute, 4)
 	clock.step(time.Minute - time.Second)
-	refs("b", time.Minute, 4)
-	refs("b", 30*time.Second, 5) // too old for this caller
+	refs("b", anyVersion, time.Minute, 4)
+	refs("b", anyVersion, 30*time.Second, 5) // too old for this caller
 	clock.step(time.Minute + time.Second)
-	refs("b", time.Hour, 6) // kept for the minute its caller asked for, not more
+	refs("b", anyVersion, time.Hour, 6) // kept for the minute its caller asked for, not more
 	l.Forget("team-a", src("b"))
-	refs("b", time.Hour, 7)
-	refs("b", time.Hour, 7)
+	refs("b", anyVersion, time.Hour, 7)
+	refs("b", anyVersion, time.Hour, 7)
+
+	// Another selector of the same source is another listing; Forget drops both.
+	other := TagSelector{Prefix: "v", Form: OperatorVersionTags}
+	refs("b", other, time.Hour, 8)
+	refs("b", other, time.Hour, 8)
+	l.Forget("team-a", src("b"))
+	refs("b", other, time.Hour, 9)
+	refs("b", anyVersion, time.Hour, 10)
+
+	// A listing larger than the whole budget is returned, never cached.
+	for i := range 20 {
+		remote[fmt.Sprintf("v%d", i+2)] = "c"
+	}
+	refs("big", anyVersion, time.Hour, 11)
+	refs("big", anyVersion, time.Hour, 12)
 }
 
 // The refused-push throttle remembers a refusal for pushRetry on the reconciler's clock.
 func TestRefusedPushesExpireOnTheReconcilersClock(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	r := &ClusterStackUpdatesReconciler{Now: clock.Now}
-	r.refusedPushes().Add("team-a/stack", r.now(), pushRetry)
-	clock.step(pushRetry - time.Second)
+	r.refusedPushes().Add("team-a/stack", r.now(), r.pushRetry())
+	clock.step(r.pushRetry() - time.Second)
 	if _, ok := r.refusedPushes().Get("team-a/stack"); !ok {
 		t.Error("a refusal is forgotten within pushRetry")
 	}
@@ -218,6 +238,19 @@ func TestCachedConfigMapsHoldNoData(t *testing.T) {
 	}
 	if got.Annotations[appliedHashAnnotation] != "h" {
 		t.Errorf("the applied hash the Applier decides by is gone: %v", got.Annotations)
+	}
+	digest := got.Annotations[cachedDataHashAnnotation]
+	if digest != configMapDataHash(map[string]string{"cni.yaml": "big"}, map[string][]byte{"b": []byte("x")}) {
+		t.Errorf("the cached digest %q is not the digest of the data", digest)
+	}
+	// Idempotent, as client-go asks of a transform: an object the informer passes again keeps
+	// the digest of its data, not that of no data.
+	again, err := stripConfigMapData(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := again.(*corev1.ConfigMap).Annotations[cachedDataHashAnnotation]; d != digest {
+		t.Errorf("transformed twice, the digest is %q, want %q", d, digest)
 	}
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"k": []byte("v")}}
 	if out, err := stripConfigMapData(other); err != nil || len(out.(*corev1.Secret).Data) != 1 {

@@ -39,6 +39,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
+	"github.com/clusterstack-io/clusterstack-operator/internal/overrides"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stageplan"
@@ -65,6 +66,12 @@ type ClusterAddonReconciler struct {
 	Shard *Shard
 	// Status configures how the ClusterAddon's conditions are judged (the degraded grace period).
 	Status StatusOptions
+	// Renders bounds the values renders running at once, in all and per namespace; nil: none.
+	Renders *RenderGate
+	// FluxShards are the values of a Cluster's sharding.fluxcd.io/key label that are copied onto
+	// its Flux objects (--allowed-flux-shards); any other value is left out, and the objects go
+	// to Flux's main shard.
+	FluxShards map[string]bool
 
 	ctrl    controller.Controller
 	cache   cache.Cache
@@ -373,13 +380,26 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 		if c != nil && c.Status == metav1.ConditionFalse {
 			why = c.Message
 		}
+		from, err := r.lastAppliedRelease(ctx, s)
+		if err != nil {
+			return false, err
+		}
 		s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
-			Message: fmt.Sprintf("waiting for release %s: %s", rel.Name, why)}
+			Message: fluxstatus.Truncate(fmt.Sprintf("waiting for release %s: %s", rel.Name, why) + upgradeHeldHint(rel, from, s.cluster))}
 		return false, nil
 	}
 	// A release whose requirements on the management plane (operator versions, Cluster API
-	// contract) are not delivered is treated as not ready: nothing moves to it.
+	// contract) are not delivered is treated as not ready: nothing moves to it. When the release
+	// the addons are at excludes every version the new one needs, that is a cycle, named so.
 	if gate := requirementsGate(rel, s.addon.Status.LastAppliedRelease); gate != nil {
+		from, err := r.lastAppliedRelease(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		if c := cycleGate(rel, from); c != nil {
+			gate = c
+		}
+		gate.Message = fluxstatus.Truncate(gate.Message + upgradeHeldHint(rel, from, s.cluster))
 		s.releaseReady = gate
 		return false, nil
 	}
@@ -479,12 +499,38 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		return false, err
 	}
 	s.controlPlane = in.ControlPlane
-	data, err := render.Render(in, st.RenderComponents())
+	ovs, err := r.overridesFor(ctx, s.cluster)
+	if err != nil {
+		return false, err
+	}
+	if in.Overrides, err = overrides.ToRender(ovs); err != nil {
+		s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonOverrideFailed,
+			Message: fluxstatus.Truncate(fmt.Sprintf("release %s: %s", s.release.Name, err.Error()))}
+		return false, nil
+	}
+	release, ok, err := r.Renders.Acquire(ctx, s.cluster.Namespace)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		// The namespace has its share of renders running: come back rather than wait in a worker
+		// every namespace shares. Everything recorded stays as it is.
+		log.FromContext(ctx).V(1).Info("render deferred: the namespace has its share of renders running", "retryAfter", renderRetry)
+		s.requeueAfter = renderRetry
+		return false, nil
+	}
+	data, err := func() (map[string]string, error) {
+		defer release()
+		return render.Render(in, st.RenderComponents())
+	}()
 	if err != nil {
 		var rerr *render.Error
 		if errors.As(err, &rerr) {
 			reason := csv1.ReasonRenderFailed
-			if errors.Is(err, render.ErrLimitExceeded) {
+			switch {
+			case rerr.Override != "":
+				reason = csv1.ReasonOverrideFailed
+			case errors.Is(err, render.ErrLimitExceeded):
 				reason = csv1.ReasonRenderLimitExceeded
 			}
 			s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: reason,
@@ -504,12 +550,18 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		Data: data,
 	}
 	cm.Labels[meta.LabelKeyWatch] = meta.LabelValueWatchEnabled // Flux reconciles its users at once on change
+	with := ""
+	if len(ovs) > 0 {
+		// Which overrides the data holds, in order: the plugin's provenance and people read it.
+		cm.Annotations = map[string]string{csv1.OverridesAnnotation: overrides.Names(ovs)}
+		with = fmt.Sprintf(" with ClusterAddonOverrides %s", strings.ReplaceAll(overrides.Names(ovs), ",", ", "))
+	}
 	if _, err := r.Applier.Apply(ctx, s.addon, cm); err != nil {
 		return s.ownershipConflict(err)
 	}
 	s.values = cm.Name
 	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
-		Message: fmt.Sprintf("values of release %s rendered into ConfigMap %s", s.release.Name, cm.Name)}
+		Message: fluxstatus.Truncate(fmt.Sprintf("values of release %s rendered into ConfigMap %s%s", s.release.Name, cm.Name, with))}
 	return true, nil
 }
 
@@ -600,7 +652,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	}
 	objs := fluxgen.AddonObjects(fluxgen.ClusterInput{
 		Cluster: s.cluster.Name, Namespace: s.cluster.Namespace, Stack: s.release.Spec.ClusterStack,
-		Release: s.release, Components: comps, Timeout: r.AddonTimeout, FluxShard: s.cluster.Labels[fluxgen.FluxShardLabel],
+		Release: s.release, Components: comps, Timeout: r.AddonTimeout, FluxShard: fluxShardOf(s.cluster, r.FluxShards),
 	})
 	want := map[string]bool{}
 	written := make(map[string]csv1.AddonComponentStatus, len(comps))
@@ -648,6 +700,18 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	}
 	s.components = s.componentStatuses(written, want)
 	return true, r.pruneStale(ctx, s, want)
+}
+
+// fluxShardOf is the Flux shard a Cluster's Flux objects are labelled for: the value of its
+// sharding.fluxcd.io/key label when the platform allows it (allowed, --allowed-flux-shards),
+// else none (Flux's main shard). The label is the tenant's input: Flux's shards may run with
+// other identities or without the lockdown, and a tenant must not pick one the platform did not
+// offer.
+func fluxShardOf(c *clusterv1.Cluster, allowed map[string]bool) string {
+	if v := c.Labels[fluxgen.FluxShardLabel]; allowed[v] {
+		return v
+	}
+	return ""
 }
 
 // removeOtherKind deletes the cluster's Flux object of the other kind for a component whose kind
@@ -955,6 +1019,7 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 			}
 			a.Status.Stages = stages
 		}
+		judge.hold = upgradeHold(s, a.Status.Stages)
 		appliedBefore := a.Status.LastAppliedRelease
 		judged, again, err := judge.judge(ctx, a)
 		if err != nil {
@@ -1103,6 +1168,9 @@ func suspendFlux(ctx context.Context, c client.Client, o client.Object) error {
 // SetupWithManager wires the watches.
 func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.cache = mgr.GetCache()
+	if err := r.setupOverrides(mgr); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}, builder.WithPredicates(clusterInputChanged(), r.Shard.predicate())).
 		// A change of the applied release ends the addon stages of an upgrade (status.stages).
@@ -1113,10 +1181,15 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(predicate.Or(releaseFactsChanged(), requirementsMetChanged()))).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxStatusChanged())).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(fluxStatusChanged())).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
+		// A values ConfigMap whose data, labels or annotations someone edited is applied again
+		// (the cache keeps a digest of its data: stripConfigMapData).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(configMapEdited())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRepository), builder.WithPredicates(artifactChanged())).
 		Watches(&csv1.ClusterStack{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfStack), builder.WithPredicates(missingReleasesChanged())).
+		// A ClusterAddonOverride re-renders the Clusters it selects, before and after a change.
+		Watches(&csv1.ClusterAddonOverride{}, r.overrideHandler()).
 		// The AfterClusterUpgrade stage waits for the workers' rollout (addon stages).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(clusterOfObject), builder.WithPredicates(workerFactsChanged()))
 	if r.MachinePools {

@@ -24,7 +24,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
-// Sharding by label (README, Sharding): the suite's manager is the main instance
+// Sharding by label (docs/sharding.md): the suite's manager is the main instance
 // (--watch-label-selector='!clusterstack.io/shard'); this spec starts a second manager as shard
 // "a" (--watch-label-selector=clusterstack.io/shard=a --manage-stacks=false), with its own,
 // unfiltered cache. No instance serves shard "b".
@@ -143,6 +143,8 @@ func startShard(selector string) (stop func()) {
 		ManagementNamespace: managementNamespace,
 		WatchLabelSelector:  sel,
 		ClusterAddonsOnly:   true,
+		// The platform offers Flux shard flux-a: the Clusters' label for it rides along.
+		AllowedFluxShards: []string{"flux-a"},
 	})).To(Succeed())
 	done := make(chan error, 1)
 	go func() {

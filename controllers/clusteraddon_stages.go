@@ -291,3 +291,33 @@ func skipEvent(cluster *clusterv1.Cluster, st *csv1.AddonStageStatus) statusEven
 		"Cluster %s carries annotation %s: its upgrade to release %s is let through before the BeforeClusterUpgrade components (%s) are Ready",
 		cluster.Name, csv1.SkipBeforeUpgradeGateAnnotation, st.Release, strings.Join(st.Components, ", ")))
 }
+
+// upgradeHold is the Kubernetes upgrade of the Cluster that the BeforeClusterUpgrade hook holds,
+// on this reconcile's plan and the stages to be written: the control plane does not run the
+// desired release's version yet, the gate is not skipped, and the release's BeforeClusterUpgrade
+// stage is not Ready. It holds since the stage last changed. Once it has lasted longer than the
+// degraded grace period the ClusterAddon is Degraded (fluxstatus.Input.UpgradeHold), naming
+// the component that holds it and how to let the upgrade through. nil when nothing is held.
+func upgradeHold(s *addonScope, stages []csv1.AddonStageStatus) *fluxstatus.Problem {
+	p := s.plan
+	if p == nil || !p.ControlPlaneBehind || p.Skip {
+		return nil
+	}
+	for _, st := range stages {
+		if st.Name != csv1.StageBeforeClusterUpgrade || st.Release != p.Target || st.Ready {
+			continue
+		}
+		what := strings.Join(st.Components, ", ")
+		if len(st.Removes) > 0 {
+			what = strings.TrimPrefix(what+"; removes "+strings.Join(st.Removes, ", "), "; ")
+		}
+		return &fluxstatus.Problem{
+			Reason: csv1.ReasonUpgradeHeld,
+			Message: fmt.Sprintf("the BeforeClusterUpgrade hook holds the upgrade of Cluster %s to %s (release %s) until its BeforeClusterUpgrade components (%s) are Ready; it has held it",
+				s.cluster.Name, p.KubernetesVersion, p.Target, what),
+			Since: st.LastTransitionTime.Time,
+			Hint:  stageplan.SkipHint(s.cluster.Namespace, s.cluster.Name),
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,6 +32,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
@@ -63,6 +65,9 @@ type ClusterStackReconciler struct {
 	// DefaultServiceAccount is the identity of a stack's Flux objects when its
 	// spec.serviceAccountName is empty (the operator's --default-service-account).
 	DefaultServiceAccount string
+	// Lockdown says whether Flux runs with its multi-tenancy lockdown (the FluxLockdown condition
+	// and, with --flux-lockdown=required, whether releases are created); nil checks nothing.
+	Lockdown *FluxLockdownProbe
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks,verbs=get;list;watch;update;patch
@@ -82,6 +87,9 @@ type stackScope struct {
 	keep       map[string][]string
 	missing    []csv1.MissingRelease
 	requeue    bool
+	// refused is the ReleasesResolved condition of a stack whose releases may not be created or
+	// changed (checkIdentity); lockdown its FluxLockdown condition (nil: not checked).
+	refused, lockdown *metav1.Condition
 }
 
 // Reconcile resolves the wanted releases and makes the ClusterStackReleases match.
@@ -101,6 +109,7 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	s := &stackScope{cs: cs}
 	for _, step := range []func(context.Context, *stackScope) error{
 		r.resolveWanted,
+		r.checkIdentity,
 		r.decideKeep,
 		r.ensureReleases,
 		r.removeUnused,
@@ -112,10 +121,14 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.setResolved(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	var after time.Duration
 	if cs.Spec.AutoSubscribe || s.requeue {
-		return ctrl.Result{RequeueAfter: interval(cs)}, nil
+		after = interval(cs)
 	}
-	return ctrl.Result{}, nil
+	if re := r.Lockdown.recheck(); re > 0 && (after == 0 || re < after) {
+		after = re
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 func interval(cs *csv1.ClusterStack) time.Duration {
@@ -143,7 +156,7 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 	if !cs.Spec.AutoSubscribe {
 		return nil
 	}
-	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
+	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, StackTags(cs), interval(cs))
 	if err != nil {
 		s.resolveErr = err // ReleasesResolved reports it; the other steps still run
 		return nil         //nolint:nilerr // recorded in the scope, reported as a condition, retried on the interval
@@ -209,6 +222,9 @@ func rollbackReleases(cs *csv1.ClusterStack) int {
 // ensureReleases creates or updates every kept release. A release only something uses (not
 // pinned or latest) that does not exist is created only when its tag is published.
 func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackScope) error {
+	if s.refused != nil {
+		return nil // checkIdentity refused the stack: nothing is created or changed
+	}
 	exists := map[string]bool{}
 	for _, rel := range s.existing {
 		exists[rel.Name] = true
@@ -235,9 +251,9 @@ func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackSco
 
 // tagPublished checks that a release's tag exists in the stack's repository.
 func (r *ClusterStackReconciler) tagPublished(ctx context.Context, cs *csv1.ClusterStack, name string) (bool, csv1.MissingRelease) {
-	has, err := r.Tags.Has(ctx, cs.Namespace, cs.Spec.Source, interval(cs), name)
+	has, err := r.Tags.Has(ctx, cs.Namespace, cs.Spec.Source, StackTags(cs), interval(cs), name)
 	if err != nil {
-		return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagListFailed,
+		return false, csv1.MissingRelease{Name: name, Reason: tagListReason(err),
 			Message: fmt.Sprintf("cannot tell whether tag %s of ClusterStack %s exists: %s", name, cs.Name, oneLine(err))}
 	}
 	if has {
@@ -323,17 +339,35 @@ func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope)
 		c := metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 			Message: fmt.Sprintf("%d release(s) kept", len(summaries)), ObservedGeneration: cs.Generation}
 		if s.resolveErr != nil {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagListFailed, redact.URLs(oneLine(s.resolveErr))
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, tagListReason(s.resolveErr), redact.URLs(oneLine(s.resolveErr))
+		}
+		if s.refused != nil {
+			c.Status, c.Reason, c.Message = s.refused.Status, s.refused.Reason, s.refused.Message
 		}
 		var events []statusEvent
-		if fluxstatus.SetCondition(&cs.Status.Conditions, c) && s.resolveErr != nil {
+		if fluxstatus.SetCondition(&cs.Status.Conditions, c) && c.Status == metav1.ConditionFalse {
 			events = append(events, warningEvent(c.Reason, c.Message))
+		}
+		if s.lockdown != nil {
+			s.lockdown.ObservedGeneration = cs.Generation
+			if fluxstatus.SetCondition(&cs.Status.Conditions, *s.lockdown) && s.lockdown.Status == metav1.ConditionFalse {
+				events = append(events, warningEvent(s.lockdown.Reason, s.lockdown.Message))
+			}
 		}
 		// The spec was observed; what came of it is in the conditions (kstatus needs this to
 		// report a broken stack as Failed rather than not yet observed).
 		cs.Status.ObservedGeneration = cs.Generation
 		return true, events
 	})
+}
+
+// tagListReason is the reason of a condition reporting err, an error of the tag listing:
+// TagListTooLarge when the repository exceeds a limit of the listing, else TagListFailed.
+func tagListReason(err error) string {
+	if errors.Is(err, gitauth.ErrTooManyRefs) {
+		return csv1.ReasonTagListTooLarge
+	}
+	return csv1.ReasonTagListFailed
 }
 
 // reconcileDelete removes the releases nothing uses and waits for the others.

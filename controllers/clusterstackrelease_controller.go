@@ -152,12 +152,13 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 	every := fluxgen.ReleaseInterval(rel).Duration
 	c := metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fmt.Sprintf("tag %s points at the validated commit %s", rel.Name, rel.Status.Commit)}
-	refs, err := r.Tags.Refs(ctx, rel.Namespace, rel.Spec.Source, every)
+	sel := ReleaseTags(rel.Spec.Provider, rel.Spec.StackName, rel.Spec.KubernetesVersion)
+	refs, err := r.Tags.Refs(ctx, rel.Namespace, rel.Spec.Source, sel, every)
 	if err == nil && refs[rel.Name] != rel.Status.Commit {
 		// The cached listing may be older than the tag (another ClusterStack of the namespace
 		// listed the repository before it was pushed): only a listing that started after the
 		// commit was validated can tell that the tag moved since.
-		refs, err = r.Tags.RefsSince(ctx, rel.Namespace, rel.Spec.Source, every, validatedSince(rel))
+		refs, err = r.Tags.RefsSince(ctx, rel.Namespace, rel.Spec.Source, sel, every, validatedSince(rel))
 	}
 	switch {
 	case err != nil:

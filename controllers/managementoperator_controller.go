@@ -24,8 +24,10 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/opgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/opstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/requirements"
 )
 
@@ -44,7 +46,7 @@ const (
 )
 
 // ManagementOperatorReconciler delivers each ManagementOperator through Flux only: it applies
-// the GitRepository pinned to the version's tag and the Kustomization (or HelmChart and
+// the GitRepository at the version's tag (pinned to the commit first fetched there) and the Kustomization (or HelmChart and
 // HelmRelease) that internal/opgen generates into the management namespace, and computes the
 // status with internal/opstatus from those objects and the Deployments they rolled out. It never
 // applies an operator's manifests itself.
@@ -84,8 +86,14 @@ type opScope struct {
 	objects    []fluxstatus.ObjectState
 	// deployments are those the operator's manifests created.
 	deployments []opstatus.Deployment
-	// tags of the source repository; nil when not listed this time.
-	tags []string
+	// pinned is the commit the GitRepository of decision.Target is pinned to ("" when none).
+	pinned string
+	// tags are the version tags of the source repository with their commits; nil when not
+	// listed this time; ignoredTags counts the tags with the prefix of another form; tagsErr
+	// says why they could not be listed.
+	tags        map[string]string
+	ignoredTags int
+	tagsErr     *fluxstatus.Problem
 	// written are the Flux objects this reconcile applied, by type, at the generation the
 	// write made (unchanged ones at none): what the cache shows of them is judged no older.
 	written map[reflect.Type]client.Object
@@ -183,15 +191,18 @@ func stackReleases(rels []csv1.ClusterStackRelease, used map[string]bool) (all, 
 }
 
 // applyFluxObjects decides what may be delivered and, when something may, applies the Flux
-// objects for it, owned by the ManagementOperator. When spec.version is refused or held back
-// nothing is written: the objects keep delivering what they delivered.
+// objects for it, owned by the ManagementOperator, the GitRepository pinned to the commit Flux
+// first fetched at the version's tag once that is known (opstatus.PinnedCommit). When
+// spec.version is refused or held back nothing is written: the objects keep delivering what
+// they delivered.
 func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *opScope) error {
 	s.decision = opstatus.Decide(s.op, s.inUse)
+	s.pinned = opstatus.PinnedCommit(s.op, s.decision.Target)
 	if !s.decision.Apply {
 		return nil
 	}
 	s.written = map[reflect.Type]client.Object{}
-	for _, obj := range opgen.Objects(s.op, r.Namespace, s.decision.Target) {
+	for _, obj := range opgen.Objects(s.op, r.Namespace, s.decision.Target, s.pinned) {
 		if _, err := r.Applier.Apply(ctx, s.op, obj); err != nil {
 			return fmt.Errorf("ManagementOperator %s: apply %s %s/%s: %w", s.op.Name, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
@@ -218,7 +229,7 @@ func (r *ManagementOperatorReconciler) observeFluxObjects(ctx context.Context, s
 	} else if s.observed.Kustomization, err = observeControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s); err != nil {
 		return err
 	}
-	s.objects = opstatus.States(s.op, s.decision.Target, s.observed)
+	s.objects = opstatus.States(s.op, s.decision.Target, s.pinned, s.observed)
 	return nil
 }
 
@@ -253,7 +264,10 @@ func getControlled[T client.Object](ctx context.Context, c client.Reader, key cl
 }
 
 // observeDeployments reads the Deployments the manifests created: those the Kustomization's
-// inventory lists, or those helm-controller labelled with the HelmRelease.
+// inventory lists, or those helm-controller labelled with the HelmRelease in the namespace the
+// chart is installed into (opstatus.HelmReleaseNamespace). Flux's labels alone prove nothing:
+// anyone may put them on a Deployment of their own namespace, and one that never becomes
+// available would hold every upgrade of the operator.
 func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s *opScope) error {
 	var deps []appsv1.Deployment
 	switch {
@@ -273,9 +287,10 @@ func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s
 		if r.HelmDeployments != nil {
 			reader = r.HelmDeployments
 		}
+		hr := s.observed.HelmRelease
 		var list appsv1.DeploymentList
-		if err := reader.List(ctx, &list, client.MatchingLabels(opstatus.HelmReleaseSelector(s.observed.HelmRelease))); err != nil {
-			return fmt.Errorf("list Deployments of HelmRelease %s/%s: %w", s.observed.HelmRelease.Namespace, s.observed.HelmRelease.Name, err)
+		if err := reader.List(ctx, &list, client.InNamespace(opstatus.HelmReleaseNamespace(hr)), client.MatchingLabels(opstatus.HelmReleaseSelector(hr))); err != nil {
+			return fmt.Errorf("list Deployments of HelmRelease %s/%s: %w", hr.Namespace, hr.Name, err)
 		}
 		deps = list.Items
 	}
@@ -297,29 +312,54 @@ func tagInterval(op *csv1.ManagementOperator) time.Duration {
 	return opgen.DefaultInterval
 }
 
-// listTags lists the source repository's tags for availableUpdates (a listing at most one
-// interval old is reused), with the credentials Secret of the management namespace. A failure
-// leaves availableUpdates as they were.
+// listTags lists the source repository's version tags (OperatorTags: a listing keeps only
+// those), with the credentials Secret of the management namespace, for availableUpdates and the
+// check that the desired version's tag still points at its pinned commit. A listing at most one
+// interval old is reused, unless it contradicts the pin: then one that started after the
+// version's rollout began is asked for (the cache is shared with every ManagementOperator of the
+// repository, and may predate the tag). A failure leaves availableUpdates as they were and
+// TagVerified Unknown.
 func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope) error {
 	git := s.op.Spec.Source.Git
 	if git == nil || r.Tags == nil {
 		return nil
 	}
-	tags, err := r.Tags.Tags(ctx, r.Namespace, csv1.StackSource{URL: git.URL, SecretRef: git.SecretRef}, tagInterval(s.op))
+	src, sel, every := csv1.StackSource{URL: git.URL, SecretRef: git.SecretRef}, OperatorTags(s.op), tagInterval(s.op)
+	l, err := r.Tags.Listing(ctx, r.Namespace, src, sel, every, time.Time{})
+	if tag := s.op.Tag(s.decision.Target); err == nil && s.pinned != "" && l.Refs[tag] != s.pinned {
+		l, err = r.Tags.Listing(ctx, r.Namespace, src, sel, every, rolloutStarted(s.op, s.decision.Target))
+	}
 	if err != nil {
-		log.FromContext(ctx).Info("cannot list the tags of the operator's repository; availableUpdates are kept", "error", err.Error())
+		reason := csv1.ReasonTagListFailed
+		if errors.Is(err, gitauth.ErrTooManyRefs) {
+			reason = csv1.ReasonTagListTooLarge
+		}
+		s.tagsErr = &fluxstatus.Problem{Reason: reason, Message: redact.URLs(oneLine(err))}
+		log.FromContext(ctx).Info("cannot list the tags of the operator's repository; availableUpdates are kept", "error", s.tagsErr.Message)
 		return nil
 	}
-	if tags == nil {
-		tags = []string{} // listed, and there are none
+	s.tags, s.ignoredTags = l.Refs, l.Ignored
+	if s.tags == nil {
+		s.tags = map[string]string{} // listed, and there are none
 	}
-	s.tags = tags
 	return nil
+}
+
+// rolloutStarted is when the rollout of version began (the start of its newest history entry,
+// plus a second: a Condition's time keeps whole seconds), zero when it has none.
+func rolloutStarted(op *csv1.ManagementOperator, version string) time.Time {
+	for _, h := range op.Status.History {
+		if h.Version == version {
+			return h.StartedTime.Add(time.Second)
+		}
+	}
+	return time.Time{}
 }
 
 // writeStatus computes the status and writes it when it changed; Events follow a successful write.
 func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	var res opstatus.Result
+	repin := false
 	generation, now := s.op.Generation, r.Options.now()
 	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.op, func(op *csv1.ManagementOperator) (bool, []statusEvent) {
 		// The status is computed from the object as re-read here, not as read at the start of
@@ -338,6 +378,8 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 			Deployments: s.deployments,
 			RequiredBy:  s.requiredBy,
 			Tags:        s.tags,
+			IgnoredTags: s.ignoredTags,
+			TagsError:   s.tagsErr,
 			Now:         now,
 			Grace:       r.Options.Grace,
 		})
@@ -346,6 +388,8 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 			Degraded:  findCondition(res.Conditions, csv1.DegradedCondition),
 		})
 		res.ApplyTo(&op.Status, op.Generation)
+		// The first fetch of the tag was recorded: pin the GitRepository to it now.
+		repin = d.Apply && opstatus.PinnedCommit(op, d.Target) != s.pinned
 		return true, events
 	})
 	if errors.Is(err, errStaleStatus) {
@@ -357,6 +401,9 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 	after := res.RequeueAfter
 	if s.op.Spec.Source.Git != nil && r.Tags != nil {
 		after = minNonZero(after, tagInterval(s.op))
+	}
+	if repin {
+		after = minNonZero(after, time.Second)
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

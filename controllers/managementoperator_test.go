@@ -38,25 +38,31 @@ func names(reqs []reconcile.Request) []string {
 }
 
 // TestOperatorsOfAppliedObject: a Deployment maps to the ManagementOperator whose Kustomization
-// or HelmRelease in the management namespace applied it, by Flux's labels; the same names in
-// another namespace, or Flux objects of no ManagementOperator, map to nothing.
+// or HelmRelease in the management namespace applied it, by Flux's labels, a chart's only in the
+// namespace the chart is installed into; the same names in another namespace, or Flux objects
+// of no ManagementOperator, map to nothing.
 func TestOperatorsOfAppliedObject(t *testing.T) {
-	ops := []csv1.ManagementOperator{mgmtOp("cluster-api", csv1.CoreProvider), mgmtOp("capo", csv1.InfrastructureProvider)}
-	capi, capo := opgen.ObjectName("cluster-api"), opgen.ObjectName("capo")
+	chart := mgmtOp("caaph", csv1.AddonProvider)
+	chart.Spec.Chart = &csv1.OperatorChart{TargetNamespace: "caaph-system"}
+	ops := []csv1.ManagementOperator{mgmtOp("cluster-api", csv1.CoreProvider), mgmtOp("capo", csv1.InfrastructureProvider), chart}
+	capi, capo, caaph := opgen.ObjectName("cluster-api"), opgen.ObjectName("capo"), opgen.ObjectName("caaph")
 	for _, tc := range []struct {
 		name   string
+		objNS  string
 		labels map[string]string
 		want   []string
 	}{
-		{"kustomize", map[string]string{kustomizeNameLabel: capi, kustomizeNamespaceLabel: "mgmt"}, []string{"/cluster-api"}},
-		{"helm", map[string]string{helmNameLabel: capo, helmNamespaceLabel: "mgmt"}, []string{"/capo"}},
-		{"other namespace", map[string]string{kustomizeNameLabel: capi, kustomizeNamespaceLabel: "flux-system"}, nil},
-		{"name without suffix", map[string]string{kustomizeNameLabel: "cluster-api", kustomizeNamespaceLabel: "mgmt"}, nil},
-		{"unknown Kustomization", map[string]string{kustomizeNameLabel: "flux-system", kustomizeNamespaceLabel: "mgmt"}, nil},
-		{"no labels", nil, nil},
+		{"kustomize", "capi-system", map[string]string{kustomizeNameLabel: capi, kustomizeNamespaceLabel: "mgmt"}, []string{"/cluster-api"}},
+		{"helm, into the management namespace", "mgmt", map[string]string{helmNameLabel: capo, helmNamespaceLabel: "mgmt"}, []string{"/capo"}},
+		{"helm, into the chart's namespace", "caaph-system", map[string]string{helmNameLabel: caaph, helmNamespaceLabel: "mgmt"}, []string{"/caaph"}},
+		{"helm's labels copied into a tenant namespace", "tenant", map[string]string{helmNameLabel: caaph, helmNamespaceLabel: "mgmt"}, nil},
+		{"other namespace", "capi-system", map[string]string{kustomizeNameLabel: capi, kustomizeNamespaceLabel: "flux-system"}, nil},
+		{"name without suffix", "capi-system", map[string]string{kustomizeNameLabel: "cluster-api", kustomizeNamespaceLabel: "mgmt"}, nil},
+		{"unknown Kustomization", "capi-system", map[string]string{kustomizeNameLabel: "flux-system", kustomizeNamespaceLabel: "mgmt"}, nil},
+		{"no labels", "capi-system", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, names(operatorsOfAppliedObject(ops, "mgmt", tc.labels))); diff != "" {
+			if diff := cmp.Diff(tc.want, names(operatorsOfAppliedObject(ops, "mgmt", tc.objNS, tc.labels))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -74,23 +74,21 @@ func (r *ManagementOperatorReconciler) operatorsOfDeployment(ctx context.Context
 	if err := r.List(ctx, &ops); err != nil {
 		return nil
 	}
-	return operatorsOfAppliedObject(ops.Items, r.Namespace, o.GetLabels())
+	return operatorsOfAppliedObject(ops.Items, r.Namespace, o.GetNamespace(), o.GetLabels())
 }
 
 // operatorsOfAppliedObject maps the labels kustomize-controller or helm-controller put on an
-// object it applied to the ManagementOperators whose Kustomization or HelmRelease in the
-// management namespace ns applied it.
-func operatorsOfAppliedObject(ops []csv1.ManagementOperator, ns string, labels map[string]string) []reconcile.Request {
-	appliedBy := map[string]bool{}
-	if labels[kustomizeNamespaceLabel] == ns && labels[kustomizeNameLabel] != "" {
-		appliedBy[labels[kustomizeNameLabel]] = true
-	}
-	if labels[helmNamespaceLabel] == ns && labels[helmNameLabel] != "" {
-		appliedBy[labels[helmNameLabel]] = true
-	}
+// object it applied, in namespace objNS, to the ManagementOperators whose Kustomization or
+// HelmRelease in the management namespace ns applied it: for a HelmRelease only an object in the
+// namespace its chart is installed into (opgen.ChartNamespace), where observeDeployments looks.
+// (A Kustomization's objects are those its inventory lists, read by name.)
+func operatorsOfAppliedObject(ops []csv1.ManagementOperator, ns, objNS string, labels map[string]string) []reconcile.Request {
 	var reqs []reconcile.Request
 	for i := range ops {
-		if appliedBy[opgen.ObjectName(ops[i].Name)] {
+		name := opgen.ObjectName(ops[i].Name)
+		byKustomize := labels[kustomizeNamespaceLabel] == ns && labels[kustomizeNameLabel] == name
+		byHelm := labels[helmNamespaceLabel] == ns && labels[helmNameLabel] == name && objNS == opgen.ChartNamespace(&ops[i], ns)
+		if byKustomize || byHelm {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: ops[i].Name}})
 		}
 	}

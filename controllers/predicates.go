@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -164,4 +165,30 @@ func conditionStatus(conds []metav1.Condition, t string) metav1.ConditionStatus 
 		return c.Status
 	}
 	return metav1.ConditionUnknown
+}
+
+// configMapEdited passes updates of a generated ConfigMap that change its data (the cached
+// copy's digest of it, cachedDataHashAnnotation), labels or other annotations, and its deletion:
+// what the Applier puts back. Creations pass nothing: the reconcile that applied it made it.
+func configMapEdited() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !equality.Semantic.DeepEqual(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+				!equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+		},
+	}
+}
+
+// fluxShardLabelChanged passes updates of a generated Flux object whose sharding.fluxcd.io/key
+// label changed: it picks the Flux controllers that apply the object, and only the operator sets
+// it (the Applier puts it back as generated).
+func fluxShardLabelChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[fluxgen.FluxShardLabel] != e.ObjectNew.GetLabels()[fluxgen.FluxShardLabel]
+		},
+	}
 }

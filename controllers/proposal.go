@@ -2,10 +2,11 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -14,12 +15,14 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fleetedit"
 	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
-	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -39,8 +42,8 @@ type fleetSource struct {
 	URL, Branch string
 	// Repo is the GitRepository.
 	Repo client.ObjectKey
-	// Token is the proposal token (never logged or written).
-	Token string
+	// Token is the proposal token (never logged or written); TokenFrom names its Secret.
+	Token, TokenFrom string
 	// Stack is the Kustomization that applied the ClusterStack.
 	Stack *kustomizev1.Kustomization
 }
@@ -129,104 +132,150 @@ func parseMarker(body string) (marker, bool) {
 	return m, true
 }
 
+// ownPullRequests splits the pull requests listed under the stack's branch prefix into the
+// operator's own and look-alikes. The operator's own pull request has what nobody else can
+// forge: its head branch is in the base repository itself (not in a fork), and it was opened
+// by the forge user the token belongs to (me); besides, its head is exactly
+// <prefix>/<wave> (one path element after the stack's prefix, so that no other stack's
+// branches, which all have the same depth, can match) and its description carries the
+// operator's marker for that wave. Everything else is a look-alike: never edited, never the
+// proposal, never a declined release.
+func ownPullRequests(prs []forge.PullRequest, me, prefix string) (own, lookalikes []forge.PullRequest) {
+	for _, pr := range prs {
+		if ownPullRequest(pr, me, prefix) {
+			own = append(own, pr)
+		} else {
+			lookalikes = append(lookalikes, pr)
+		}
+	}
+	return own, lookalikes
+}
+
+func ownPullRequest(pr forge.PullRequest, me, prefix string) bool {
+	wave, ok := strings.CutPrefix(pr.Head, prefix+"/")
+	if !ok || wave == "" || strings.Contains(wave, "/") || !pr.FromBase || me == "" || !strings.EqualFold(pr.Author, me) {
+		return false
+	}
+	m, ok := parseMarker(pr.Body)
+	return ok && m.wave == wave
+}
+
+// lookalikeReason says why a pull request is not the operator's, for people.
+func lookalikeReason(pr forge.PullRequest, me, prefix string, repo forge.Repository) string {
+	switch {
+	case !pr.FromBase:
+		from := "a fork"
+		if pr.HeadRepo != "" {
+			from = pr.HeadRepo
+		}
+		return fmt.Sprintf("its branch is in %s, not in %s", shortName(from), repo.FullName())
+	case !strings.EqualFold(pr.Author, me):
+		return fmt.Sprintf("it was opened by %s, not by the operator's forge user %s", shortName(pr.Author), me)
+	case strings.Contains(strings.TrimPrefix(pr.Head, prefix+"/"), "/"):
+		return fmt.Sprintf("its branch is not %s/<wave>", prefix)
+	}
+	return "its description has no marker of the operator for its branch's wave"
+}
+
+// shortName bounds a name a forge user chose (a login, a repository) for a message.
+func shortName(s string) string {
+	const maxLen = 100
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > maxLen {
+		s = s[:maxLen] + "…"
+	}
+	return s
+}
+
+// reportLookalikes records a Warning Event, once per pull request (for lookalikeTTL), naming
+// each look-alike pull request the operator ignores.
+func (r *ClusterStackUpdatesReconciler) reportLookalikes(cs *csv1.ClusterStack, prs []forge.PullRequest, me string, repo forge.Repository) {
+	prefix := branchPrefix(cs)
+	for _, pr := range prs {
+		key := client.ObjectKeyFromObject(cs).String() + "#" + pr.URL
+		if _, seen := r.lookalikes.Get(key); seen {
+			continue
+		}
+		r.lookalikes.Add(key, true, lookalikeTTL)
+		r.Recorder.Eventf(cs, corev1.EventTypeWarning, EventLookalikeIgnored,
+			"ignoring pull request #%d %s (branch %s, opened by %s): %s; the operator's own pull requests come from branches of %s and are opened by %s",
+			pr.Number, pr.URL, shortName(pr.Head), shortName(pr.Author), lookalikeReason(pr, me, prefix, repo), repo.FullName(), me)
+	}
+}
+
+// EventLookalikeIgnored is the reason of the Event naming a pull request that looks like one of
+// the operator's but is not (from a fork, by another user): the operator ignores it.
+const EventLookalikeIgnored = "LookalikePullRequestIgnored"
+
 // proposeResult is the pull request in place after proposeWave, and the Event to record.
 type proposeResult struct {
 	pr    forge.PullRequest
 	event string
 }
 
+// checkoutMemo is what the last checkout of a stack's fleet repository found: on these heads
+// (of the branch Flux follows and of the proposal branch), the proposal with this fingerprint
+// changed files (and the branch holds it) or not, or failed with err. The same proposal on the
+// same heads needs no clone: the answer would be the same.
+type checkoutMemo struct {
+	fingerprint  string
+	base, branch plumbing.Hash
+	changed      bool
+	err          error
+}
+
+// proposalTarget is an object to edit, with the Kustomization that applied it.
+type proposalTarget struct {
+	ks   *kustomizev1.Kustomization
+	edit fleetedit.Edit
+}
+
 // proposeWave makes the proposal branch hold exactly the plan's change on top of the branch
-// Flux follows, and a pull request from it exist with the plan's title and description.
-func proposeWave(ctx context.Context, c client.Reader, s *updatesScope, rel *csv1.ClusterStackRelease) (proposeResult, error) {
+// Flux follows, and a pull request from it exist with the plan's title and description. It
+// lists the fleet repository's heads first, and clones only when they, or the proposal, changed
+// since its last checkout.
+func (r *ClusterStackUpdatesReconciler) proposeWave(ctx context.Context, s *updatesScope, rel *csv1.ClusterStackRelease) (proposeResult, error) {
 	cs, wave, clusters := s.cs, s.plan.Propose.Wave, s.plan.Propose.Clusters
 	branch := branchPrefix(cs) + "/" + wave
-	co, err := forge.Open(ctx, s.fleet.URL, s.fleet.Token, s.fleet.Branch, branch)
+	targets, err := proposalTargets(ctx, r.Client, s, rel, clusters)
 	if err != nil {
 		return proposeResult{}, err
 	}
-	defer func() { _ = co.Close() }()
 	me := author(cs)
-	foreign, err := co.ForeignCommit(me)
+	title, body := proposalText(s, rel, wave, clusters)
+	fp := proposalFingerprint(s, branch, me, title, body, targets)
+
+	fleet := forge.Fleet{URL: s.fleet.URL, Token: s.fleet.Token, TokenFrom: s.fleet.TokenFrom, Limits: r.ForgeLimits, Policy: r.ForgePolicy}
+	heads, err := fleet.Heads(ctx, s.fleet.Branch, branch)
 	if err != nil {
 		return proposeResult{}, err
 	}
-	if foreign != "" {
-		return proposeResult{}, fmt.Errorf("%w: commit %s on branch %s: the operator does not force-push over it; merge or close the pull request, or delete the branch, and it proposes again", forge.ErrForeignCommits, foreign, branch)
-	}
-
-	// What to edit, and which Kustomization applied each object.
-	type target struct {
-		ks   *kustomizev1.Kustomization
-		edit fleetedit.Edit
-	}
-	var targets []target
-	if versions, ok := pinnedVersions(cs, rel.Spec.Version); ok {
-		targets = append(targets, target{s.fleet.Stack, fleetedit.Edit{Key: fleetedit.ObjectKey{Kind: "ClusterStack", Namespace: cs.Namespace, Name: cs.Name}, Versions: versions}})
-	}
-	for _, name := range clusters {
-		cl := s.clusters[name]
-		if cl == nil {
-			continue
+	key := client.ObjectKeyFromObject(cs).String()
+	var changed, pushed bool
+	if v, ok := r.checkouts.Get(key); ok && v.(checkoutMemo).fingerprint == fp && v.(checkoutMemo).base == heads.BaseHead && v.(checkoutMemo).branch == heads.BranchHead {
+		m := v.(checkoutMemo)
+		if m.err != nil {
+			return proposeResult{}, m.err
 		}
-		ks, err := fluxOwner(ctx, c, cl, "cluster.x-k8s.io", "Cluster")
-		if err != nil {
-			return proposeResult{}, fmt.Errorf("%w: %s", errFleetFile, err.Error())
-		}
-		if repo, err := gitRepositoryOf(ctx, c, ks); err != nil || client.ObjectKeyFromObject(repo) != s.fleet.Repo {
-			return proposeResult{}, fmt.Errorf("%w: Cluster %s/%s is applied by Kustomization %s/%s from another repository than ClusterStack %s (GitRepository %s): one pull request cannot move it",
-				errFleetFile, cl.Namespace, cl.Name, ks.Namespace, ks.Name, cs.Name, s.fleet.Repo)
-		}
-		targets = append(targets, target{ks, fleetedit.Edit{Key: fleetedit.ObjectKey{Kind: "Cluster", Namespace: cl.Namespace, Name: cl.Name}, Class: rel.Name, KubernetesVersion: rel.Status.KubernetesVersion}})
-	}
-
-	// Find each object's manifest under its Kustomization's path, and edit the files in place.
-	root := os.DirFS(co.Dir)
-	indexes := map[string]fleetedit.Index{}
-	byFile := map[string][]fleetedit.Edit{}
-	fileKS := map[string]*kustomizev1.Kustomization{}
-	for _, t := range targets {
-		dir := path.Clean(strings.TrimPrefix(path.Clean("/"+t.ks.Spec.Path), "/"))
-		if dir == "" {
-			dir = "."
-		}
-		key := t.ks.Namespace + "/" + t.ks.Name
-		idx, ok := indexes[key]
-		if !ok {
-			if idx, err = fleetedit.Scan(root, dir, "default", t.ks.Spec.TargetNamespace); err != nil {
-				return proposeResult{}, fmt.Errorf("%w: scan %s of %s: %s", errFleetFile, dir, redact.URL(s.fleet.URL), err.Error())
-			}
-			indexes[key] = idx
-		}
-		loc, err := idx.Lookup(t.edit.Key)
-		if err != nil {
-			return proposeResult{}, fmt.Errorf("%w: %s %s/%s (applied by Kustomization %s from path %q of %s, branch %s): %s",
-				errFleetFile, t.edit.Key.Kind, t.edit.Key.Namespace, t.edit.Key.Name, key, t.ks.Spec.Path, redact.URL(s.fleet.URL), s.fleet.Branch, err.Error())
-		}
-		byFile[loc.Path] = append(byFile[loc.Path], t.edit)
-		fileKS[loc.Path] = t.ks
-	}
-	for _, file := range slices.Sorted(maps.Keys(byFile)) {
-		full := co.Dir + "/" + file
-		content, err := os.ReadFile(full)
+		changed = m.changed
+	} else {
+		m, res, err := r.commitProposal(ctx, s, fleet, heads, targets, me, title+"\n\n"+body)
 		if err != nil {
 			return proposeResult{}, err
 		}
-		out, changed, err := fleetedit.Apply(content, file, byFile[file], "default", fileKS[file].Spec.TargetNamespace)
-		if err != nil {
-			return proposeResult{}, fmt.Errorf("%w: %s", errFleetFile, err.Error())
+		m.fingerprint = fp
+		r.checkouts.Add(key, m, checkoutTTL)
+		if m.err != nil {
+			return proposeResult{}, m.err
 		}
-		if changed {
-			if err := os.WriteFile(full, out, 0o644); err != nil {
-				return proposeResult{}, err
-			}
-		}
+		changed, pushed = res.Changed, res.Pushed
 	}
 
-	title, body := proposalText(s, rel, wave, clusters)
-	res, err := co.Commit(ctx, me, title+"\n\n"+body)
-	if err != nil {
-		return proposeResult{}, err
-	}
 	var open *forge.PullRequest
 	for i := range s.prs {
 		if s.prs[i].Head == branch && s.prs[i].State == forge.StateOpen {
@@ -234,17 +283,17 @@ func proposeWave(ctx context.Context, c client.Reader, s *updatesScope, rel *csv
 			break
 		}
 	}
-	if !res.Changed {
+	if !changed {
 		// The branch Flux follows already moves these Clusters: Flux has not applied it yet.
 		if open != nil {
 			return proposeResult{pr: *open}, nil
 		}
-		return proposeResult{}, fmt.Errorf("%w: branch %s of %s already moves wave %s to %s; waiting for Flux to apply it", errAlreadyOnBase, s.fleet.Branch, redact.URL(s.fleet.URL), wave, s.target)
+		return proposeResult{}, fmt.Errorf("%w: branch %s of %s already moves wave %s to %s; waiting for Flux to apply it", errAlreadyOnBase, s.fleet.Branch, gitauth.RedactURL(s.fleet.URL), wave, s.target)
 	}
 	if open != nil {
 		if open.Title == title && open.Body == body {
 			ev := ""
-			if res.Pushed {
+			if pushed {
 				ev = "ProposalUpdated"
 			}
 			return proposeResult{pr: *open, event: ev}, nil
@@ -260,6 +309,129 @@ func proposeWave(ctx context.Context, c client.Reader, s *updatesScope, rel *csv
 		return proposeResult{}, err
 	}
 	return proposeResult{pr: pr, event: "ProposalOpened"}, nil
+}
+
+// proposalTargets are the objects the proposal edits: the ClusterStack (when its versions
+// need the release pinned) and the wave's Clusters, each with the Kustomization that applied it.
+func proposalTargets(ctx context.Context, c client.Reader, s *updatesScope, rel *csv1.ClusterStackRelease, clusters []string) ([]proposalTarget, error) {
+	cs := s.cs
+	var targets []proposalTarget
+	if versions, ok := pinnedVersions(cs, rel.Spec.Version); ok {
+		targets = append(targets, proposalTarget{s.fleet.Stack, fleetedit.Edit{Key: fleetedit.ObjectKey{Kind: "ClusterStack", Namespace: cs.Namespace, Name: cs.Name}, Versions: versions}})
+	}
+	for _, name := range clusters {
+		cl := s.clusters[name]
+		if cl == nil {
+			continue
+		}
+		ks, err := fluxOwner(ctx, c, cl, "cluster.x-k8s.io", "Cluster")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", errFleetFile, err.Error())
+		}
+		if repo, err := gitRepositoryOf(ctx, c, ks); err != nil || client.ObjectKeyFromObject(repo) != s.fleet.Repo {
+			return nil, fmt.Errorf("%w: Cluster %s/%s is applied by Kustomization %s/%s from another repository than ClusterStack %s (GitRepository %s): one pull request cannot move it",
+				errFleetFile, cl.Namespace, cl.Name, ks.Namespace, ks.Name, cs.Name, s.fleet.Repo)
+		}
+		targets = append(targets, proposalTarget{ks, fleetedit.Edit{Key: fleetedit.ObjectKey{Kind: "Cluster", Namespace: cl.Namespace, Name: cl.Name}, Class: rel.Name, KubernetesVersion: rel.Status.KubernetesVersion}})
+	}
+	return targets, nil
+}
+
+// proposalFingerprint identifies a proposal: the repository and branches, the author, the text
+// and every edit with where it is looked for.
+func proposalFingerprint(s *updatesScope, branch string, me forge.Author, title, body string, targets []proposalTarget) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q %q %q\n%q\n%q\n", s.fleet.URL, s.fleet.Branch, branch, me.Name, me.Email, title, body)
+	for _, t := range targets {
+		fmt.Fprintf(h, "%s/%s %q %q %#v\n", t.ks.Namespace, t.ks.Name, t.ks.Spec.Path, t.ks.Spec.TargetNamespace, t.edit)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// commitProposal checks the fleet repository out on heads, edits the targets' manifests and
+// commits and pushes the result (forge.Checkout.Commit). The memo it returns records the
+// outcome for these heads: a change or none, or an error that the same heads would give again
+// (commits of someone else on the branch, a manifest not found); other errors are returned.
+func (r *ClusterStackUpdatesReconciler) commitProposal(ctx context.Context, s *updatesScope, fleet forge.Fleet, heads forge.Heads,
+	targets []proposalTarget, me forge.Author, message string) (checkoutMemo, forge.CommitResult, error) {
+	co, err := fleet.Checkout(ctx, heads)
+	if err != nil {
+		return checkoutMemo{}, forge.CommitResult{}, err
+	}
+	defer func() { _ = co.Close() }()
+	memo := checkoutMemo{base: co.BaseHead, branch: co.BranchHead}
+	foreign, err := co.ForeignCommit(me)
+	if err != nil {
+		return checkoutMemo{}, forge.CommitResult{}, err
+	}
+	if foreign != "" {
+		memo.err = fmt.Errorf("%w: commit %s on branch %s: the operator does not force-push over it; merge or close the pull request, or delete the branch, and it proposes again", forge.ErrForeignCommits, foreign, heads.Branch)
+		return memo, forge.CommitResult{}, nil
+	}
+	if err := editManifests(co, s, targets); err != nil {
+		if errors.Is(err, errFleetFile) {
+			memo.err = err
+			return memo, forge.CommitResult{}, nil
+		}
+		return checkoutMemo{}, forge.CommitResult{}, err
+	}
+	res, err := co.Commit(ctx, me, message)
+	if err != nil {
+		return checkoutMemo{}, forge.CommitResult{}, err
+	}
+	memo.changed = res.Changed
+	if res.Changed {
+		memo.branch = plumbing.NewHash(res.Commit)
+	}
+	return memo, res, nil
+}
+
+// editManifests finds each target's manifest under its Kustomization's path in the checkout
+// and edits the files in place. No symbolic link is followed: the scan skips them and the
+// checkout refuses to read or write a file through one.
+func editManifests(co *forge.Checkout, s *updatesScope, targets []proposalTarget) error {
+	root := co.FS()
+	indexes := map[string]fleetedit.Index{}
+	byFile := map[string][]fleetedit.Edit{}
+	fileKS := map[string]*kustomizev1.Kustomization{}
+	for _, t := range targets {
+		dir := path.Clean(strings.TrimPrefix(path.Clean("/"+t.ks.Spec.Path), "/"))
+		if dir == "" {
+			dir = "."
+		}
+		key := t.ks.Namespace + "/" + t.ks.Name
+		idx, ok := indexes[key]
+		if !ok {
+			var err error
+			if idx, err = fleetedit.Scan(root, dir, "default", t.ks.Spec.TargetNamespace); err != nil {
+				return fmt.Errorf("%w: scan %s of %s: %s", errFleetFile, dir, gitauth.RedactURL(s.fleet.URL), err.Error())
+			}
+			indexes[key] = idx
+		}
+		loc, err := idx.Lookup(t.edit.Key)
+		if err != nil {
+			return fmt.Errorf("%w: %s %s/%s (applied by Kustomization %s from path %q of %s, branch %s): %s",
+				errFleetFile, t.edit.Key.Kind, t.edit.Key.Namespace, t.edit.Key.Name, key, t.ks.Spec.Path, gitauth.RedactURL(s.fleet.URL), s.fleet.Branch, err.Error())
+		}
+		byFile[loc.Path] = append(byFile[loc.Path], t.edit)
+		fileKS[loc.Path] = t.ks
+	}
+	for _, file := range slices.Sorted(maps.Keys(byFile)) {
+		content, err := co.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("%w: %s", errFleetFile, err.Error())
+		}
+		out, changed, err := fleetedit.Apply(content, file, byFile[file], "default", fileKS[file].Spec.TargetNamespace)
+		if err != nil {
+			return fmt.Errorf("%w: %s", errFleetFile, err.Error())
+		}
+		if changed {
+			if err := co.WriteFile(file, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // pinnedVersions returns the ClusterStack's spec.versions with version added and the older

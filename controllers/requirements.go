@@ -10,11 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/requirements"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stageplan"
 )
 
 // deliveredPlane reads what the management plane delivers: each ManagementOperator's delivered
@@ -123,4 +125,69 @@ func stackUpgradeable(name string, rels []csv1.ClusterStackRelease) metav1.Condi
 	sort.Strings(blocked)
 	return metav1.Condition{Type: csv1.UpgradeableCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonRequirementsNotMet,
 		Message: fluxstatus.Truncate(fmt.Sprintf("ClusterStack %s: Clusters cannot move to every release yet: %s", name, fluxstatus.JoinLimited(blocked, 3)))}
+}
+
+// lastAppliedRelease reads the release the ClusterAddon's addons were last applied from, when it
+// is another than the desired one (a Cluster moving between releases); nil otherwise, or when it
+// no longer exists.
+func (r *ClusterAddonReconciler) lastAppliedRelease(ctx context.Context, s *addonScope) (*csv1.ClusterStackRelease, error) {
+	last := s.addon.Status.LastAppliedRelease
+	if last == "" || last == s.release.Name {
+		return nil, nil
+	}
+	from := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: s.addon.Namespace, Name: last}, from); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read release %s last applied to Cluster %s: %w", last, s.cluster.Name, err)
+	}
+	return from, nil
+}
+
+// cycleGate is the ReleaseReady condition of a ClusterAddon whose addons are at release from and
+// that moves to release rel, when the two require a ManagementOperator in version ranges no
+// version satisfies together (requirements.Conflicts): while the Cluster is at from the operator
+// may not leave from's range, and the Cluster may not move until the operator is within rel's.
+// No wait resolves that; the degraded grace period then makes the ClusterAddon Degraded with
+// this message. nil when there is no such conflict (or no from).
+func cycleGate(rel, from *csv1.ClusterStackRelease) *metav1.Condition {
+	if from == nil {
+		return nil
+	}
+	conflicts := requirements.Conflicts(
+		requirements.Release{Name: from.Name, Requirements: from.Status.Requirements},
+		requirements.Release{Name: rel.Name, Requirements: rel.Status.Requirements})
+	if len(conflicts) == 0 {
+		return nil
+	}
+	var named []string
+	for _, c := range conflicts {
+		named = append(named, c.String())
+	}
+	return &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonRequirementsConflict,
+		Message: fmt.Sprintf("release %s can never be delivered to a Cluster whose addons are at release %s (a requirements cycle): %s; "+
+			"while the addons are at %s the ManagementOperator may not leave the range %s requires, and they move only once it is within the range of %s: "+
+			"move the Cluster to a release whose range overlaps both first, or set spec.overrideStackRequirements on the ManagementOperator; the addons are left as they are",
+			rel.Name, from.Name, strings.Join(named, "; "), from.Name, from.Name, rel.Name)}
+}
+
+// upgradeHeldHint ends the message of a ClusterAddon that waits for release rel, coming from
+// release from, when the BeforeClusterUpgrade hook holds the Cluster's Kubernetes upgrade while
+// it waits: rel moves the Cluster to another Kubernetes version and either is not validated yet
+// or has BeforeClusterUpgrade steps. It says how to let the upgrade through; "" otherwise.
+func upgradeHeldHint(rel, from *csv1.ClusterStackRelease, cluster *clusterv1.Cluster) string {
+	if from == nil {
+		return ""
+	}
+	validated := apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.StackValidCondition) && rel.Status.KubernetesVersion != ""
+	switch {
+	case !validated && rel.Spec.KubernetesVersion == from.Spec.KubernetesVersion:
+		return ""
+	case validated && (stageplan.NormalizeVersion(rel.Status.KubernetesVersion) == stageplan.NormalizeVersion(from.Status.KubernetesVersion) ||
+		len(stageplan.BeforeUpgradeComponents(rel))+len(stageplan.BeforeUpgradeRemovals(rel)) == 0):
+		return ""
+	}
+	return fmt.Sprintf("; meanwhile the BeforeClusterUpgrade hook holds the Kubernetes upgrade of the Cluster to release %s: %s",
+		rel.Name, stageplan.SkipHint(cluster.Namespace, cluster.Name))
 }

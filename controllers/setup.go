@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
 	"github.com/clusterstack-io/clusterstack-operator/internal/intern"
 )
 
@@ -42,9 +44,28 @@ type Config struct {
 	// AddonTimeout bounds one install, upgrade or health check of a cluster's addon (Flux's
 	// spec.timeout); 0 means fluxgen.AddonTimeout.
 	AddonTimeout time.Duration
+	// PushRetry is how long after the forge refused a push of a proposal branch the operator
+	// tries again; 0 means DefaultPushRetry.
+	PushRetry time.Duration
+	// ForgeLimits bound every forge API call and Git operation of a proposal; ForgePolicy says
+	// where the proposal token may be sent; ForgeHostConcurrency bounds the ClusterStacks talking
+	// to one forge host at once (see ClusterStackUpdatesReconciler).
+	ForgeLimits          forge.Limits
+	ForgePolicy          forge.Policy
+	ForgeHostConcurrency int
 	// DefaultServiceAccount is the ServiceAccount (in each stack's namespace) that generated Flux
 	// objects run as when a ClusterStack names none; empty leaves it to Flux.
 	DefaultServiceAccount string
+	// FluxLockdown is --flux-lockdown (fluxlockdown.ModeDetect, ModeRequired or ModeAssumed) and
+	// FluxNamespace where Flux's controllers run; an empty FluxLockdown checks nothing and sets
+	// no FluxLockdown condition.
+	FluxLockdown, FluxNamespace string
+	// MaxConcurrentRenders and MaxConcurrentRendersPerNamespace bound the values renders running
+	// at once, in all and for one namespace (RenderGate); 0 means the Default.
+	MaxConcurrentRenders, MaxConcurrentRendersPerNamespace int
+	// AllowedFluxShards are the values of a Cluster's sharding.fluxcd.io/key label that are
+	// copied onto its Flux objects (--allowed-flux-shards); none when empty.
+	AllowedFluxShards []string
 	// ManagementNamespace is where ManagementOperators' Flux objects are generated and their
 	// Secrets read; it must be the namespace CacheOptions was given. Empty: DefaultManagementNamespace.
 	ManagementNamespace string
@@ -90,7 +111,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		mgmtNS = DefaultManagementNamespace
 	}
 	perCluster := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller"), Shard: shard, Status: status},
+		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller"), Shard: shard, Status: status,
+			Renders:    NewRenderGate(orDefault(cfg.MaxConcurrentRenders, DefaultMaxConcurrentRenders), orDefault(cfg.MaxConcurrentRendersPerNamespace, DefaultMaxConcurrentRendersPerNamespace)),
+			FluxShards: setOfStrings(cfg.AllowedFluxShards)},
 	}
 	if cfg.ClusterAddonsOnly {
 		return setupAll(mgr, perCluster)
@@ -109,11 +132,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	return setupAll(mgr, append(perCluster,
-		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount},
+		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount,
+			Lockdown: lockdownProbe(cfg, mgr.GetAPIReader())},
 		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Fleets: fleets},
-		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now},
+		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now, PushRetry: cfg.PushRetry,
+			ForgeLimits: cfg.ForgeLimits, ForgePolicy: cfg.ForgePolicy, ForgeHostConcurrency: cfg.ForgeHostConcurrency},
 		&ManagementOperatorReconciler{Client: c, Cache: mgr.GetCache(), Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
 			Namespace: mgmtNS, HelmDeployments: helmDeployments},
 	))
@@ -195,12 +220,25 @@ func stripReadOnly(obj any) (any, error) {
 }
 
 // stripConfigMapData is the cache transform of ConfigMaps: managedFields, data and binaryData
-// left out. Nothing reads a cached values ConfigMap's data: the Applier decides whether to write
-// one from its applied-hash annotation, and Flux reads the data from the API server. The rendered
-// values are most of what a ConfigMap costs, times the number of Clusters.
+// left out, and a digest of the data left out recorded in the cached copy's
+// cachedDataHashAnnotation (the API server's object never carries it). Nothing reads a cached
+// values ConfigMap's data: the Applier decides whether to write one from its applied-hash
+// annotation and, as a ConfigMap has no generation that an edit of its data would move, from that
+// digest; Flux reads the data from the API server. The rendered values are most of what a
+// ConfigMap costs, times the number of Clusters.
 func stripConfigMapData(obj any) (any, error) {
 	obj, err := cache.TransformStripManagedFields()(obj)
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		if _, done := cm.Annotations[cachedDataHashAnnotation]; done && cm.Data == nil && cm.BinaryData == nil {
+			// Transformed already: an informer may pass an object it holds through its transform
+			// again (client-go asks transforms to be idempotent), and the digest of stripped data
+			// would say every ConfigMap was edited.
+			return obj, err
+		}
+		ann := make(map[string]string, len(cm.Annotations)+1)
+		maps.Copy(ann, cm.Annotations)
+		ann[cachedDataHashAnnotation] = configMapDataHash(cm.Data, cm.BinaryData)
+		cm.Annotations = ann
 		cm.Data, cm.BinaryData = nil, nil
 	}
 	return obj, err
@@ -257,4 +295,31 @@ func HelmDeploymentCacheOptions(mgr ctrl.Manager, managementNamespace string) ca
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{helmNamespaceLabel: managementNamespace}),
 	}
+}
+
+// lockdownProbe is the FluxLockdownProbe of cfg, nil when cfg checks nothing.
+func lockdownProbe(cfg Config, r client.Reader) *FluxLockdownProbe {
+	if cfg.FluxLockdown == "" {
+		return nil
+	}
+	return &FluxLockdownProbe{Mode: cfg.FluxLockdown, Namespace: cfg.FluxNamespace, Reader: r, Now: cfg.Now}
+}
+
+// orDefault is n, or def when n is 0.
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// setOfStrings is the set of the non-empty values.
+func setOfStrings(values []string) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range values {
+		if v != "" {
+			out[v] = true
+		}
+	}
+	return out
 }

@@ -64,6 +64,9 @@ type addonJudge struct {
 	// older generation is judged at the written one, which Flux has not observed: its cached
 	// status (Ready, the chart version of the release before) is not the new spec's.
 	applied map[client.ObjectKey]client.Object
+	// hold is the Kubernetes upgrade of the Cluster the BeforeClusterUpgrade hook holds on the
+	// facts being written (upgradeHold), nil when none.
+	hold *fluxstatus.Problem
 }
 
 // get reads a Flux object from the cache, or, when the cache has not seen this reconcile's write
@@ -174,13 +177,14 @@ func componentReadiness(c csv1.AddonComponentStatus, o fluxstatus.ObjectState) (
 // component's Flux object by component name.
 func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, map[string]judgement, error) {
 	in := fluxstatus.Input{
-		Subject:   fmt.Sprintf("cluster %s/%s", addon.Namespace, addon.Spec.ClusterName),
-		Delivered: addon.Status.LastAppliedRelease,
-		Desired:   addon.Status.DesiredRelease,
-		Previous:  addon.Status.Conditions,
-		Unhealthy: addon.Status.Unhealthy,
-		Now:       r.Options.now(),
-		Grace:     r.Options.Grace,
+		Subject:     fmt.Sprintf("cluster %s/%s", addon.Namespace, addon.Spec.ClusterName),
+		Delivered:   addon.Status.LastAppliedRelease,
+		Desired:     addon.Status.DesiredRelease,
+		Previous:    addon.Status.Conditions,
+		Unhealthy:   addon.Status.Unhealthy,
+		Now:         r.Options.now(),
+		Grace:       r.Options.Grace,
+		UpgradeHold: r.hold,
 	}
 	judged := map[string]judgement{}
 	for _, t := range []string{csv1.ValuesRenderedCondition, csv1.ObjectsOwnedCondition} {

@@ -73,7 +73,7 @@ var _ = BeforeSuite(func() {
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
 	// As cmd/main.go does, with the tag listing answered by the specs' registry instead of
-	// a Git server (TagLister.List). It is the main instance of sharding (README, Sharding):
+	// a Git server (TagLister.List). It is the main instance of sharding (docs/sharding.md):
 	// Clusters labelled with a shard are left to the shards the sharding spec starts.
 	mainShard, err := controllers.ParseShardSelector("!" + csv1.ShardLabel)
 	Expect(err).NotTo(HaveOccurred())

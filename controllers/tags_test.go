@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,6 +52,21 @@ func gitServer(t *testing.T, repo *gittest.Repo) (string, []byte) {
 	return srv.URL + "/" + repo.Name, ca
 }
 
+// checkRefs fails unless refs maps v1, v2 and v3 of repo to their (peeled) commits, and holds
+// nothing else: v3-nested is no stack version.
+func checkRefs(t *testing.T, repo *gittest.Repo, refs map[string]string) {
+	t.Helper()
+	want := maps.Clone(repo.Commits)
+	delete(want, "v3-nested")
+	if !maps.Equal(refs, want) {
+		t.Errorf("refs = %v, want the peeled commits %v", refs, want)
+	}
+}
+
+// anyVersion selects every tag that is a stack version: v1, v2 and v3 of gittest's repository
+// (not v3-nested).
+var anyVersion = TagSelector{Form: StackVersionTags}
+
 func secretReader(secrets ...*corev1.Secret) *TagLister {
 	b := fake.NewClientBuilder()
 	for _, s := range secrets {
@@ -71,29 +87,25 @@ func TestTagListerListsWithFluxCredentials(t *testing.T) {
 	})
 	src := csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: "git"}}
 	ctx := context.Background()
-	refs, err := l.Refs(ctx, "team-a", src, time.Minute)
+	refs, err := l.Refs(ctx, "team-a", src, anyVersion, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for tag, commit := range repo.Commits {
-		if refs[tag] != commit {
-			t.Errorf("tag %s: got %s, want the peeled commit %s", tag, refs[tag], commit)
-		}
-	}
+	checkRefs(t, repo, refs)
 
 	// Cached within maxAge: a tag moved now is seen only after Forget.
 	work := filepath.Join(repo.Root, "work")
 	gittest.Git(t, work, "tag", "-f", "v1", repo.Commits["v3"])
 	gittest.Git(t, work, "push", "-q", "-f", filepath.Join(repo.Root, repo.Name), "refs/tags/v1")
-	if refs, _ := l.Refs(ctx, "team-a", src, time.Minute); refs["v1"] != repo.Commits["v1"] {
+	if refs, _ := l.Refs(ctx, "team-a", src, anyVersion, time.Minute); refs["v1"] != repo.Commits["v1"] {
 		t.Errorf("cached answer expected within maxAge, got v1=%s", refs["v1"])
 	}
 	l.Forget("team-a", src)
-	tags, err := l.Tags(ctx, "team-a", src, time.Minute)
-	if err != nil || strings.Join(tags, ",") != "v1,v2,v3,v3-nested" {
-		t.Errorf("Tags = %v, %v; want sorted names", tags, err)
+	tags, err := l.Tags(ctx, "team-a", src, anyVersion, time.Minute)
+	if err != nil || strings.Join(tags, ",") != "v1,v2,v3" {
+		t.Errorf("Tags = %v, %v; want the sorted names of the selector's form (not v3-nested)", tags, err)
 	}
-	if refs, _ := l.Refs(ctx, "team-a", src, time.Minute); refs["v1"] != repo.Commits["v3"] {
+	if refs, _ := l.Refs(ctx, "team-a", src, anyVersion, time.Minute); refs["v1"] != repo.Commits["v3"] {
 		t.Errorf("after Forget the moved tag is seen: v1=%s", refs["v1"])
 	}
 }
@@ -139,7 +151,7 @@ func TestTagListerErrorsAreActionableAndRedacted(t *testing.T) {
 			if tt.secret != "" {
 				src.SecretRef = &meta.LocalObjectReference{Name: tt.secret}
 			}
-			_, err := l.Refs(context.Background(), tt.ns, src, time.Minute)
+			_, err := l.Refs(context.Background(), tt.ns, src, anyVersion, time.Minute)
 			if err == nil {
 				t.Fatal("want an error")
 			}
@@ -210,21 +222,17 @@ func TestTagListerListsOverSSH(t *testing.T) {
 	)
 	ctx := context.Background()
 
-	refs, err := l.Refs(ctx, "team-a", csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: "ssh"}}, time.Minute)
+	refs, err := l.Refs(ctx, "team-a", csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: "ssh"}}, anyVersion, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for tag, commit := range repo.Commits {
-		if refs[tag] != commit {
-			t.Errorf("tag %s: got %s, want the peeled commit %s", tag, refs[tag], commit)
-		}
-	}
+	checkRefs(t, repo, refs)
 
 	for secret, errHas := range map[string][]string{
 		"ssh-other-host":    {"credentials Secret team-a/ssh-other-host", "list tags of ssh://" + addr + "/" + repo.Name, "key mismatch"},
 		"ssh-no-passphrase": {"credentials Secret team-a/ssh-no-passphrase", "passphrase", "password"},
 	} {
-		_, err := l.Refs(ctx, "team-a", csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: secret}}, time.Minute)
+		_, err := l.Refs(ctx, "team-a", csv1.StackSource{URL: url, Path: ".", SecretRef: &meta.LocalObjectReference{Name: secret}}, anyVersion, time.Minute)
 		if err == nil {
 			t.Fatalf("%s: want an error", secret)
 		}
@@ -253,7 +261,7 @@ func TestTagListerRefusesOversizedSecretValues(t *testing.T) {
 		return map[string]string{}, nil
 	}
 	_, err := l.Refs(context.Background(), "team-a",
-		csv1.StackSource{URL: "https://git.example.com/stack.git", Path: ".", SecretRef: &meta.LocalObjectReference{Name: "huge"}}, time.Minute)
+		csv1.StackSource{URL: "https://git.example.com/stack.git", Path: ".", SecretRef: &meta.LocalObjectReference{Name: "huge"}}, anyVersion, time.Minute)
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -303,7 +311,7 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	}
 	refs := func(maxAge time.Duration) string {
 		t.Helper()
-		r, err := l.Refs(ctx, "team-a", src, maxAge)
+		r, err := l.Refs(ctx, "team-a", src, anyVersion, maxAge)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +325,7 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	if got := refs(time.Minute); got != "c1" || calls.Load() != 1 {
 		t.Errorf("within maxAge: v1=%s after %d listings, want the cached c1 and no listing", got, calls.Load())
 	}
-	if tags, err := l.Tags(ctx, "team-a", src, time.Minute); err != nil || len(tags) != 1 || calls.Load() != 1 {
+	if tags, err := l.Tags(ctx, "team-a", src, anyVersion, time.Minute); err != nil || len(tags) != 1 || calls.Load() != 1 {
 		t.Errorf("Tags shares the cache: %v, %v after %d listings", tags, err, calls.Load())
 	}
 	if got := refs(0); got != "c2" || calls.Load() != 2 {
@@ -340,7 +348,7 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	started, release = make(chan struct{}), make(chan struct{})
 	done := make(chan string)
 	go func() {
-		r, _ := l.Refs(ctx, "team-a", src, time.Hour)
+		r, _ := l.Refs(ctx, "team-a", src, anyVersion, time.Hour)
 		done <- r["v1"]
 	}()
 	<-started
@@ -358,7 +366,7 @@ func TestTagListerCacheAndForget(t *testing.T) {
 	// Errors are redacted, name the Secret, and are not cached.
 	l.Forget("team-a", src)
 	fail.Store(true)
-	_, err := l.Refs(ctx, "team-a", src, time.Hour)
+	_, err := l.Refs(ctx, "team-a", src, anyVersion, time.Hour)
 	if err == nil || !strings.Contains(err.Error(), "credentials Secret team-a/git") || !strings.Contains(err.Error(), "bad password") {
 		t.Fatalf("got %v, want the listing error naming the Secret", err)
 	}
@@ -393,7 +401,7 @@ func TestTagListerRefsSince(t *testing.T) {
 	ctx := context.Background()
 	since := func(notBefore time.Time, want string, wantListings int32) {
 		t.Helper()
-		r, err := l.RefsSince(ctx, "team-a", src, time.Minute, notBefore)
+		r, err := l.RefsSince(ctx, "team-a", src, anyVersion, time.Minute, notBefore)
 		if err != nil || r["v1"] != want || listings.Load() != wantListings {
 			t.Errorf("RefsSince(%s): v1=%s, %v after %d listings, want %s after %d", notBefore, r["v1"], err, listings.Load(), want, wantListings)
 		}
@@ -405,7 +413,7 @@ func TestTagListerRefsSince(t *testing.T) {
 	since(time.Time{}, "c1", 1) // an older time: the cached listing
 	since(first, "c1", 1)       // the time the cached listing started: still it
 	since(clock.Now(), "c2", 2) // after the cached listing started: listed again
-	if r, err := l.Refs(ctx, "team-a", src, time.Minute); err != nil || r["v1"] != "c2" || listings.Load() != 2 {
+	if r, err := l.Refs(ctx, "team-a", src, anyVersion, time.Minute); err != nil || r["v1"] != "c2" || listings.Load() != 2 {
 		t.Errorf("after RefsSince: v1=%s, %v after %d listings, want its listing cached", r["v1"], err, listings.Load())
 	}
 }
@@ -419,7 +427,7 @@ func TestTagListerHasConfirmsAMissingTag(t *testing.T) {
 	src := csv1.StackSource{URL: "https://git.example.com/stacks.git", Path: "."}
 	has := func(tag string, want bool, wantListings int32) {
 		t.Helper()
-		got, err := l.Has(context.Background(), "team-a", src, time.Hour, tag)
+		got, err := l.Has(context.Background(), "team-a", src, anyVersion, time.Hour, tag)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,4 +446,138 @@ func TestTagListerHasConfirmsAMissingTag(t *testing.T) {
 	clock.step(time.Minute)
 	has("v3", false, 3) // a missing tag is confirmed by a new listing
 	has("v3", false, 3)
+}
+
+// A selector keeps the tags of its form after its prefix, at most csv1.MaxVersionLength
+// characters of it: a stack's release tags, an operator's versions.
+func TestTagSelector(t *testing.T) {
+	stack := ReleaseTags("aws", "base", "1.36")
+	op := OperatorTags(&csv1.ManagementOperator{Spec: csv1.ManagementOperatorSpec{Source: csv1.OperatorSource{Git: &csv1.OperatorGitSource{TagPrefix: "capi/"}}}})
+	for _, tt := range []struct {
+		sel  TagSelector
+		tag  string
+		want bool
+	}{
+		{stack, "aws-base-1-36-v3", true},
+		{stack, "aws-base-1-36-v1-alpha.0", true},
+		{stack, "aws-base-1-36-v1-alpha-0", true},
+		{stack, "aws-base-1-36-latest", false},
+		{stack, "aws-base-1-35-v3", false},
+		{stack, "aws-base-1-36-v3-" + strings.Repeat("x", 70), false},
+		{op, "capi/v1.10.3", true},
+		{op, "capi/v1.11.0-rc.1+build.7", true},
+		{op, "v1.10.3", false},
+		{op, "capi/1.10.3", false},
+		{op, "capi/v1.2.3+" + strings.Repeat("b", 200), false},
+		{op, "capi/v1.2.3+" + strings.Repeat("b", csv1.MaxVersionLength-7), true},
+		{op, "capi/v1.2.3+" + strings.Repeat("b", csv1.MaxVersionLength-6), false},
+	} {
+		if got := tt.sel.keeps(tt.tag); got != tt.want {
+			t.Errorf("%+v keeps %q = %v, want %v", tt.sel, tt.tag, got, tt.want)
+		}
+	}
+	// The List hook's answer is filtered as gitauth filters what it reads; the ignored are counted.
+	l, _, _ := countingTagLister(map[string]string{"capi/v1.10.3": "c1", "capi/v1.2.3+" + strings.Repeat("b", 200): "c2", "capi/latest": "c3", "other": "c4"})
+	got, err := l.Listing(context.Background(), "team-a", csv1.StackSource{URL: "https://git.example.com/ops.git"}, op, time.Minute, time.Time{})
+	if err != nil || !maps.Equal(got.Refs, map[string]string{"capi/v1.10.3": "c1"}) || got.Ignored != 2 {
+		t.Errorf("Listing = %+v, %v; want capi/v1.10.3 alone and 2 ignored", got, err)
+	}
+}
+
+// More tags of the selector's form than a listing keeps fail it with ErrTooManyRefs, naming the
+// repository, the limit and what to do.
+func TestTagListerLimitErrorSaysWhatToDo(t *testing.T) {
+	remote := map[string]string{}
+	for i := range maxKeptTags + 1 {
+		remote[fmt.Sprintf("aws-base-1-36-v%d", i)] = "c"
+	}
+	l, _, _ := countingTagLister(remote)
+	_, err := l.Tags(context.Background(), "team-a", csv1.StackSource{URL: "https://git.example.com/stacks.git"}, ReleaseTags("aws", "base", "1.36"), time.Minute)
+	if !errors.Is(err, gitauth.ErrTooManyRefs) {
+		t.Fatalf("got %v, want ErrTooManyRefs", err)
+	}
+	for _, part := range []string{"https://git.example.com/stacks.git", fmt.Sprintf("more than %d references of the form asked for (refs/tags/aws-base-1-36-...)", maxKeptTags),
+		"delete branches and tags it no longer needs", "publish from a repository of its own"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not contain %q", err, part)
+		}
+	}
+	if tagListReason(err) != csv1.ReasonTagListTooLarge || tagListReason(errors.New("x")) != csv1.ReasonTagListFailed {
+		t.Errorf("tagListReason: %s for the limit, %s for another error", tagListReason(err), tagListReason(errors.New("x")))
+	}
+}
+
+// At most Listings listings run at once, whoever asks; a caller whose deadline passes while it
+// waits gives up with an error naming the bound.
+func TestTagListerBoundsConcurrentListings(t *testing.T) {
+	var (
+		running, most atomic.Int32
+		release       = make(chan struct{})
+	)
+	l := &TagLister{Listings: 2, List: func(ctx context.Context, _ *gitauth.Remote) (map[string]string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-release:
+			return map[string]string{"v1": "c1"}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	src := func(i int) csv1.StackSource {
+		return csv1.StackSource{URL: fmt.Sprintf("https://git.example.com/%d.git", i)}
+	}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Refs(context.Background(), "team-a", src(i), anyVersion, time.Minute); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for running.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := l.Refs(ctx, "team-b", src(99), anyVersion, time.Minute)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "--tag-listings") || !strings.Contains(err.Error(), "https://git.example.com/99.git") {
+		t.Errorf("a caller that cannot get a slot: %v, want its deadline and the bound named", err)
+	}
+	close(release)
+	wg.Wait()
+	if most.Load() != 2 {
+		t.Errorf("%d listings ran at once, want at most (and, with six waiting, exactly) 2", most.Load())
+	}
+}
+
+// A listing stopped by a limit is what the repository is: it is answered from the cache for
+// maxAge (a hostile repository is read once per interval, not at every reconcile), and Forget
+// drops it like a listing.
+func TestTagListerCachesLimitErrors(t *testing.T) {
+	remote := map[string]string{}
+	for i := range maxKeptTags + 1 {
+		remote[fmt.Sprintf("v%d", i)] = "c"
+	}
+	l, clock, listings := countingTagLister(remote)
+	src := csv1.StackSource{URL: "https://git.example.com/hostile.git"}
+	list := func(want int32) {
+		t.Helper()
+		if _, err := l.Refs(context.Background(), "team-a", src, anyVersion, time.Minute); !errors.Is(err, gitauth.ErrTooManyRefs) {
+			t.Fatalf("got %v, want ErrTooManyRefs", err)
+		}
+		if listings.Load() != want {
+			t.Errorf("%d listings, want %d", listings.Load(), want)
+		}
+	}
+	list(1)
+	list(1)
+	clock.step(time.Minute)
+	list(2)
+	l.Forget("team-a", src)
+	list(3)
 }

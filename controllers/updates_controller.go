@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,11 +32,12 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
-	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/rollout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/updates"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
+	"github.com/clusterstack-io/clusterstack-operator/internal/window"
 )
 
 // ClusterStackUpdatesReconciler owns a ClusterStack's status.availableUpdates,
@@ -55,27 +58,90 @@ type ClusterStackUpdatesReconciler struct {
 	Recorder record.EventRecorder
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
-	// NewForge builds a forge client; nil means forge.New.
+	// NewForge builds a forge client; nil means forge.New with ForgeLimits and ForgePolicy.
 	NewForge func(provider csv1.ForgeProvider, repo forge.Repository, token string) (forge.Client, error)
+	// PushRetry is how long after a refused push the operator tries again; 0 means
+	// DefaultPushRetry.
+	PushRetry time.Duration
+	// ForgeLimits bound every forge API call and Git operation of a proposal (deadlines, sizes);
+	// zero fields take forge's defaults.
+	ForgeLimits forge.Limits
+	// ForgePolicy says where the proposal token may be sent (the API hosts the platform
+	// allows besides the fleet repository's, plain http to loopback).
+	ForgePolicy forge.Policy
+	// ForgeHostConcurrency bounds how many ClusterStacks talk to one forge host at once; 0 means
+	// DefaultForgeHostConcurrency. A stack whose host is busy computes its updates and takes its
+	// turn with the forge within seconds: a slow or hostile forge holds at most this many
+	// workers, for at most its deadlines.
+	ForgeHostConcurrency int
 
-	// refused remembers, per ClusterStack, when the forge last refused a push, for pushRetry,
-	// in an LRU cache with expiry of at most maxRefusedPushes ClusterStacks: the push is
-	// retried after pushRetry, not at every event. (Only a throttle: after a restart, or for a
-	// ClusterStack dropped from a full cache, the push is tried once more.) Use refusedPushes.
-	refused     *cache.LRUExpireCache
-	refusedOnce sync.Once
+	// Memory of this process, in LRU caches with expiry (made once, by caches). Each is only an
+	// optimisation or a throttle: after a restart, or for an entry dropped from a full cache, the
+	// operator asks the forge once more.
+	//   - refused: per ClusterStack, when the forge last refused a push: the push is retried
+	//     after pushRetry, not at every event;
+	//   - identities: per forge, API URL and token (hashed), the login of the token's user;
+	//   - checkouts: per ClusterStack, the heads and the proposal of its last checkout: an
+	//     unchanged proposal on unchanged heads needs no clone;
+	//   - lookalikes: the look-alike pull requests already reported in an Event;
+	//   - declined: per ClusterStack, the releases its last forge listing showed declined, kept
+	//     while the forge is busy or cannot be read.
+	refused, identities, checkouts, lookalikes, declined *cache.LRUExpireCache
+	hosts                                                *hostBudget
+	cachesOnce                                           sync.Once
 }
 
-// pushRetry is how long after a refused push the operator tries again.
-const pushRetry = time.Minute
+// Bounds of the reconciler's memory.
+const (
+	// maxRefusedPushes bounds the number of ClusterStacks whose refused push is remembered.
+	maxRefusedPushes = 4096
+	// maxRemembered bounds the other caches (entries).
+	maxRemembered = 4096
+	// identityTTL is how long the login of a token's user is remembered.
+	identityTTL = time.Hour
+	// checkoutTTL is how long the outcome of a checkout is remembered.
+	checkoutTTL = time.Hour
+	// lookalikeTTL is how long a reported look-alike pull request is not reported again.
+	lookalikeTTL = 24 * time.Hour
+	// DefaultForgeHostConcurrency is ForgeHostConcurrency when not set.
+	DefaultForgeHostConcurrency = 2
+	// forgeBusyRetry is when a stack whose forge host was busy tries again.
+	forgeBusyRetry = 5 * time.Second
+)
 
-// maxRefusedPushes bounds the number of ClusterStacks whose refused push is remembered.
-const maxRefusedPushes = 4096
+// caches makes the reconciler's caches, with its clock, at the first call.
+func (r *ClusterStackUpdatesReconciler) caches() {
+	r.cachesOnce.Do(func() {
+		clock := clockFunc(r.now)
+		r.refused = cache.NewLRUExpireCacheWithClock(maxRefusedPushes, clock)
+		r.identities = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
+		r.checkouts = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
+		r.lookalikes = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
+		r.declined = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
+		n := r.ForgeHostConcurrency
+		if n <= 0 {
+			n = DefaultForgeHostConcurrency
+		}
+		r.hosts = newHostBudget(n)
+	})
+}
+
+// DefaultPushRetry is how long after a refused push the operator tries again, unless
+// PushRetry says otherwise (--push-retry-interval).
+const DefaultPushRetry = time.Minute
+
+// pushRetry is how long after a refused push the operator tries again.
+func (r *ClusterStackUpdatesReconciler) pushRetry() time.Duration {
+	if r.PushRetry > 0 {
+		return r.PushRetry
+	}
+	return DefaultPushRetry
+}
 
 // refusedPushes returns the cache of refused pushes (ClusterStack key to the time of the
-// refusal), made at the first call with the reconciler's clock.
+// refusal).
 func (r *ClusterStackUpdatesReconciler) refusedPushes() *cache.LRUExpireCache {
-	r.refusedOnce.Do(func() { r.refused = cache.NewLRUExpireCacheWithClock(maxRefusedPushes, clockFunc(r.now)) })
+	r.caches()
 	return r.refused
 }
 
@@ -108,11 +174,19 @@ type updatesScope struct {
 
 	fleet  *fleetSource
 	client forge.Client
-	prs    []forge.PullRequest
+	// prs are the stack's own pull requests (ownPullRequests); forgeRead says they were listed.
+	prs       []forge.PullRequest
+	forgeRead bool
+	// forgeBusy: the forge host had no room for this stack; its UpdatesProposed condition and
+	// rollout are kept as they were. release gives the host's room back.
+	forgeBusy bool
+	release   func()
 
 	upd    updates.Result
 	target string
 	plan   *rollout.Plan
+	// hold is who holds the rollout (rolloutHold), nil when nobody does.
+	hold *csv1.RolloutHold
 
 	cond    metav1.Condition
 	requeue time.Duration
@@ -140,10 +214,16 @@ func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, nil
 	}
 	s := &updatesScope{cs: cs, cond: metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonNothingToPropose, Message: "no update to propose"}}
+	defer func() {
+		if s.release != nil {
+			s.release()
+		}
+	}()
 	for _, step := range []func(context.Context, *updatesScope) error{
 		r.gather,
 		r.openForge,
 		r.computeUpdates,
+		r.rolloutHold,
 		r.planRollout,
 		r.propose,
 		r.addonUpgrades,
@@ -202,7 +282,7 @@ func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesSc
 	for i := range rels.Items {
 		s.releases[rels.Items[i].Name] = &rels.Items[i]
 	}
-	s.tags, s.tagErr = r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, interval(cs))
+	s.tags, s.tagErr = r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, StackTags(cs), interval(cs))
 	return nil
 }
 
@@ -215,13 +295,14 @@ func lagsBehind(rel stack.Release, major, minor string) bool {
 	return rel.Major == ma && rel.Minor < mi-1
 }
 
-// openForge finds the fleet repository and lists the stack's pull requests, when proposals
-// are asked for.
+// openForge finds the fleet repository, takes a turn with its forge host, and lists the
+// stack's own pull requests, when proposals are asked for.
 func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *updatesScope) error {
 	p := proposals(s.cs)
 	if p == nil {
 		return nil
 	}
+	r.caches()
 	fleet, err := findFleetSource(ctx, r.Client, s.cs)
 	if err != nil {
 		s.fail(csv1.ReasonFleetSourceNotFound, err.Error())
@@ -232,30 +313,79 @@ func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *update
 		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
 		return nil
 	}
-	repo, err := forge.ParseRepository(fleet.URL, p.APIURL)
+	from := fmt.Sprintf("Secret %s/%s", s.cs.Namespace, p.SecretRef.Name)
+	where := fmt.Sprintf("GitRepository %s (%s)", fleet.Repo, gitauth.RedactURL(fleet.URL))
+	repo, err := forge.ParseRepository(fleet.URL, p.APIURL, from, r.ForgePolicy)
 	if err != nil {
-		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
+		s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("%s: %s", where, oneLine(err)))
 		return nil
 	}
+	host := forge.HostKey(fleet.URL)
+	if !r.hosts.acquire(host) {
+		s.forgeBusy = true
+		if c := apimeta.FindStatusCondition(s.cs.Status.Conditions, csv1.UpdatesProposedCondition); c != nil {
+			s.cond = *c
+		} else {
+			s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionUnknown, Reason: csv1.ReasonForgeBusy,
+				Message: fmt.Sprintf("%d other ClusterStacks are talking to %s (the manager's --forge-host-concurrency); this one takes its turn", r.hosts.capacity, host)}
+		}
+		s.requeueAfter(forgeBusyRetry)
+		return nil
+	}
+	s.release = func() { r.hosts.release(host) }
 	newForge := r.NewForge
 	if newForge == nil {
 		newForge = func(pr csv1.ForgeProvider, repo forge.Repository, token string) (forge.Client, error) {
-			return forge.New(pr, repo, token, nil)
+			return forge.New(pr, repo, token, forge.Options{Limits: r.ForgeLimits, Policy: r.ForgePolicy})
 		}
 	}
 	c, err := newForge(p.Provider, repo, token)
 	if err != nil {
-		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
+		s.fail(csv1.ReasonForgeError, fmt.Sprintf("%s: %s", where, forgeText(err, token)))
 		return nil
 	}
-	prs, err := c.PullRequests(ctx, branchPrefix(s.cs)+"/")
+	me, err := r.forgeUser(ctx, p.Provider, repo, token, c)
 	if err != nil {
-		s.fail(csv1.ReasonForgeError, redact.URLs(oneLine(err)))
+		s.fail(csv1.ReasonForgeError, fmt.Sprintf("%s: %s", where, forgeText(err, token)))
 		return nil
 	}
-	fleet.Token = token
-	s.fleet, s.client, s.prs = fleet, c, prs
+	prefix := branchPrefix(s.cs)
+	prs, err := c.PullRequests(ctx, prefix+"/")
+	if err != nil {
+		s.fail(csv1.ReasonForgeError, fmt.Sprintf("%s: %s", where, forgeText(err, token)))
+		return nil
+	}
+	own, lookalikes := ownPullRequests(prs, me, prefix)
+	r.reportLookalikes(s.cs, lookalikes, me, repo)
+	fleet.Token, fleet.TokenFrom = token, from
+	s.fleet, s.client, s.prs, s.forgeRead = fleet, c, own, true
 	return nil
+}
+
+// forgeUser returns the login of the forge user the token belongs to: asked once per forge,
+// API URL and token, then remembered for identityTTL.
+func (r *ClusterStackUpdatesReconciler) forgeUser(ctx context.Context, provider csv1.ForgeProvider, repo forge.Repository, token string, c forge.Client) (string, error) {
+	sum := sha256.Sum256([]byte(token))
+	key := string(provider) + "\x00" + repo.APIURL + "\x00" + hex.EncodeToString(sum[:])
+	if v, ok := r.identities.Get(key); ok {
+		return v.(string), nil
+	}
+	me, err := c.Me(ctx)
+	if err != nil {
+		return "", err
+	}
+	if me == "" {
+		return "", fmt.Errorf("%s did not say which user the token belongs to", gitauth.RedactURL(repo.APIURL))
+	}
+	r.identities.Add(key, me, identityTTL)
+	return me, nil
+}
+
+// forgeText is an error of the forge or of the fleet repository as a status, an Event or a log
+// line may carry it: one line, without URL credentials or the token (gitauth, the stricter of
+// the operator's two redactions).
+func forgeText(err error, token string) string {
+	return gitauth.RedactSecrets(oneLine(err), token)
 }
 
 // token reads the proposal token from the stack's own namespace.
@@ -313,11 +443,7 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 			facts.Discovered[u.Release] = *u.DiscoveredAt
 		}
 	}
-	for _, pr := range s.prs {
-		if m, ok := parseMarker(pr.Body); ok && pr.State == forge.StateClosed {
-			facts.Declined[m.target] = pr.URL
-		}
-	}
+	facts.Declined = r.declinedReleases(s)
 	if s.tagErr != nil {
 		// The tags could not be listed (ReleasesResolved says why): keep what was known rather
 		// than report no updates, and propose nothing new.
@@ -340,6 +466,29 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 		s.target = newestInUse
 	}
 	return nil
+}
+
+// declinedReleases maps each release the stack's own closed pull requests proposed to the
+// pull request's URL. While the forge cannot be read (busy, failing), the last listing's answer
+// is kept, so that a declined release does not come back as available in the meantime.
+func (r *ClusterStackUpdatesReconciler) declinedReleases(s *updatesScope) map[string]string {
+	key := client.ObjectKeyFromObject(s.cs).String()
+	if !s.forgeRead {
+		if proposals(s.cs) != nil && r.declined != nil {
+			if d, ok := r.declined.Get(key); ok {
+				return maps.Clone(d.(map[string]string))
+			}
+		}
+		return map[string]string{}
+	}
+	out := map[string]string{}
+	for _, pr := range s.prs {
+		if m, ok := parseMarker(pr.Body); ok && pr.State == forge.StateClosed {
+			out[m.target] = pr.URL
+		}
+	}
+	r.declined.Add(key, maps.Clone(out), checkoutTTL)
+	return out
 }
 
 func compareReleases(a, b string) int {
@@ -371,13 +520,22 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 		return nil
 	}
 	facts := rollout.Facts{Target: s.target, PullRequests: map[string][]rollout.PullRequest{}, Now: r.now()}
-	for _, w := range s.cs.Spec.Updates.Waves {
+	if s.hold != nil {
+		facts.Hold = rollout.HoldText(s.hold)
+	}
+	u := s.cs.Spec.Updates
+	for i, w := range u.Waves {
 		sel, err := metav1.LabelSelectorAsSelector(&w.Selector)
 		if err != nil {
 			s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("spec.updates.waves[%s].selector: %s", w.Name, err))
 			return nil
 		}
-		wave := rollout.Wave{Name: w.Name, Selector: sel}
+		ws, err := window.ParseAll(rollout.WindowsOf(u, &u.Waves[i]))
+		if err != nil {
+			s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("maintenance windows of wave %s: %s", w.Name, err))
+			return nil
+		}
+		wave := rollout.Wave{Name: w.Name, Selector: sel, Windows: ws}
 		if w.SoakTime != nil {
 			wave.Soak = w.SoakTime.Duration
 		}
@@ -386,6 +544,12 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 		}
 		facts.Waves = append(facts.Waves, wave)
 	}
+	remaining, err := window.ParseAll(rollout.WindowsOf(u, nil))
+	if err != nil {
+		s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("spec.updates.windows (the windows of wave %s and of every wave without its own): %s", rollout.Remaining, err))
+		return nil
+	}
+	facts.RemainingWindows = remaining
 	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
 		facts.Clusters = append(facts.Clusters, rolloutCluster(s.clusters[name], s.addons[name]))
 	}
@@ -404,10 +568,92 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 	switch {
 	case plan.Halted != nil:
 		s.fail(csv1.ReasonRolloutHalted, fmt.Sprintf("rollout of %s halted in wave %s: %s", s.target, plan.Halted.Wave, plan.Halted.Message))
+	case s.hold != nil:
+		s.fail(csv1.ReasonRolloutHeld, fmt.Sprintf("rollout of %s held by %s; %s", s.target, rollout.HoldText(s.hold), waitingMessage(s.target, plan.Status)))
+	case plan.Propose == nil && waitingForWindow(plan.Status) != nil:
+		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWindow, Message: waitingMessage(s.target, plan.Status)}
 	case plan.Propose == nil:
 		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave, Message: waitingMessage(s.target, plan.Status)}
 	}
 	return nil
+}
+
+// waitingForWindow is the first wave that waits for its maintenance window, nil if none does.
+func waitingForWindow(st csv1.RolloutStatus) *csv1.WaveStatus {
+	for i := range st.Waves {
+		if st.Waves[i].Phase == csv1.WaveWaitingForWindow {
+			return &st.Waves[i]
+		}
+	}
+	return nil
+}
+
+// rolloutHold finds who holds the rollout: the clusterstack.io/hold annotation, else the hold
+// label on one of the stack's own pull requests (open or merged) for the rollout's target. The
+// time it was first seen is kept from status.hold while the hold stays the same; who set it is
+// asked of the API (the annotation's last writer) or the forge (the label's) only when the hold
+// is new.
+func (r *ClusterStackUpdatesReconciler) rolloutHold(ctx context.Context, s *updatesScope) error {
+	prev := s.cs.Status.Hold
+	now := metav1.NewTime(r.now())
+	if v, ok := s.cs.Annotations[csv1.HoldAnnotation]; ok {
+		by, reason := rollout.ParseHold(v)
+		h := &csv1.RolloutHold{Source: csv1.HoldFromAnnotation, By: by, Reason: reason, Since: now}
+		if prev != nil && prev.Source == csv1.HoldFromAnnotation {
+			h.Since = prev.Since
+			if by == "" && prev.Reason == reason {
+				h.By = prev.By
+			}
+		}
+		if h.By == "" {
+			// The cache drops managed fields: read them once, for a new hold.
+			latest := &csv1.ClusterStack{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.cs), latest); err == nil {
+				if m := rollout.AnnotationWriter(latest.ManagedFields, csv1.HoldAnnotation); m != "" {
+					h.By = "manager " + m
+				}
+			}
+		}
+		s.hold = h
+		return nil
+	}
+	if proposals(s.cs) == nil {
+		return nil
+	}
+	if !s.forgeRead {
+		// The forge cannot be read now: a label hold stays as it was.
+		if prev != nil && prev.Source == csv1.HoldFromPullRequestLabel {
+			s.hold = prev
+		}
+		return nil
+	}
+	label := holdLabel(s.cs)
+	for _, pr := range s.prs {
+		m, ok := parseMarker(pr.Body)
+		if !ok || m.target != s.target || pr.State == forge.StateClosed || !slices.Contains(pr.Labels, label) {
+			continue
+		}
+		h := &csv1.RolloutHold{Source: csv1.HoldFromPullRequestLabel, PullRequest: pr.URL, Since: now,
+			Reason: fmt.Sprintf("pull request #%d carries the label %q", pr.Number, label)}
+		if prev != nil && prev.Source == csv1.HoldFromPullRequestLabel && prev.PullRequest == pr.URL {
+			h.Since, h.By = prev.Since, prev.By
+		} else if lh, ok := s.client.(forge.LabelHistory); ok {
+			if who, _, err := lh.LabelAddedBy(ctx, pr.Number, label); err == nil && who != "" {
+				h.By = who
+			}
+		}
+		s.hold = h
+		return nil
+	}
+	return nil
+}
+
+// holdLabel is the pull request label that holds the stack's rollout.
+func holdLabel(cs *csv1.ClusterStack) string {
+	if p := proposals(cs); p != nil && p.HoldLabel != "" {
+		return p.HoldLabel
+	}
+	return csv1.DefaultHoldLabel
 }
 
 // waitingMessage says what the rollout waits for.
@@ -455,18 +701,18 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 		return nil
 	}
 	key := client.ObjectKeyFromObject(s.cs).String()
-	if last, ok := r.refusedPushes().Get(key); ok && r.now().Sub(last.(time.Time)) < pushRetry {
+	if last, ok := r.refusedPushes().Get(key); ok && r.now().Sub(last.(time.Time)) < r.pushRetry() {
 		// The forge refused the last push: do not retry at every event (no retry storm).
 		if c := apimeta.FindStatusCondition(s.cs.Status.Conditions, csv1.UpdatesProposedCondition); c != nil && c.Reason == csv1.ReasonPushRefused {
 			s.cond = *c
-			s.requeueAfter(pushRetry - r.now().Sub(last.(time.Time)))
+			s.requeueAfter(r.pushRetry() - r.now().Sub(last.(time.Time)))
 			return nil
 		}
 	}
-	res, err := proposeWave(ctx, r.Client, s, rel)
+	res, err := r.proposeWave(ctx, s, rel)
 	if errors.Is(err, forge.ErrPushRefused) || errors.Is(err, forge.ErrProtectedTarget) {
-		r.refusedPushes().Add(key, r.now(), pushRetry)
-		s.requeueAfter(pushRetry)
+		r.refusedPushes().Add(key, r.now(), r.pushRetry())
+		s.requeueAfter(r.pushRetry())
 	} else {
 		r.refusedPushes().Remove(key)
 	}
@@ -474,16 +720,18 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 	case errors.Is(err, forge.ErrForeignCommits):
 		s.fail(csv1.ReasonBranchModified, err.Error())
 	case errors.Is(err, forge.ErrPushRefused), errors.Is(err, forge.ErrProtectedTarget):
-		s.fail(csv1.ReasonPushRefused, redact.URLs(oneLine(err)))
-		r.Recorder.Event(s.cs, corev1.EventTypeWarning, csv1.ReasonPushRefused, redact.URLs(oneLine(err)))
+		s.fail(csv1.ReasonPushRefused, forgeText(err, s.fleet.Token))
+		r.Recorder.Event(s.cs, corev1.EventTypeWarning, csv1.ReasonPushRefused, forgeText(err, s.fleet.Token))
 	case errors.Is(err, errAlreadyOnBase):
 		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave, Message: oneLine(err)}
 		s.requeueAfter(10 * time.Second)
 	case errors.Is(err, errFleetFile):
 		s.fail(csv1.ReasonFleetSourceNotFound, oneLine(err))
 	case err != nil:
-		s.fail(csv1.ReasonForgeError, redact.URLs(oneLine(err)))
-		log.FromContext(ctx).Error(err, "propose")
+		// The error as the status says it: the log line carries no credential either.
+		msg := forgeText(err, s.fleet.Token)
+		s.fail(csv1.ReasonForgeError, msg)
+		log.FromContext(ctx).Error(errors.New(msg), "propose")
 		s.requeueAfter(15 * time.Second)
 	default:
 		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonProposed,
@@ -493,10 +741,17 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 		}
 		for i := range s.plan.Status.Waves {
 			w := &s.plan.Status.Waves[i]
-			if w.Name == s.plan.Propose.Wave {
-				w.PullRequest = &csv1.PullRequestRef{Number: res.pr.Number, URL: res.pr.URL, Title: res.pr.Title, Branch: res.pr.Head, State: res.pr.State}
-				w.Message = fmt.Sprintf("pull request #%d open: %s", res.pr.Number, res.pr.URL)
+			if w.Name != s.plan.Propose.Wave {
+				continue
 			}
+			w.PullRequest = &csv1.PullRequestRef{Number: res.pr.Number, URL: res.pr.URL, Title: res.pr.Title, Branch: res.pr.Head, State: res.pr.State}
+			if w.Phase == csv1.WaveWaitingForWindow {
+				// Open, and may be merged; the Clusters move in the window.
+				s.cond.Reason = csv1.ReasonWaitingForWindow
+				s.cond.Message = fmt.Sprintf("pull request %s proposes %s for wave %s, which waits for its maintenance window: %s", res.pr.URL, s.target, w.Name, w.Message)
+				continue
+			}
+			w.Message = fmt.Sprintf("pull request #%d open: %s", res.pr.Number, res.pr.URL)
 		}
 		s.plan.Status.OpenPullRequest = res.pr.URL
 	}
@@ -540,6 +795,7 @@ func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *upda
 		var events []statusEvent
 		cs.Status.AvailableUpdates = s.upd.Available
 		cs.Status.ConditionalUpdates = s.upd.Conditional
+		cs.Status.Hold = s.hold
 		var prev *csv1.RolloutStatus
 		if cs.Status.Rollout != nil {
 			prev = cs.Status.Rollout.DeepCopy()
@@ -549,7 +805,7 @@ func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *upda
 			st := s.plan.Status
 			cs.Status.Rollout = &st
 			events = waveEvents(prev, &st)
-		case proposals(cs) != nil && s.cond.Status == metav1.ConditionFalse:
+		case proposals(cs) != nil && (s.forgeBusy || s.cond.Status == metav1.ConditionFalse):
 			// Keep the last known rollout while the forge or the fleet cannot be read.
 		default:
 			cs.Status.Rollout = nil
@@ -559,7 +815,9 @@ func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *upda
 			return true, events
 		}
 		c := s.cond
-		c.ObservedGeneration = cs.Generation
+		if !s.forgeBusy || c.ObservedGeneration == 0 {
+			c.ObservedGeneration = cs.Generation
+		}
 		apimeta.SetStatusCondition(&cs.Status.Conditions, c)
 		return true, events
 	})
@@ -605,20 +863,26 @@ func branchPrefix(cs *csv1.ClusterStack) string {
 }
 
 // SetupWithManager watches ClusterStacks (spec changes), their Clusters and ClusterAddons, their
-// releases, and Flux's Kustomizations and GitRepositories (a merged pull request moves them).
-// Cluster and ClusterAddon events are coalesced over RollupDelay: a wave moves on when its
-// Clusters are done, which a reconcile per Cluster change would not see sooner.
+// releases, and Flux's Kustomizations and GitRepositories (a merged pull request moves them):
+// a change of a GitRepository, or of a Kustomization applying one, wakes only the proposing
+// stacks applied from that GitRepository (fleetSourceIndex). Cluster and ClusterAddon events
+// are coalesced over RollupDelay: a wave moves on when its Clusters are done, which a reconcile
+// per Cluster change would not see sooner.
 func (r *ClusterStackUpdatesReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, fleetSourceIndex, kustomizationSource); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterstack-updates").
-		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The hold annotation changes no generation: it is watched for itself.
+		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, holdAnnotationChanged()))).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).
 		Watches(&csv1.ClusterAddon{}, coalesced(handler.EnqueueRequestsFromMapFunc(stackOfAddon)), builder.WithPredicates(addonRolloutChanged())).
 		Watches(&clusterv1.Cluster{}, coalesced(handler.EnqueueRequestsFromMapFunc(r.stacksInNamespace)), builder.WithPredicates(clusterWaveChanged())).
-		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.proposingStacks), builder.WithPredicates(predicate.Funcs{
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.stacksOfFleet), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool { return artifactRevision(e.ObjectOld) != artifactRevision(e.ObjectNew) },
 		})).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.proposingStacks), builder.WithPredicates(predicate.Funcs{
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.stacksOfFleet), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return e.ObjectOld.(*kustomizev1.Kustomization).Status.LastAppliedRevision != e.ObjectNew.(*kustomizev1.Kustomization).Status.LastAppliedRevision
 			},
@@ -646,23 +910,70 @@ func (r *ClusterStackUpdatesReconciler) stacksInNamespace(ctx context.Context, o
 	return reqs
 }
 
-// proposingStacks maps a Flux object to every ClusterStack that proposes updates (few: stacks
-// are per provider and Kubernetes minor, not per cluster).
-func (r *ClusterStackUpdatesReconciler) proposingStacks(ctx context.Context, o client.Object) []reconcile.Request {
+// fleetSourceIndex indexes Kustomizations by the GitRepository they apply, "namespace/name".
+const fleetSourceIndex = "clusterstack.io/updates-git-source"
+
+// kustomizationSource is the fleetSourceIndex value of a Kustomization.
+func kustomizationSource(o client.Object) []string {
+	ks, ok := o.(*kustomizev1.Kustomization)
+	if !ok || ks.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind || ks.Spec.SourceRef.Name == "" {
+		return nil
+	}
+	ns := ks.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = ks.Namespace
+	}
+	return []string{ns + "/" + ks.Spec.SourceRef.Name}
+}
+
+// stacksOfFleet maps a GitRepository, or a Kustomization applying one, to the proposing
+// ClusterStacks applied from that GitRepository: those labelled by a Kustomization that
+// applies it (findFleetSource checks the label against the Kustomization's inventory; here a
+// label only wakes a stack). Changes of every other Flux object wake none.
+func (r *ClusterStackUpdatesReconciler) stacksOfFleet(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetLabels()[csv1.ManagedByLabel] == csv1.ManagedByValue {
 		return nil // the operator's own Flux objects carry no fleet
 	}
-	var list csv1.ClusterStackList
-	if err := r.List(ctx, &list); err != nil {
+	var repo string
+	switch t := o.(type) {
+	case *sourcev1.GitRepository:
+		repo = t.Namespace + "/" + t.Name
+	case *kustomizev1.Kustomization:
+		src := kustomizationSource(t)
+		if len(src) == 0 {
+			return nil
+		}
+		repo = src[0]
+	default:
+		return nil
+	}
+	var kss kustomizev1.KustomizationList
+	if err := r.List(ctx, &kss, client.MatchingFields{fleetSourceIndex: repo}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, cs := range list.Items {
-		if proposals(&cs) != nil {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+	for _, ks := range kss.Items {
+		var list csv1.ClusterStackList
+		if err := r.List(ctx, &list, client.MatchingLabels{kustomizeNameLabel: ks.Name, kustomizeNamespaceLabelKey: ks.Namespace}); err != nil {
+			continue
+		}
+		for _, cs := range list.Items {
+			if proposals(&cs) != nil {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+			}
 		}
 	}
 	return reqs
+}
+
+// holdAnnotationChanged passes ClusterStack updates that set, change or remove the
+// clusterstack.io/hold annotation.
+func holdAnnotationChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okO := e.ObjectOld.GetAnnotations()[csv1.HoldAnnotation]
+		n, okN := e.ObjectNew.GetAnnotations()[csv1.HoldAnnotation]
+		return okO != okN || o != n
+	}}
 }
 
 // addonRolloutChanged passes ClusterAddon updates that change what the rollout reads: the

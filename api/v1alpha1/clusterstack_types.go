@@ -108,7 +108,7 @@ type ClusterStackSpec struct {
 	// Flux uses to apply everything generated for the stack: the cluster-class into this
 	// namespace of the management cluster, and (impersonated on the workload cluster, through the
 	// Cluster's kubeconfig) every cluster's addons. The account needs only what the stack's
-	// cluster-class creates in this namespace (see the README's example Role); what it may not
+	// cluster-class creates in this namespace (see the example Role in docs/multi-tenancy.md); what it may not
 	// do fails and is reported, and is not created. When empty, the operator's
 	// --default-service-account is used, and when that is empty too, Flux's own
 	// --default-service-account (or, without it, Flux's own identity).
@@ -128,8 +128,9 @@ type ClusterStackSpec struct {
 type MissingRelease struct {
 	// name of the release (its tag and ClusterClass name).
 	Name string `json:"name"`
-	// reason is TagNotFound (the tag is not published) or TagListFailed (the repository's tags
-	// could not be listed, so the operator cannot tell yet).
+	// reason is TagNotFound (the tag is not published), TagListFailed (the repository's tags
+	// could not be listed, so the operator cannot tell yet) or TagListTooLarge (the repository
+	// advertises more references than one listing reads).
 	Reason string `json:"reason"`
 	// message says why the release cannot be created (the tag does not exist, the repository
 	// cannot be read) and what to do.
@@ -212,8 +213,8 @@ type ClusterStackStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling and Upgradeable
-	// are written by the ClusterStack status reconciler; ReleasesResolved by the ClusterStack
-	// reconciler; UpdatesProposed by the ClusterStack updates reconciler.
+	// are written by the ClusterStack status reconciler; ReleasesResolved and FluxLockdown by the
+	// ClusterStack reconciler; UpdatesProposed by the ClusterStack updates reconciler.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -277,6 +278,12 @@ type ClusterStackStatus struct {
 	// spec.updates.proposals is set. Written by the ClusterStack updates reconciler.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// hold says who holds the rollout, why and since when, while the clusterstack.io/hold
+	// annotation or a pull request's hold label holds it. Written by the ClusterStack updates
+	// reconciler.
+	// +optional
+	Hold *RolloutHold `json:"hold,omitempty"`
 }
 
 // ClusterStack says which cluster stack, for which Kubernetes minor, and which of its versions

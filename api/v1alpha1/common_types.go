@@ -80,8 +80,10 @@ const (
 	PausedCondition = "Paused"
 	// TagVerifiedCondition on a ClusterStackRelease is False when the release's tag no longer
 	// points at the commit the release was validated at (and the ClusterStack does not follow
-	// moved tags), or when the tag's commit could not be checked.
-	// +docs:kinds=ClusterStackRelease
+	// moved tags), or when the tag's commit could not be checked. On a ManagementOperator it is
+	// False when the tag of the desired version no longer points at the commit the version is
+	// pinned to (status.history[].commit), Unknown when the tags could not be listed.
+	// +docs:kinds=ClusterStackRelease,ManagementOperator
 	TagVerifiedCondition = "TagVerified"
 	// UpgradeableCondition follows ClusterOperator's Upgradeable. On a ManagementOperator it is
 	// False when spec.version is outside a version range that a stack release in use by Clusters
@@ -106,7 +108,7 @@ const (
 // Condition reasons.
 const (
 	// ReasonAsExpected: the condition holds as it should. What to do: nothing.
-	// +docs:on=ClusterStack/Available,ClusterStack/Progressing,ClusterStack/Degraded,ClusterStack/ReleasesResolved,ClusterStack/Upgradeable,ClusterStackRelease/Available,ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStackRelease/StackValid,ClusterStackRelease/TagVerified,ClusterStackRelease/RequirementsMet,ClusterAddon/Available,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterAddon/ValuesRendered,ClusterAddon/WorkloadClusterReady,ClusterAddon/ReleaseReady,ClusterAddon/ObjectsOwned,ManagementOperator/Available,ManagementOperator/Progressing,ManagementOperator/Degraded,ManagementOperator/Upgradeable
+	// +docs:on=ClusterStack/Available,ClusterStack/Progressing,ClusterStack/Degraded,ClusterStack/ReleasesResolved,ClusterStack/Upgradeable,ClusterStackRelease/Available,ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStackRelease/StackValid,ClusterStackRelease/TagVerified,ClusterStackRelease/RequirementsMet,ClusterAddon/Available,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterAddon/ValuesRendered,ClusterAddon/WorkloadClusterReady,ClusterAddon/ReleaseReady,ClusterAddon/ObjectsOwned,ManagementOperator/Available,ManagementOperator/Progressing,ManagementOperator/Degraded,ManagementOperator/Upgradeable,ManagementOperator/TagVerified
 	ReasonAsExpected = "AsExpected"
 	// ReasonReconciling: a Flux object is reconciling or has not observed its latest generation; on a
 	// ClusterStack, a release or Cluster of the stack is progressing, or no version is fully available
@@ -160,9 +162,19 @@ const (
 	// spec.source.url, the credentials Secret in spec.source.secretRef (Flux's GitRepository format)
 	// and that the operator reaches the Git server. It is retried every spec.interval. A release
 	// whose tag cannot be listed keeps delivering its validated commit (TagVerified Unknown), and is
-	// Degraded once that has lasted the grace period.
-	// +docs:on=ClusterStack/ReleasesResolved,ClusterStack/Degraded,ClusterStackRelease/TagVerified,ClusterStackRelease/Degraded,ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Progressing,ClusterAddon/Degraded
+	// Degraded once that has lasted the grace period. A ManagementOperator whose repository's tags
+	// cannot be listed reports TagVerified Unknown and keeps its availableUpdates as last listed.
+	// +docs:on=ClusterStack/ReleasesResolved,ClusterStack/Degraded,ClusterStackRelease/TagVerified,ClusterStackRelease/Degraded,ClusterAddon/ReleaseReady,ClusterAddon/ValuesRendered,ClusterAddon/Progressing,ClusterAddon/Degraded,ManagementOperator/TagVerified
 	ReasonTagListFailed = "TagListFailed"
+	// ReasonTagListTooLarge: the repository advertises more references than one listing reads
+	// (more than 16 MiB of reference advertisement, more than 50,000 references, or more than
+	// 1,000 tags of the stack's or operator's form); the message names the repository and the
+	// limit. The listing stops there, so the operator cannot tell which releases exist; stacks
+	// and operators reading other repositories are not affected. What to do: delete the branches
+	// and tags the repository no longer needs, or publish the stack (or operator) from a
+	// repository of its own.
+	// +docs:on=ClusterStack/ReleasesResolved,ClusterStack/Degraded,ManagementOperator/TagVerified
+	ReasonTagListTooLarge = "TagListTooLarge"
 	// ReasonNoReleases: no release matches the ClusterStack. What to do: pin a published version in
 	// spec.versions, or publish a tag <provider>-<name>-<major>-<minor>-<version> (with
 	// spec.autoSubscribe).
@@ -181,6 +193,15 @@ const (
 	// fixed.
 	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonRenderLimitExceeded = "RenderLimitExceeded"
+	// ReasonOverrideFailed: a ClusterAddonOverride selecting the Cluster cannot be merged into its
+	// values: it names a component the Cluster's release does not have, a key that would become a
+	// variable every component gets or that two keys would become, or it takes the values past the
+	// render limits; the message names the override, the component and the key. Nothing of the
+	// release changes for this Cluster (other Clusters are not affected). What to do: fix or remove
+	// the override the message names (`kubectl get clusteraddonoverrides -n NAMESPACE`), or narrow
+	// its spec.clusterSelector so that it no longer selects this Cluster.
+	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
+	ReasonOverrideFailed = "OverrideFailed"
 	// ReasonWaitingForControlPlane: the Cluster's control plane is not initialized yet; when Cluster
 	// API reports that it cannot build the Cluster's topology (TopologyReconciled False, reason
 	// ReconcileFailed or ClusterClassNotReconciled), the message quotes it. What to do: nothing
@@ -208,11 +229,12 @@ const (
 	// nothing.
 	// +docs:on=none
 	ReasonNoClusters = "NoClusters"
-	// ReasonTagMoved: the release tag points at another commit than the validated one; the message
-	// names the tag and both commits. The validated commit keeps being delivered. What to do: move the
-	// tag back to the validated commit, or publish the change as a new version; set
-	// spec.followMovedTags on the ClusterStack only if moved tags are meant to be delivered.
-	// +docs:on=ClusterStackRelease/TagVerified,ClusterStackRelease/Degraded,ClusterStack/Degraded
+	// ReasonTagMoved: the release tag (or a ManagementOperator version's tag) points at another
+	// commit than the validated (pinned) one; the message names the tag and both commits. The
+	// validated commit keeps being delivered. What to do: move the tag back to the validated
+	// commit, or publish the change as a new version; set spec.followMovedTags on the ClusterStack
+	// (or the ManagementOperator) only if moved tags are meant to be delivered.
+	// +docs:on=ClusterStackRelease/TagVerified,ClusterStackRelease/Degraded,ClusterStack/Degraded,ManagementOperator/TagVerified,ManagementOperator/Degraded
 	ReasonTagMoved = "TagMoved"
 	// ReasonTagNotFound: a Cluster uses a release whose tag is not published. The ClusterStack lists
 	// it in status.missingReleases; nothing delivered is removed. What to do: publish the tag, or move
@@ -319,6 +341,17 @@ const (
 // Flux shards its controllers with sharding.fluxcd.io/key. Changing the label hands the Cluster
 // over to the other shard, which adopts its ClusterAddon and generated objects as they are.
 const ShardLabel = "clusterstack.io/shard"
+
+// TenantNamespaceLabel, with the value TenantNamespaceValue, marks a namespace whose Clusters
+// may use cluster stacks (a team's namespace): the platform sets it when it creates the
+// namespace (with the namespace's Flux ServiceAccount and RoleBinding). Cluster API calls the
+// operator's Runtime Extension only for Clusters in namespaces carrying it (the ExtensionConfig's
+// namespaceSelector), so that an operator outage never holds the upgrade of a Cluster that has
+// nothing to do with cluster stacks.
+const (
+	TenantNamespaceLabel = "clusterstack.io/tenant"
+	TenantNamespaceValue = "true"
+)
 
 // UnhealthyObject is the status aggregation's record of a Flux object that is not healthy.
 type UnhealthyObject struct {

@@ -51,6 +51,10 @@ const (
 	MaxOperatorHistory = 10
 	// MaxAvailableUpdates is how many versions status.availableUpdates lists (the newest).
 	MaxAvailableUpdates = 32
+	// MaxVersionLength is the longest version spec.version, status.desiredVersion,
+	// status.versions[].version, status.history[].version and status.availableUpdates[] hold
+	// (their MaxLength): a tag whose version is longer is never listed as an update.
+	MaxVersionLength = 64
 )
 
 // OperatorComponent names the component a ManagementOperator delivers.
@@ -250,6 +254,14 @@ type ManagementOperatorSpec struct {
 	// range. It does not override the refusal of minor downgrades.
 	// +optional
 	OverrideStackRequirements bool `json:"overrideStackRequirements,omitempty"`
+
+	// followMovedTags, when true, delivers whatever commit a version's tag points to, also after
+	// the tag was moved. By default (false) each version is pinned to the commit its tag pointed
+	// to when Flux first fetched it (status.history[].commit; the GitRepository's `spec.ref.commit`):
+	// if the tag later points elsewhere, the ManagementOperator reports TagVerified False and
+	// Degraded (reason TagMoved, naming both commits) and keeps delivering the pinned commit.
+	// +optional
+	FollowMovedTags bool `json:"followMovedTags,omitempty"`
 }
 
 // OperandVersion is a version a ManagementOperator reports, as ClusterOperator's versions.
@@ -307,6 +319,13 @@ type OperatorHistoryEntry struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	AcceptedRisks string `json:"acceptedRisks,omitempty"`
+	// commit is the Git commit the version's tag pointed to when Flux first fetched it (full hex).
+	// Unless spec.followMovedTags is set, the version's GitRepository is pinned to it, also when
+	// the ManagementOperator moves back to this version later: a tag moved since is reported
+	// (TagVerified False, reason TagMoved) and not delivered.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Commit string `json:"commit,omitempty"`
 }
 
 // ManagementOperatorStatus is the observed state of a ManagementOperator, with the semantics of
@@ -319,10 +338,11 @@ type ManagementOperatorStatus struct {
 
 	// conditions: Available (the delivered version serves; it stays True during an upgrade while
 	// the old version still serves), Progressing (moving from one version to another), Degraded
-	// (a failure that outlasted the grace period, or a refused downgrade), Upgradeable (False
-	// when spec.version is outside what an in-use stack release requires), Disabled (True when
-	// no stack in the cluster requires the operator; it is then Available too), and the kstatus
-	// conditions Ready, Stalled and Reconciling.
+	// (a failure that outlasted the grace period, a refused downgrade, or a moved tag), Upgradeable
+	// (False when spec.version is outside what an in-use stack release requires), Disabled (True
+	// when no stack in the cluster requires the operator; it is then Available too), TagVerified
+	// (False when the tag of the desired version no longer points at its pinned commit), and the
+	// kstatus conditions Ready, Stalled and Reconciling.
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
@@ -361,7 +381,8 @@ type ManagementOperatorStatus struct {
 	// availableUpdates are the versions published in the repository (tags with
 	// spec.source.git.tagPrefix) that are newer than the delivered version and, with
 	// spec.channel, within it; newest first, at most 32. Informative: only spec.version changes
-	// what runs.
+	// what runs. A tag whose version is not of spec.version's form or longer than 64 characters
+	// is never listed; the TagVerified condition's message counts them.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=64

@@ -62,6 +62,24 @@ const (
 	// stalls, look at the MachineDeployments the stage's message names.
 	// +docs:on=ClusterAddon/Progressing
 	ReasonWaitingForWorkersUpgrade = "WaitingForWorkersUpgrade"
+	// ReasonUpgradeHeld: the BeforeClusterUpgrade hook has held the Kubernetes upgrade of the
+	// Cluster for longer than the degraded grace period, because the BeforeClusterUpgrade
+	// components of the release it moves to are not Ready (the message names the component and
+	// its Flux object). What to do: fix what the message names (the component's Flux object and
+	// what Flux says about it); to upgrade without waiting for the components, set annotation
+	// clusterstack.io/skip-before-upgrade-gate on the Cluster and remove it after the upgrade.
+	// +docs:on=ClusterAddon/Degraded,ClusterStack/Degraded
+	ReasonUpgradeHeld = "UpgradeHeld"
+	// ReasonRequirementsConflict: the release a Cluster moves to and the release its addons are at
+	// require a ManagementOperator in version ranges no version satisfies together: while the
+	// Cluster is at the one, the operator may not leave its range, and the Cluster may not move
+	// until the operator is in the other's (a cycle no wait resolves; the message names both
+	// releases, the operator and the ranges). What to do: move the Cluster to a release whose range
+	// overlaps the one it is at, and from there to the target; or set the ManagementOperator's
+	// spec.overrideStackRequirements to move the operator anyway. The Kubernetes upgrade can go
+	// ahead with annotation clusterstack.io/skip-before-upgrade-gate on the Cluster.
+	// +docs:on=ClusterAddon/ReleaseReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterStack/Degraded
+	ReasonRequirementsConflict = "RequirementsConflict"
 )
 
 // StageWait is what the components of an addon stage wait for before they move.

@@ -42,6 +42,55 @@ type UpdatePolicy struct {
 	// +listMapKey=name
 	// +optional
 	Waves []RolloutWave `json:"waves,omitempty"`
+
+	// windows are the maintenance windows of every wave that has none of its own, the
+	// "remaining" wave included. A wave's Clusters move only while one of its windows is open:
+	// its pull request may be opened at any time (the wave is then WaitingForWindow), and the
+	// Cluster admission webhook refuses a move of one of its Clusters to a newer release of the
+	// stack outside its windows, naming the next opening (docs/gitops.md). Moves back to an older
+	// release are always allowed. Without windows (here and on the wave) a wave moves at any time.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+}
+
+// HoldAnnotation on a ClusterStack holds its rollout: no pull request is opened or updated, and
+// the Cluster admission webhook refuses moves of its Clusters to a newer release, until the
+// annotation is removed. Its value is "<who>: <reason>", e.g. "alice: waiting for the CVE fix";
+// without "<who>: " the field manager that last wrote the annotation is reported as who.
+const HoldAnnotation = "clusterstack.io/hold"
+
+// DefaultHoldLabel is the pull request label that holds a rollout when
+// spec.updates.proposals.holdLabel is not set.
+const DefaultHoldLabel = "clusterstack-hold"
+
+// MaintenanceWindow is a recurring span of time in which a wave's Clusters may move.
+type MaintenanceWindow struct {
+	// schedule is when the window opens, in cron syntax: five fields (minute, hour, day of month,
+	// month, day of week), e.g. "0 2 * * 1-5" for 02:00 on weekdays, or one of @hourly, @daily,
+	// @weekly, @monthly, @yearly. The time zone is timeZone's, not a CRON_TZ prefix.
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*,/?-]+( [0-9A-Za-z*,/?-]+){4})$')",message="spec.updates.windows[].schedule must be five cron fields separated by single spaces (minute hour day-of-month month day-of-week, e.g. \"0 2 * * 1-5\") or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone"
+	// +required
+	Schedule string `json:"schedule"`
+
+	// duration is how long the window stays open after each start, in real (elapsed) time,
+	// from 1m to 168h, e.g. "4h".
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.updates.windows[].duration must be between 1m and 168h (one week), e.g. 4h"
+	// +required
+	Duration metav1.Duration `json:"duration"`
+
+	// timeZone is the IANA time zone the schedule is read in, e.g. "Europe/Berlin"; defaults
+	// to UTC. A name the time zone database does not know (or a schedule the cron parser
+	// refuses) is reported (UpdatesProposed InvalidProposalConfig): nothing is proposed, and the
+	// Cluster admission webhook refuses moves of the wave's Clusters, until it is fixed.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$`
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // ForgeProvider is a Git forge the operator opens pull requests on.
@@ -57,7 +106,6 @@ const (
 )
 
 // ProposalPolicy configures the pull requests the operator opens.
-// +kubebuilder:validation:XValidation:rule="!has(self.branchPrefix) || !self.branchPrefix.endsWith('/')",message="spec.updates.proposals.branchPrefix must not end with '/': the operator appends /<stack>/<wave>"
 type ProposalPolicy struct {
 	// provider is the forge hosting the fleet repository: gitea or github.
 	// +required
@@ -72,16 +120,22 @@ type ProposalPolicy struct {
 
 	// apiURL is the forge's base URL, e.g. "https://gitea.example.com" or (GitHub Enterprise)
 	// "https://github.example.com". Defaults to the scheme and host of the fleet repository's URL.
+	// Its host must be the fleet repository's or one the platform allows (the manager's
+	// --forge-api-hosts), and it must be https: the token is sent there.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +optional
 	APIURL string `json:"apiURL,omitempty"`
 
-	// branchPrefix is the start of the branches the operator pushes:
-	// <branchPrefix>/<namespace>/<stack>/<wave>. Defaults to "clusterstack". The operator never
-	// pushes to the repository's default branch or to the branch Flux follows.
+	// branchPrefix is the first element of the branches the operator pushes:
+	// <branchPrefix>/<namespace>/<stack>/<wave>. Defaults to "clusterstack". It is one path
+	// element (no "/"): the operator appends the namespace and the stack itself, so that every
+	// stack's branches have the same depth and no stack, in any namespace, can name or shadow
+	// another's branches. The operator never pushes to the repository's default branch or to the
+	// branch Flux follows.
 	// +kubebuilder:validation:MaxLength=100
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/-]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/')",message="spec.updates.proposals.branchPrefix must be one path element without '/': the operator appends /<namespace>/<stack>/<wave> itself, so that no ClusterStack's branches can overlap another's"
 	// +optional
 	BranchPrefix string `json:"branchPrefix,omitempty"`
 
@@ -94,6 +148,14 @@ type ProposalPolicy struct {
 	// +kubebuilder:validation:MaxLength=254
 	// +optional
 	AuthorEmail string `json:"authorEmail,omitempty"`
+
+	// holdLabel is the label that, on one of the rollout's pull requests (open or merged),
+	// holds the rollout as the clusterstack.io/hold annotation does. Defaults to
+	// "clusterstack-hold".
+	// +kubebuilder:validation:MaxLength=50
+	// +kubebuilder:validation:Pattern=`^[^\s,]+$`
+	// +optional
+	HoldLabel string `json:"holdLabel,omitempty"`
 }
 
 // RolloutWave is one wave of a rollout.
@@ -121,6 +183,13 @@ type RolloutWave struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxConcurrent *int32 `json:"maxConcurrent,omitempty"`
+
+	// windows are the wave's maintenance windows; they replace spec.updates.windows for this
+	// wave. The wave's Clusters move only while one of them is open (see spec.updates.windows).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
 }
 
 // UpdateRiskType names why a release may not be taken.
@@ -175,7 +244,7 @@ type ConditionalUpdate struct {
 }
 
 // WavePhase is where a rollout wave stands.
-// +kubebuilder:validation:Enum=Pending;Proposed;Rolling;Soaking;Done;Halted
+// +kubebuilder:validation:Enum=Pending;Proposed;WaitingForWindow;Held;Rolling;Soaking;Done;Halted
 type WavePhase string
 
 // Wave phases.
@@ -184,6 +253,13 @@ const (
 	WavePending WavePhase = "Pending"
 	// WaveProposed: the wave's pull request is open.
 	WaveProposed WavePhase = "Proposed"
+	// WaveWaitingForWindow: the wave's Clusters would move now, but none of its maintenance
+	// windows is open: its pull request is open (and may be merged), or merged and its Clusters
+	// held by the Cluster admission webhook, until the window the message names opens.
+	WaveWaitingForWindow WavePhase = "WaitingForWindow"
+	// WaveHeld: the rollout is held (status.hold says by whom and since when): the wave's
+	// pull request is neither opened nor updated, and its Clusters do not move.
+	WaveHeld WavePhase = "Held"
 	// WaveRolling: the pull request was merged; Clusters are moving to the target release.
 	WaveRolling WavePhase = "Rolling"
 	// WaveSoaking: every Cluster is Available on the target release; the soak time runs.
@@ -217,7 +293,8 @@ type PullRequestRef struct {
 type WaveStatus struct {
 	// name of the wave ("remaining" for the Clusters no wave selects).
 	Name string `json:"name"`
-	// phase of the wave: Pending, Proposed, Rolling, Soaking, Done or Halted.
+	// phase of the wave: Pending, Proposed, WaitingForWindow, Held, Rolling, Soaking, Done or
+	// Halted.
 	Phase WavePhase `json:"phase"`
 	// clusters are the names of the wave's Clusters, sorted.
 	// +listType=atomic
@@ -236,6 +313,44 @@ type WaveStatus struct {
 	// message says what the wave waits for, or why it is halted.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// nextWindow is when the wave's next maintenance window opens, while it is
+	// WaitingForWindow.
+	// +optional
+	NextWindow *metav1.Time `json:"nextWindow,omitempty"`
+}
+
+// HoldSource says where a rollout hold comes from.
+// +kubebuilder:validation:Enum=Annotation;PullRequestLabel
+type HoldSource string
+
+// Hold sources.
+const (
+	// HoldFromAnnotation: the ClusterStack's clusterstack.io/hold annotation.
+	HoldFromAnnotation HoldSource = "Annotation"
+	// HoldFromPullRequestLabel: the hold label on one of the rollout's pull requests.
+	HoldFromPullRequestLabel HoldSource = "PullRequestLabel"
+)
+
+// RolloutHold says who holds a stack's rollout, why and since when.
+type RolloutHold struct {
+	// source is Annotation or PullRequestLabel.
+	Source HoldSource `json:"source"`
+	// by is who set the hold: the name in the annotation's "<who>: <reason>", else the field
+	// manager that last wrote the annotation ("manager kubectl-annotate"); for a label, the
+	// forge user who added it, when the forge says.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	By string `json:"by,omitempty"`
+	// reason is the annotation's reason, or which pull request carries the label.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// since is when the operator first saw the hold; kept while the hold stays.
+	Since metav1.Time `json:"since"`
+	// pullRequest is the URL of the labelled pull request (source PullRequestLabel).
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	PullRequest string `json:"pullRequest,omitempty"`
 }
 
 // RolloutStatus is the state of the rollout of one release to the stack's Clusters.
@@ -271,6 +386,20 @@ const (
 	// `kubectl clusterstack updates STACK` shows each wave's phase.
 	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonWaitingForWave = "WaitingForWave"
+	// ReasonWaitingForWindow: the wave that moves next has no maintenance window open: its pull
+	// request is open or merged, and its Clusters move when the window the message names opens
+	// (until then the Cluster admission webhook refuses their move, and the fleet's Kustomization
+	// reports that refusal). What to do: nothing; to move now, add or widen a window in
+	// spec.updates.windows or the wave's windows.
+	// +docs:on=ClusterStack/UpdatesProposed
+	ReasonWaitingForWindow = "WaitingForWindow"
+	// ReasonRolloutHeld: the rollout is held by the clusterstack.io/hold annotation on the
+	// ClusterStack or by the hold label on one of its pull requests; the message and status.hold say
+	// who and since when. Nothing is proposed, and the Cluster admission webhook refuses moves of the
+	// stack's Clusters to a newer release. What to do: remove the annotation (`kubectl annotate
+	// clusterstack STACK clusterstack.io/hold-`) or the label when the reason is resolved.
+	// +docs:on=ClusterStack/UpdatesProposed
+	ReasonRolloutHeld = "RolloutHeld"
 	// ReasonFleetSourceNotFound: the ClusterStack or its Clusters were not applied by a Flux
 	// Kustomization from a GitRepository, or their manifests were not found in it. What to do: apply
 	// them from the fleet repository with a Flux Kustomization (its kustomize.toolkit.fluxcd.io labels
@@ -287,19 +416,32 @@ const (
 	// is, or delete the branch to let the operator propose afresh.
 	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonBranchModified = "BranchModifiedByOthers"
-	// ReasonForgeError: the forge's API or the repository could not be reached or answered an error.
-	// What to do: check spec.updates.proposals.apiURL, the token, and that the operator reaches the
-	// forge; it is retried.
+	// ReasonForgeError: the forge's API or the repository could not be reached, did not answer within
+	// its deadline (the manager's --forge-api-timeout for an API call, --git-operation-timeout for a
+	// clone, fetch or push), answered an error (the message says the HTTP status and the forge's
+	// short reason, never its response body), or the fleet repository is larger than the checkout
+	// size limit (--fleet-checkout-size-limit). What to do: check spec.updates.proposals.apiURL, the
+	// token, and that the operator reaches the forge; it is retried.
 	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonForgeError = "ForgeError"
+	// ReasonForgeBusy: as many other ClusterStacks as the manager allows per forge host
+	// (--forge-host-concurrency) are talking to this stack's forge host; the stack takes its turn
+	// within seconds, and its updates are computed meanwhile. Reported only while the stack has no
+	// other UpdatesProposed condition yet (otherwise that one is kept). What to do: nothing; if it
+	// lasts, another stack's forge on the same host is slow (its ForgeError says so).
+	// +docs:on=ClusterStack/UpdatesProposed
+	ReasonForgeBusy = "ForgeBusy"
 	// ReasonRolloutHalted: a Cluster of a rolling wave is Degraded; nothing more is proposed. What to
 	// do: fix the Cluster the message names (`kubectl clusterstack why CLUSTER`), or move it back to
 	// the release it came from; the rollout goes on once no Cluster of the wave is Degraded.
 	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonRolloutHalted = "RolloutHalted"
-	// ReasonInvalidProposalConfig: spec.updates.proposals cannot be used (Secret missing, ...). What
-	// to do: fix what the message names: the Secret in spec.updates.proposals.secretRef must exist in
-	// the ClusterStack's namespace with a key "token", and each wave's selector must be valid.
+	// ReasonInvalidProposalConfig: spec.updates.proposals cannot be used (Secret missing, a plain http
+	// fleet repository URL or apiURL the token would be sent to, an apiURL host the platform does not
+	// allow, ...). What to do: fix what the message names: the Secret in
+	// spec.updates.proposals.secretRef must exist in the ClusterStack's namespace with a key "token",
+	// the fleet repository and the forge API must be https, apiURL must name the fleet repository's
+	// host or one of the manager's --forge-api-hosts, and each wave's selector must be valid.
 	// +docs:on=ClusterStack/UpdatesProposed
 	ReasonInvalidProposalConfig = "InvalidProposalConfig"
 )

@@ -83,6 +83,14 @@ var _ = Describe("ClusterStack validation", func() {
 			"spec.source.secretRef.name must be the name of a Secret in the same namespace"),
 		Entry("an empty secretRef name", func(cs *csv1.ClusterStack) { cs.Spec.Source.SecretRef = &meta.LocalObjectReference{} },
 			"spec.source.secretRef.name must be the name of a Secret"),
+		Entry("a branch prefix naming another namespace's branches", func(cs *csv1.ClusterStack) {
+			cs.Spec.Updates = &csv1.UpdatePolicy{Proposals: &csv1.ProposalPolicy{Provider: csv1.ForgeGitea, SecretRef: meta.LocalObjectReference{Name: "bot"},
+				BranchPrefix: "clusterstack/team-b/aws-base-1-33"}}
+		}, "spec.updates.proposals.branchPrefix must be one path element without '/': the operator appends /<namespace>/<stack>/<wave> itself"),
+		Entry("a branch prefix ending in '/'", func(cs *csv1.ClusterStack) {
+			cs.Spec.Updates = &csv1.UpdatePolicy{Proposals: &csv1.ProposalPolicy{Provider: csv1.ForgeGitea, SecretRef: meta.LocalObjectReference{Name: "bot"},
+				BranchPrefix: "bots/"}}
+		}, "spec.updates.proposals.branchPrefix must be one path element"),
 	)
 
 	DescribeTable("accepts the boundary values",
@@ -104,6 +112,10 @@ var _ = Describe("ClusterStack validation", func() {
 		Entry("an interval of 10s", func(cs *csv1.ClusterStack) { cs.Spec.Interval = &metav1.Duration{Duration: 10 * time.Second} }),
 		Entry("a secretRef", func(cs *csv1.ClusterStack) {
 			cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "git-creds.v1"}
+		}),
+		Entry("a branch prefix of one path element", func(cs *csv1.ClusterStack) {
+			cs.Spec.Updates = &csv1.UpdatePolicy{Proposals: &csv1.ProposalPolicy{Provider: csv1.ForgeGitea, SecretRef: meta.LocalObjectReference{Name: "bot"},
+				BranchPrefix: "fleet-bot_v2.proposals"}}
 		}),
 	)
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
 	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // binDir is the checkout's bin/, found from the working directory upwards.
@@ -34,10 +35,10 @@ func startForge(t *testing.T) *forge.Forge {
 	t.Helper()
 	bin := binDir(t)
 	if missing := forge.Missing(bin); len(missing) > 0 {
-		t.Skipf("the forge needs Gitea built by `make tools`: missing in %s: %s", bin, strings.Join(missing, ", "))
+		testenv.SkipOrFail(t, "the forge needs Gitea built by `make tools`: missing in %s: %s", bin, strings.Join(missing, ", "))
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("the forge needs the git command-line client")
+		testenv.SkipOrFail(t, "the forge needs the git command-line client")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -9,8 +9,8 @@
 //
 //   - adds the finalizer [Finalizer];
 //   - starts a workload cluster ([StartWorkloadCluster]): an envtest kube-apiserver and etcd,
-//     kube-controller-manager (all controllers but the service-account token controller),
-//     kube-scheduler and kwok as processes on loopback (package kubesim), and N Node objects
+//     kube-controller-manager (the controllers that readiness and deletion of what Helm and
+//     Flux deliver need: workloadControllers), kube-scheduler and kwok as processes on loopback (package kubesim), and N Node objects
 //     (default 1, or the Cluster's annotation [NodesAnnotation]) that kwok turns Ready and
 //     keeps Ready; Pods scheduled to them are run by kwok (they become Running and Ready
 //     without containers);

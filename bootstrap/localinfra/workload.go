@@ -54,6 +54,30 @@ var quietAPIServerFlags = map[string]string{
 	"feature-gates":                "APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
 }
 
+// workloadControllers are kube-controller-manager's controllers in a workload cluster: those
+// that make what Helm and Flux deliver ready as kstatus (their readiness checks) sees it —
+// deployment and replicaset, daemonset, statefulset, job, disruption (a PodDisruptionBudget's
+// status), and the node lifecycle controller, which lifts the not-ready taint the API server
+// puts on every new Node once kwok reports it Ready (no Pod is scheduled without) — and those
+// deletion needs: the garbage collector (a Deployment's ReplicaSets and Pods after Helm
+// uninstalls it) and the namespace controller. No ServiceAccount controller: envtest's API
+// server runs without the ServiceAccount admission plugin. Measured idle against all of them
+// ('*'), the controller manager's CPU drops by about half (0.24-0.34 to 0.12-0.15 CPU-s per
+// minute), the whole cluster's by about a tenth.
+var workloadControllers = []string{
+	"deployment-controller", "replicaset-controller", "daemonset-controller", "statefulset-controller",
+	"job-controller", "disruption-controller", "garbage-collector-controller", "namespace-controller",
+	"node-lifecycle-controller",
+}
+
+// quietEtcdFlags make a workload cluster's single-member etcd tick its raft loop once a second
+// instead of ten times (heartbeat interval 1 s, election timeout 10 s; alone, it elects itself
+// at once at start). Measured idle, etcd's CPU drops by a seventh to a third.
+var quietEtcdFlags = map[string]string{
+	"heartbeat-interval": "1000",
+	"election-timeout":   "10000",
+}
+
 // WorkloadOptions configures a workload cluster.
 type WorkloadOptions struct {
 	// Name names the cluster in its kubeconfig and its Nodes ("<name>-node-<i>").
@@ -163,8 +187,7 @@ func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *Workloa
 		return nil, fmt.Errorf("workload cluster %s: write kubeconfig: %w", opts.Name, err)
 	}
 
-	// kube-controller-manager (all controllers but the token controller), kube-scheduler, kwok
-	// and the Nodes.
+	// kube-controller-manager (workloadControllers), kube-scheduler, kwok and the Nodes.
 	sim, err := kubesim.Start(ctx, w.simOptions())
 	if err != nil {
 		return nil, fmt.Errorf("workload cluster %s: %w", opts.Name, err)
@@ -178,7 +201,8 @@ func StartWorkloadCluster(ctx context.Context, opts WorkloadOptions) (_ *Workloa
 	return w, nil
 }
 
-// simOptions are the options of the cluster's controller manager, scheduler and kwok.
+// simOptions are the options of the cluster's controller manager (workloadControllers),
+// scheduler and kwok.
 func (w *WorkloadCluster) simOptions() kubesim.Options {
 	o := w.opts
 	return kubesim.Options{
@@ -188,6 +212,7 @@ func (w *WorkloadCluster) simOptions() kubesim.Options {
 		Kubeconfig:       w.kubeconfigPath(),
 		Dir:              o.Dir,
 		LogDir:           o.LogDir,
+		Controllers:      workloadControllers,
 		Nodes:            o.Nodes,
 		OnProcessStarted: o.OnProcessStarted,
 	}
@@ -239,16 +264,20 @@ func (w *WorkloadCluster) startAPIServer() error {
 		apiServer.Configure().Set(flag, value)
 	}
 	w.apiServer = apiServer
+	etcd := &envtest.Etcd{
+		Path:    etcdPath,
+		DataDir: dataDir,
+		Out:     etcdLog,
+		Err:     etcdLog,
+	}
+	for flag, value := range quietEtcdFlags {
+		etcd.Configure().Set(flag, value)
+	}
 	w.env = &envtest.Environment{
 		BinaryAssetsDirectory: o.BinDir,
 		ControlPlane: envtest.ControlPlane{
 			APIServer: apiServer,
-			Etcd: &envtest.Etcd{
-				Path:    etcdPath,
-				DataDir: dataDir,
-				Out:     etcdLog,
-				Err:     etcdLog,
-			},
+			Etcd:      etcd,
 		},
 		ControlPlaneStartTimeout: componentStartTimeout,
 		ControlPlaneStopTimeout:  stopTimeout,

@@ -49,7 +49,8 @@ type webhookProcess struct {
 }
 
 // startCAPI runs Cluster API's core manager against the management API server with the
-// ClusterTopology and RuntimeSDK feature gates, then bin/provider-webhooks for the kubeadm
+// ClusterTopology and RuntimeSDK feature gates (and a client certificate for the Runtime
+// Extensions it calls, RuntimeExtensionClient), then bin/provider-webhooks for the kubeadm
 // bootstrap and control-plane providers and CAPD. Their admission webhooks are installed
 // pointing at them on loopback (envtest makes the CA and serving certificates), and the CRDs
 // they convert get a conversion webhook at the same address, so that v1beta1 objects are
@@ -57,6 +58,11 @@ type webhookProcess struct {
 func (p *Plane) startCAPI(ctx context.Context) error {
 	ports, err := proc.FreePorts(1)
 	if err != nil {
+		return err
+	}
+	// CAPI calls the operator's Runtime Extension with a client certificate, and the operator
+	// serves only clients of that certificate's CA (startOperator).
+	if p.extClient, err = writeClientCert(filepath.Join(p.opts.StateDir, runtimeExtensionClientDir), "capi-controller-manager"); err != nil {
 		return err
 	}
 	core := webhookProcess{
@@ -67,6 +73,8 @@ func (p *Plane) startCAPI(ctx context.Context) error {
 			"--leader-elect=false",
 			"--diagnostics-address=127.0.0.1:" + strconv.Itoa(ports[0]),
 			"--insecure-diagnostics",
+			"--runtime-extension-client-cert-file=" + p.extClient.Cert,
+			"--runtime-extension-client-key-file=" + p.extClient.Key,
 		},
 		converts: func(crd *apiextensionsv1.CustomResourceDefinition) bool {
 			return capiConversionGroups[crd.Spec.Group]

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // A plane of its own with Cluster API's core manager (Options.WithCAPI): its webhooks and its
@@ -34,7 +35,7 @@ var _ = Describe("Cluster API core on the local plane", Ordered, func() {
 			bin = d // a directory of other builds of the tools
 		}
 		if _, err := os.Stat(filepath.Join(bin, plane.CAPIManagerBinary)); err != nil {
-			Skip("bin/" + plane.CAPIManagerBinary + " is missing: run `make tools`")
+			testenv.SkipOrFail(GinkgoT(), "bin/%s is missing: run `make tools`", plane.CAPIManagerBinary)
 		}
 		dir, err := os.MkdirTemp("", "plane-capi-")
 		Expect(err).NotTo(HaveOccurred())

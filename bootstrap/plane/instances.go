@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
@@ -46,6 +47,7 @@ func (p *Plane) StartOperatorInstance(ctx context.Context, name string, args ...
 				"--metrics-bind-address=" + in.metrics,
 				"--health-probe-bind-address=" + in.health,
 				"--default-service-account=" + p.opts.FluxServiceAccount,
+				"--flux-lockdown=assumed",
 			}, args...),
 			Env: append([]string{
 				"KUBECONFIG=" + p.operatorAPIKubeconfig,
@@ -105,4 +107,17 @@ func (p *Plane) instanceServices() []*service {
 		out = append(out, in.svc)
 	}
 	return out
+}
+
+// OperatorLogFiles lists the log files of every operator process the plane started: its
+// replicas (manager.log, manager-1.log, ...) and the extra instances (StartOperatorInstance),
+// stopped ones included, sorted. A restarted process appends to its file, so these hold all the
+// operator wrote.
+func (p *Plane) OperatorLogFiles() []string {
+	var out []string
+	for _, s := range slices.Concat(p.operators, p.instanceServices()) {
+		out = append(out, s.spec.LogFile)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -95,6 +95,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/registry"
 	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
@@ -110,6 +111,9 @@ const (
 	KubeconfigFile = "management.kubeconfig"
 	// FluxNamespace is created on the plane for Flux objects that want the usual namespace.
 	FluxNamespace = "flux-system"
+	// OperatorProcessName is the name of the operator's first replica in Processes (and of its
+	// log file, <name>.log); replica i > 0 is "<OperatorProcessName>-<i>".
+	OperatorProcessName = "manager"
 
 	managerStopTimeout = 30 * time.Second
 )
@@ -161,8 +165,11 @@ type Options struct {
 	// control-plane providers' and CAPD's webhooks), with their admission webhooks and CRD
 	// conversion on loopback. CAPI's topology controller then builds each Cluster's objects
 	// from its ClusterClass and localinfra plays the providers by their contracts
-	// (localinfra.Options.ProviderContract). Off by default: without it localinfra builds a
-	// minimal topology itself (faster, and what the demo and the end-to-end suite use today).
+	// (localinfra.Options.ProviderContract). CAPI calls the operator's Runtime Extension with a
+	// client certificate the plane makes (RuntimeExtensionClient), and the operator serves only
+	// that certificate's CA (--runtime-extension-client-ca-file). Off by default: without it
+	// localinfra builds a minimal topology itself (faster, and what the demo and the end-to-end
+	// suite use today).
 	WithCAPI bool
 
 	// WithForge starts a Gitea forge (package forge; bin/gitea and bin/gitea-assets from
@@ -172,6 +179,11 @@ type Options struct {
 	// the administrator pushes to it. It starts alongside the other components; Start returns
 	// once it is ready. See Plane.Forge.
 	WithForge bool
+
+	// WithRegistry starts an OCI registry (package registry: CNCF Distribution, bin/registry
+	// from `make tools`) on loopback, plain http, anonymous, with its storage in
+	// <state-dir>/registry and its log in <state-dir>/logs/registry.log. See Plane.OCIRegistry.
+	WithRegistry bool
 
 	// WithOperator starts the operator (OperatorPath) against the management API server.
 	WithOperator bool
@@ -192,6 +204,11 @@ type Options struct {
 	// (OperatorWebhookAddr), where the plane forwards each connection to a replica that
 	// accepts it, as a Service does. With more than one, pass --leader-elect in OperatorArgs.
 	OperatorReplicas int
+	// AuditWritesOf are users whose writes (create, update, patch, delete) the management API
+	// server records in its audit log, <state-dir>/logs/audit.log, at Metadata level: who wrote
+	// which object, when, and the answer. Plane.AuditedWrites reads them; OperatorUser is the
+	// operator's. None when empty.
+	AuditWritesOf []string
 	// OperatorAPIProxy puts a fault-injecting proxy (package faultproxy, Plane.APIProxy)
 	// between the operator and the management API server: the operator's kubeconfig points
 	// at the proxy, which injects nothing until asked and counts the operator's requests.
@@ -227,6 +244,7 @@ type Plane struct {
 	env        *envtest.Environment
 	git        *gitserver.Server
 	forge      *forge.Forge
+	oci        *registry.Server
 	registry   *proc.Registry
 	infra      *localinfra.Reconciler
 	mgrCancel  context.CancelFunc
@@ -257,6 +275,8 @@ type Plane struct {
 	providerWebhooks *proc.Process
 	// crds are the CRDs installed into the management API server.
 	crds crdSet
+	// extClient is CAPI's client certificate for the Runtime Extension (WithCAPI).
+	extClient ClientCertFiles
 
 	// operatorWebhookAddr is where the API server calls the operator's webhook (webhookLB).
 	operatorWebhookAddr string
@@ -399,6 +419,11 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 			return nil, fmt.Errorf("plane: %s missing in %s (WithForge): run `make tools`", strings.Join(missing, ", "), opts.BinDir)
 		}
 	}
+	if opts.WithRegistry {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, registry.Binary)); err != nil {
+			return nil, fmt.Errorf("plane: %s (WithRegistry): %w (run `make tools`)", registry.Binary, err)
+		}
+	}
 	if opts.WithOperator {
 		if _, err := os.Stat(opts.OperatorPath); err != nil {
 			return nil, fmt.Errorf("plane: operator binary: %w (run `make build`)", err)
@@ -492,6 +517,17 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		return nil, fmt.Errorf("plane: %w", err)
 	}
 	p.log.Info("git server started", "url", p.git.URL())
+
+	if opts.WithRegistry {
+		if p.oci, err = registry.Start(ctx, registry.Options{
+			BinDir:   opts.BinDir,
+			StateDir: filepath.Join(opts.StateDir, "registry"),
+			LogFile:  filepath.Join(p.LogDir(), "registry.log"),
+		}); err != nil {
+			return nil, fmt.Errorf("plane: %w", err)
+		}
+		p.log.Info("OCI registry started", "host", p.oci.Host())
+	}
 
 	if opts.SkipFixtureOperators {
 		p.log.Info("fixture operators not published (SkipFixtureOperators)")
@@ -624,6 +660,15 @@ func (p *Plane) startAPIServer() error {
 		Err:     apiLog,
 	}
 	apiServer.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)}
+	if len(o.AuditWritesOf) > 0 {
+		flags, err := AuditFlags(filepath.Join(o.StateDir, "management"), filepath.Join(p.LogDir(), AuditLogFile), o.AuditWritesOf)
+		if err != nil {
+			return err
+		}
+		for flag, value := range flags {
+			apiServer.Configure().Set(flag, value)
+		}
+	}
 	// The operator's webhook: envtest installs the configuration with a URL on loopback and a
 	// CA of its own, and writes the serving certificate the operator gets (startOperator).
 	var webhookOpts envtest.WebhookInstallOptions
@@ -934,7 +979,7 @@ func (p *Plane) startOperator(ctx context.Context) error {
 func (p *Plane) operatorService(i int, a operatorAddrs) *service {
 	o := p.opts
 	wh := p.env.WebhookInstallOptions
-	name := "manager"
+	name := OperatorProcessName
 	if i > 0 {
 		name += "-" + strconv.Itoa(i)
 	}
@@ -946,7 +991,17 @@ func (p *Plane) operatorService(i int, a operatorAddrs) *service {
 		"--webhook-port=" + strconv.Itoa(a.webhookPort),
 		"--webhook-cert-dir=" + wh.LocalServingCertDir,
 		"--default-service-account=" + o.FluxServiceAccount,
+		// The plane runs Flux's controllers as processes, locked down (startFlux): there are no
+		// Deployments to read.
+		"--flux-lockdown=assumed",
+		// The plane's forge and Git server listen on loopback over plain http: the proposal
+		// token may go there, and nowhere else over http.
+		"--forge-allow-loopback-http",
 	}, o.OperatorArgs...)
+	if p.extClient.CA != "" {
+		// Only CAPI, with its client certificate, is served by the Runtime Extension.
+		args = append(args, "--runtime-extension-client-ca-file="+p.extClient.CA)
+	}
 	spec := proc.Spec{
 		Name: name,
 		Path: o.OperatorPath,
@@ -1082,6 +1137,9 @@ func (p *Plane) Stop() error {
 		if p.forge != nil {
 			stops = append(stops, p.forge.Stop)
 		}
+		if p.oci != nil {
+			stops = append(stops, p.oci.Stop)
+		}
 		for _, stop := range stops {
 			wg.Add(1)
 			go func() {
@@ -1160,6 +1218,9 @@ func (p *Plane) Git() *gitserver.Server { return p.git }
 
 // Forge is the plane's Gitea forge; nil without Options.WithForge.
 func (p *Plane) Forge() *forge.Forge { return p.forge }
+
+// OCIRegistry is the plane's OCI registry (Options.WithRegistry), nil without it.
+func (p *Plane) OCIRegistry() *registry.Server { return p.oci }
 
 // SourceControllerStorageAddr is the host:port where source-controller serves artifacts.
 func (p *Plane) SourceControllerStorageAddr() string { return p.sourceStorageAddr }

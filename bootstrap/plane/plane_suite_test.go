@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 func TestPlane(t *testing.T) {
@@ -33,10 +34,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	binDir := filepath.Join(root, "bin")
 	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
-		Skip(fmt.Sprintf("the local plane needs the binaries built by `make tools`: %s/kube-apiserver is missing", binDir))
+		testenv.SkipOrFail(GinkgoT(), "the local plane needs the binaries built by `make tools`: %s/kube-apiserver is missing", binDir)
 	}
 	if missing := plane.MissingBinaries(binDir); len(missing) > 0 {
-		Skip(fmt.Sprintf("the local plane needs the binaries built by `make tools`: missing in %s: %s", binDir, strings.Join(missing, ", ")))
+		testenv.SkipOrFail(GinkgoT(), "the local plane needs the binaries built by `make tools`: missing in %s: %s", binDir, strings.Join(missing, ", "))
 	}
 
 	stateDir, err = os.MkdirTemp("", "plane-test-")
@@ -45,6 +46,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	pl, err = plane.Start(ctx, plane.Options{
 		StateDir:     stateDir,
 		RepoRoot:     root,
+		WithRegistry: true,
 		StartTimeout: 3 * time.Minute,
 		Logger:       GinkgoLogr,
 	})

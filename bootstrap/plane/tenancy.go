@@ -12,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
 )
 
@@ -39,12 +41,17 @@ const (
 // installConfig applies the kustomize directory dir (config/rbac, config/tenant) as the admin,
 // with server-side apply, exactly as a deployment would install it.
 func (p *Plane) installConfig(ctx context.Context, dir string) error {
+	return applyConfig(ctx, p.client, dir)
+}
+
+// applyConfig is installConfig with the client c.
+func applyConfig(ctx context.Context, c client.Client, dir string) error {
 	objs, err := manifests.Build(dir)
 	if err != nil {
 		return fmt.Errorf("plane: %w", err)
 	}
 	for _, o := range objs {
-		if err := p.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("plane: apply %s %s from %s: %w", o.GetKind(), o.GetName(), dir, err)
 		}
 	}
@@ -55,13 +62,21 @@ func (p *Plane) installConfig(ctx context.Context, dir string) error {
 // operator's ServiceAccount: the operator then runs with exactly the RBAC it ships, so that a
 // missing rule fails the tests and an excess one is visible in config/rbac.
 func (p *Plane) setupOperatorIdentity(ctx context.Context) (string, error) {
-	if err := p.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	return InstallOperatorIdentity(ctx, p.cfg, p.client, p.opts.RBACConfigDir, p.opts.StateDir)
+}
+
+// InstallOperatorIdentity installs the operator's RBAC (the kustomize directory rbacDir,
+// config/rbac) into the cluster of cfg as its admin c, and writes into dir a kubeconfig with a
+// token of the operator's ServiceAccount, whose path it returns: a process using it has exactly
+// the permissions the operator ships with, and its requests are OperatorUser's.
+func InstallOperatorIdentity(ctx context.Context, cfg *rest.Config, c client.Client, rbacDir, dir string) (string, error) {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("plane: create namespace %s: %w", OperatorNamespace, err)
 	}
-	if err := p.installConfig(ctx, p.opts.RBACConfigDir); err != nil {
+	if err := applyConfig(ctx, c, rbacDir); err != nil {
 		return "", err
 	}
-	cs, err := kubernetes.NewForConfig(p.cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return "", fmt.Errorf("plane: %w", err)
 	}
@@ -71,23 +86,25 @@ func (p *Plane) setupOperatorIdentity(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plane: token for ServiceAccount %s/%s: %w", OperatorNamespace, OperatorServiceAccount, err)
 	}
-	b, err := kubeconfigFor(p.cfg, "local-plane", OperatorServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
+	b, err := kubeconfigFor(cfg, "local-plane", OperatorServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(p.opts.StateDir, OperatorKubeconfigFile)
+	path := filepath.Join(dir, OperatorKubeconfigFile)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return "", fmt.Errorf("plane: write operator kubeconfig: %w", err)
 	}
 	return path, nil
 }
 
-// TenantObjects are what a platform team creates for a team's namespace ns: the namespace, the
-// ServiceAccount Flux applies its stacks as (sa), and a RoleBinding of config/tenant's
-// ClusterRole to it in ns. examples/00-namespace.yaml holds the same for the demo.
+// TenantObjects are what a platform team creates for a team's namespace ns: the namespace,
+// labelled as a tenant's (csv1.TenantNamespaceLabel: Cluster API calls the operator's Runtime
+// Extension for its Clusters), the ServiceAccount Flux applies its stacks as (sa), and a
+// RoleBinding of config/tenant's ClusterRole to it in ns. examples/00-namespace.yaml holds the
+// same for the demo.
 func TenantObjects(ns, sa string) []client.Object {
 	return []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{csv1.TenantNamespaceLabel: csv1.TenantNamespaceValue}}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns},

@@ -7,6 +7,8 @@
 //	kubectl clusterstack why CLUSTER       what blocks a Cluster's addons
 //	kubectl clusterstack values CLUSTER    a Cluster's values per component, and where each came from
 //	kubectl clusterstack updates [STACK]   available and conditional updates, rollouts, upgrades
+//	kubectl clusterstack diff CLUSTER --to RELEASE   what moving a Cluster to a release changes in it
+//	kubectl clusterstack dashboard         a read-only web view of the fleet on loopback
 //	kubectl clusterstack lint DIR          stackctl lint
 //	kubectl clusterstack template DIR      stackctl template
 //

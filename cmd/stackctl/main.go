@@ -5,6 +5,10 @@
 //	stackctl show <dir>                   print the loaded stack as JSON
 //	stackctl template <dir> [--version v] print the cluster-class objects as the operator delivers them
 //	stackctl set-version <dir> <version>  set cluster-class/Chart.yaml's version (release step)
+//	stackctl diff <old> <new>             what moving a Cluster from one stack to the other changes
+//	stackctl push <dir> oci://<host>/<repo>   publish a stack release as an OCI artifact (docs/oci.md)
+//	stackctl mirror <from> oci://<host>/<repo> copy releases from a registry or a Git checkout
+//	stackctl key-pair <prefix>            write a cosign key pair to sign releases with
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
@@ -24,6 +29,26 @@ const usage = `usage:
   stackctl show <dir>                         print the stack as the operator reads it (JSON)
   stackctl template <dir> [--version <v>]     print the rendered cluster-class objects (YAML)
   stackctl set-version <dir> <version>        set the version of <dir>/cluster-class/Chart.yaml
+  stackctl diff <old> <new> [-o text|markdown|json] [--budget <bytes>]
+                                              what moving a Cluster from <old> to <new> changes: components,
+                                              values, workload-cluster objects; <old> and <new> are stack
+                                              directories or <dir>@<git revision> (a tag, a branch, a commit,
+                                              or a stack version: <dir>@v2 is the stack's release tag);
+                                              exits 0: no differences, 1: differences, 2: error
+  stackctl push <dir> oci://<host>/<repository> [--version <v>] [--tag <t>] [--sign-key <cosign.key>]
+                [--username <u>] [--ca-file <f>] [--insecure] [--source <url>] [--revision <rev>]
+                                              publish the stack directory at a version as an OCI artifact in
+                                              Flux's format (tag: the release name), optionally signed with a
+                                              cosign key; passwords from $REGISTRY_PASSWORD, $COSIGN_PASSWORD
+  stackctl mirror <from> oci://<host>/<repository> [--tags <t1,t2>] [--from-username <u>]
+                [--from-ca-file <f>] [--from-insecure] [--username <u>] [--ca-file <f>] [--insecure]
+                [--sign-key <cosign.key>]
+                                              copy releases into a registry (air-gapped sites): <from> is a
+                                              registry (oci://..., copied byte for byte with their cosign
+                                              signatures) or a stack directory in a Git checkout (each release
+                                              tag published as push does, reproducibly; --sign-key signs them)
+  stackctl key-pair <prefix>                  write <prefix>.key (cosign's format, encrypted with
+                                              $COSIGN_PASSWORD) and <prefix>.pub (for spec.source.oci.verify)
 `
 
 func main() {
@@ -44,6 +69,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return templateCmd(args[1:], stdout, stderr)
 	case "set-version":
 		return setVersion(args[1:], stdout, stderr)
+	case "diff":
+		return diff(args[1:], stdout, stderr)
+	case "push":
+		return push(args[1:], stdout, stderr)
+	case "mirror":
+		return mirror(args[1:], stdout, stderr)
+	case "key-pair":
+		return keyPair(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -136,4 +169,63 @@ func setVersion(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s/%s/%s: version %s\n", strings.TrimSuffix(args[0], "/"), stack.ClusterClassDir, stack.ChartFile, args[1])
 	return 0
+}
+
+// diff parses "<old> <new> [-o text|markdown|json] [--budget N]", flags anywhere.
+func diff(args []string, stdout, stderr io.Writer) int {
+	var refs []string
+	opts := stackcli.DiffOptions{Format: stackcli.DiffText}
+	value := func(i int, name string) (string, bool) {
+		if i+1 >= len(args) {
+			fmt.Fprintf(stderr, "stackctl diff: %s needs a value\n%s", name, usage)
+			return "", false
+		}
+		return args[i+1], true
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "-o", "--output", "-output":
+			if !hasVal {
+				var ok bool
+				if val, ok = value(i, name); !ok {
+					return stackcli.DiffError
+				}
+				i++
+			}
+			switch val {
+			case stackcli.DiffText, stackcli.DiffMarkdown, stackcli.DiffJSON:
+				opts.Format = val
+			default:
+				fmt.Fprintf(stderr, "stackctl diff: unknown output format %q (text, markdown or json)\n", val)
+				return stackcli.DiffError
+			}
+		case "--budget", "-budget":
+			if !hasVal {
+				var ok bool
+				if val, ok = value(i, name); !ok {
+					return stackcli.DiffError
+				}
+				i++
+			}
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 {
+				fmt.Fprintf(stderr, "stackctl diff: --budget %q is not a number of bytes\n", val)
+				return stackcli.DiffError
+			}
+			opts.Budget = n
+		default:
+			if strings.HasPrefix(a, "-") && a != "-" {
+				fmt.Fprintf(stderr, "stackctl diff: unknown flag %s\n%s", a, usage)
+				return stackcli.DiffError
+			}
+			refs = append(refs, a)
+		}
+	}
+	if len(refs) != 2 {
+		fmt.Fprintf(stderr, "stackctl diff: give two stacks, <old> and <new>\n%s", usage)
+		return stackcli.DiffError
+	}
+	return stackcli.Diff("stackctl", stackcli.ParseStackRef(refs[0]), stackcli.ParseStackRef(refs[1]), opts, stdout, stderr)
 }

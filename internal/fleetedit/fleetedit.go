@@ -114,12 +114,24 @@ func (x Index) Lookup(key ObjectKey) (Location, error) {
 	return Location{}, errors.New(msg)
 }
 
+// MaxManifestBytes bounds the size of a file Scan reads; larger files are skipped.
+const MaxManifestBytes = 8 << 20
+
+// errSymlink says why a symbolic link is skipped.
+var errSymlink = errors.New("a symbolic link: not followed (Flux does not apply files behind symbolic links either)")
+
 // Scan walks root below dir and indexes the ClusterStacks and Clusters in its *.yaml and *.yml
 // files. Kustomization files (kustomization.yaml, kustomization.yml; Kustomization has no YAML
 // extension) and .git directories are left out; documents that are not ClusterStacks or
 // Clusters are ignored. dir is slash-separated, like a Flux Kustomization's spec.path:
 // "./clusters/prod", "clusters/prod" and "/clusters/prod" are the same, "" and "." are all of
 // root, and ".." cannot climb out of root.
+//
+// Symbolic links are never followed (source-controller leaves them out of the artifacts Flux
+// applies): a dir with a symbolic link in it is an error, and a symbolic link below dir, like
+// any file that is not a regular file or is larger than MaxManifestBytes, is listed in
+// Index.Skipped without being read. Use a root that implements fs.ReadLinkFS (os.DirFS,
+// os.Root.FS), or links cannot be told from what they point to.
 //
 // Objects without metadata.namespace are in defaultNamespace; a non-empty targetNamespace
 // overrides every namespace, as a Flux Kustomization's spec.targetNamespace does. Files that
@@ -132,6 +144,15 @@ func Scan(root fs.FS, dir, defaultNamespace, targetNamespace string) (Index, err
 	dir = strings.TrimPrefix(path.Clean("/"+dir), "/")
 	if dir == "" {
 		dir = "."
+	}
+	if dir != "." {
+		parts := strings.Split(dir, "/")
+		for i := range parts {
+			p := strings.Join(parts[:i+1], "/")
+			if fi, err := fs.Lstat(root, p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return Index{}, fmt.Errorf("scan %s: %s is %w", dir, p, errSymlink)
+			}
+		}
 	}
 	found := map[ObjectKey][]Location{}
 	var order []ObjectKey
@@ -146,7 +167,21 @@ func Scan(root fs.FS, dir, defaultNamespace, targetNamespace string) (Index, err
 			}
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			skipped = append(skipped, Skipped{Path: p, Err: errSymlink})
+			return nil
+		}
 		if !isManifestFile(p) {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			skipped = append(skipped, Skipped{Path: p, Err: errors.New("not a regular file")})
+			return nil
+		}
+		if fi, err := d.Info(); err != nil {
+			return err
+		} else if fi.Size() > MaxManifestBytes {
+			skipped = append(skipped, Skipped{Path: p, Err: fmt.Errorf("%d bytes, more than the %d read", fi.Size(), MaxManifestBytes)})
 			return nil
 		}
 		content, err := fs.ReadFile(root, p)

@@ -1,6 +1,11 @@
 package fleetedit
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -738,4 +743,59 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// Symbolic links are never followed, wherever they point: out of the repository, to
+// themselves, to a directory above them.
+func TestScanDoesNotFollowSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "fleet", "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet", "stack.yaml"), []byte(stackBlock), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"fleet/passwd.yaml":      "/etc/passwd",
+		"fleet/loop.yaml":        "loop.yaml",
+		"fleet/clusters/up":      "..",
+		"fleet/clusters/root":    "/",
+		"fleet/clusters/in.yaml": "../stack.yaml",
+		"linked":                 "fleet",
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = root.Close() }()
+	for name, fsys := range map[string]fs.FS{"os.DirFS": os.DirFS(dir), "os.Root": root.FS()} {
+		idx, err := Scan(fsys, "fleet", "default", "")
+		if err != nil {
+			t.Fatalf("%s: Scan: %v", name, err)
+		}
+		if diff := cmp.Diff(map[ObjectKey]Location{stack: {Path: "fleet/stack.yaml"}}, idx.Objects); diff != "" {
+			t.Errorf("%s: objects (-want +got):\n%s", name, diff)
+		}
+		var skipped []string
+		for _, s := range idx.Skipped {
+			if !errors.Is(s.Err, errSymlink) {
+				t.Errorf("%s: %s skipped for %v", name, s.Path, s.Err)
+			}
+			skipped = append(skipped, s.Path)
+		}
+		sort.Strings(skipped)
+		if diff := cmp.Diff([]string{"fleet/clusters/in.yaml", "fleet/clusters/root", "fleet/clusters/up", "fleet/loop.yaml", "fleet/passwd.yaml"}, skipped); diff != "" {
+			t.Errorf("%s: skipped (-want +got):\n%s", name, diff)
+		}
+		for _, d := range []string{"linked", "linked/clusters", "./linked/"} {
+			if _, err := Scan(fsys, d, "default", ""); err == nil || !strings.Contains(err.Error(), "linked is a symbolic link") {
+				t.Errorf("%s: Scan(%s) = %v, want a refusal naming the link", name, d, err)
+			}
+		}
+	}
 }

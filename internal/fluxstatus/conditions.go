@@ -22,6 +22,9 @@ type Problem struct {
 	Message string
 	// Since is when the problem started (the writer condition's transition time).
 	Since time.Time
+	// Hint, when set, says what a person can do about an UpgradeHold; it ends the Degraded
+	// message.
+	Hint string
 }
 
 // Input is everything the conditions of one subject (a ClusterAddon or a ClusterStackRelease)
@@ -89,6 +92,12 @@ type Input struct {
 	// MoveVerb describes the move from Delivered to Desired in Progressing's message
 	// ("<verb> from <delivered> to <desired>: ..."); "upgrading" when empty.
 	MoveVerb string
+	// UpgradeHold is a Kubernetes upgrade of the subject's Cluster that the BeforeClusterUpgrade
+	// hook holds until the subject's objects are Ready, held since UpgradeHold.Since. Once it has
+	// lasted longer than Grace the subject is Degraded with its reason and message (naming the
+	// first object that is not healthy, and ending with its Hint), whatever else makes it
+	// Degraded, unless its input is invalid: a hold is never retried away by itself.
+	UpgradeHold *Problem
 }
 
 // Result holds the computed conditions and when to look again.
@@ -112,6 +121,9 @@ func Compute(in Input) Result {
 	f := observe(in)
 	r := Result{Unhealthy: f.unhealthy, Healthy: f.healthy, RequeueAfter: f.requeueAfter}
 	r.Degraded = degradedCondition(in, f)
+	if held, ok := heldUpgradeCondition(in, f); ok {
+		r.Degraded = held
+	}
 	r.Progressing = progressingCondition(in, f, r.Degraded)
 	r.Available = availableCondition(in, f, r.Degraded, r.Progressing)
 	if alert, ok := alertCondition(in, f, r.Degraded); ok {
@@ -153,6 +165,8 @@ type facts struct {
 	rolloutTooLong bool
 	// uncheckedTooLong: Unchecked has lasted longer than the grace period.
 	uncheckedTooLong bool
+	// holdTooLong: UpgradeHold has lasted longer than the grace period.
+	holdTooLong bool
 	// requeueAfter is when the next grace period runs out.
 	requeueAfter time.Duration
 }
@@ -221,7 +235,32 @@ func observe(in Input) facts {
 			f.requeueAfter = minPositive(f.requeueAfter, left)
 		}
 	}
+	if in.UpgradeHold != nil {
+		if left := in.Grace - in.Now.Sub(in.UpgradeHold.Since); left <= 0 {
+			f.holdTooLong = true
+		} else {
+			f.requeueAfter = minPositive(f.requeueAfter, left)
+		}
+	}
 	return f
+}
+
+// heldUpgradeCondition is the Degraded condition of an upgrade held for longer than the grace
+// period (ok false when there is none, or the input is invalid): what holds it, the first object
+// that is not healthy, and what to do.
+func heldUpgradeCondition(in Input, f facts) (metav1.Condition, bool) {
+	h := in.UpgradeHold
+	if h == nil || !f.holdTooLong || in.Invalid != nil {
+		return metav1.Condition{}, false
+	}
+	msg := fmt.Sprintf("%s: %s for more than %s", in.Subject, h.Message, in.Grace)
+	if o := f.firstUnhealthy; o != nil {
+		msg += ": " + componentPrefix(*o) + o.Describe()
+	}
+	if h.Hint != "" {
+		msg += "; " + h.Hint
+	}
+	return cond(csv1.DegradedCondition, metav1.ConditionTrue, h.Reason, msg), true
 }
 
 // rolloutStart is when the subject stopped being healthy: the start of Progressing, kept

@@ -1,7 +1,8 @@
 // Package gitauth turns a Git repository URL and the data of a credentials Secret in the format
 // of Flux's GitRepository `spec.secretRef` into what go-git needs to reach the repository, lists
-// the repository's tags with the commits they point to, and keeps credentials out of every
-// string it returns.
+// the repository's references with the commits they point to (reading the advertisement as a
+// stream, within limits of bytes and references, and keeping only the references the caller
+// asked for), and keeps credentials out of every string it returns.
 //
 // The Secret is read by Flux's own code, as source-controller v1.7.3 reads it
 // (github.com/fluxcd/pkg/git v0.37.0 NewAuthOptions), and the options are turned into go-git
@@ -78,13 +79,20 @@ var legacyTLSKeys = []string{"certFile", "keyFile"}
 const (
 	// MaxSecretValueBytes bounds the size of each Secret value used.
 	MaxSecretValueBytes = 64 << 10
-	// MaxRefs bounds the number of tags accepted from a remote.
+	// MaxRefs bounds the number of references a remote may advertise (branches and tags; the
+	// peeled entries of annotated tags are not counted).
 	MaxRefs = 50000
-	// MaxAdvertisementBytes bounds the size of the reference advertisement read from an
-	// http(s) remote (about 200 bytes per reference for MaxRefs tags with their peeled entries
-	// and some branches). The SSH transport of go-git offers no hook to count bytes: over SSH
-	// only MaxRefs and the caller's deadline apply.
-	MaxAdvertisementBytes = 32 << 20
+	// MaxAdvertisementBytes bounds the bytes of reference advertisement read from a remote, over
+	// https and ssh alike (about 300 bytes per reference for MaxRefs references with their
+	// peeled entries). The advertisement is read as a stream and never held: the bound is on
+	// the time and traffic of a listing, not on its memory.
+	MaxAdvertisementBytes = 16 << 20
+	// MaxKeptRefs bounds the number of references a listing keeps (those of the form its caller
+	// asked for), unless the caller gives another bound.
+	MaxKeptRefs = 1000
+	// MaxRefNameBytes bounds the name of a reference a listing keeps, unless the caller gives
+	// another bound.
+	MaxRefNameBytes = 1024
 )
 
 // sshDialTimeout bounds the SSH connection and handshake.
@@ -258,7 +266,7 @@ func (r *Remote) resolveHTTP(secretName string, secretCreds, urlUserinfo bool, o
 		if secretCreds {
 			from = "credentials Secret " + secretName
 		}
-		return nil, fmt.Errorf("refusing to send credentials (from %s) over plain http to %s: use an https URL", from, r.shown)
+		return nil, plainHTTPError(from, r.shown)
 	}
 	if opts.Transport == fluxgit.HTTP && ca != nil {
 		return nil, fmt.Errorf("credentials Secret %s holds a CA certificate but %s is plain http: use https", secretName, r.shown)

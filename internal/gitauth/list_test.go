@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"io"
 	"log"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,10 +32,10 @@ func listCtx(t *testing.T) context.Context {
 }
 
 // checkTags fails unless got maps every tag of the test repository to its commit.
-func checkTags(t *testing.T, repo *gittest.Repo, got map[string]string) {
+func checkTags(t *testing.T, repo *gittest.Repo, got TagList) {
 	t.Helper()
-	if !maps.Equal(got, repo.Commits) {
-		t.Errorf("tags = %v, want %v", got, repo.Commits)
+	if !maps.Equal(got.Tags, repo.Commits) || got.Ignored != 0 {
+		t.Errorf("tags = %v (%d ignored), want %v", got.Tags, got.Ignored, repo.Commits)
 	}
 	// The test repository must exercise peeling: annotated tags name a tag object.
 	if repo.Objects["v2"] == repo.Commits["v2"] || repo.Objects["v1"] != repo.Commits["v1"] {
@@ -47,7 +51,7 @@ func TestListTagsOverHTTPPeelsAnnotatedTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.ListTags(listCtx(t))
+	got, err := r.ListTags(listCtx(t), TagQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +63,8 @@ func TestListTagsOverHTTPPeelsAnnotatedTags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := r.ListTags(listCtx(t))
-		if err != nil || len(got) != 0 {
+		got, err := r.ListTags(listCtx(t), TagQuery{})
+		if err != nil || len(got.Tags) != 0 {
 			t.Errorf("got %v, %v; want no tags and no error", got, err)
 		}
 	})
@@ -69,26 +73,50 @@ func TestListTagsOverHTTPPeelsAnnotatedTags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := r.ListTags(listCtx(t)); err == nil {
+		if got, err := r.ListTags(listCtx(t), TagQuery{}); err == nil {
 			t.Errorf("got %v, want an error", got)
 		}
 	})
-	t.Run("more tags than allowed", func(t *testing.T) {
-		defer func(v int) { maxRefs = v }(maxRefs)
-		maxRefs = 3
-		_, err := r.ListTags(listCtx(t))
-		if !errors.Is(err, ErrTooManyRefs) || !strings.Contains(err.Error(), "more than 3 tags") {
-			t.Errorf("got %v, want ErrTooManyRefs", err)
+	t.Run("only the tags asked for", func(t *testing.T) {
+		// v3-nested has the prefix but is refused; main and HEAD are no tags.
+		got, err := r.ListTags(listCtx(t), TagQuery{Prefix: "v", Keep: func(tag string) bool { return len(tag) == 2 }})
+		want := map[string]string{"v1": repo.Commits["v1"], "v2": repo.Commits["v2"], "v3": repo.Commits["v3"]}
+		if err != nil || !maps.Equal(got.Tags, want) || got.Ignored != 1 {
+			t.Errorf("got %v (%d ignored), %v; want %v and 1 ignored", got.Tags, got.Ignored, err, want)
+		}
+		got, err = r.ListTags(listCtx(t), TagQuery{Prefix: "v3", MaxLength: 2})
+		if err != nil || !maps.Equal(got.Tags, map[string]string{"v3": repo.Commits["v3"]}) || got.Ignored != 1 {
+			t.Errorf("MaxLength 2: got %v (%d ignored), %v; want v3 alone and v3-nested ignored", got.Tags, got.Ignored, err)
 		}
 	})
-	t.Run("advertisement larger than allowed", func(t *testing.T) {
-		defer func(v int64) { maxAdvertisementBytes = v }(maxAdvertisementBytes)
-		maxAdvertisementBytes = 200
-		_, err := r.ListTags(listCtx(t))
-		if !errors.Is(err, ErrTooManyRefs) || !strings.Contains(err.Error(), "more than 200 bytes") {
-			t.Errorf("got %v, want ErrTooManyRefs", err)
-		}
-	})
+	for _, tt := range []struct {
+		name   string
+		set    func() (restore func())
+		query  TagQuery
+		errHas string
+	}{
+		{"more references than allowed", func() func() {
+			v := maxRefs
+			maxRefs = 3 // HEAD, main and four tags are advertised
+			return func() { maxRefs = v }
+		}, TagQuery{}, "more than 3 references"},
+		{"advertisement larger than allowed", func() func() {
+			v := maxAdvertisementBytes
+			maxAdvertisementBytes = 200
+			return func() { maxAdvertisementBytes = v }
+		}, TagQuery{}, "more than 200 bytes of reference advertisement"},
+		{"more tags of the form asked for than allowed", func() func() { return func() {} },
+			TagQuery{Prefix: "v", MaxKept: 2}, "more than 2 references of the form asked for (refs/tags/v...)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer tt.set()()
+			_, err := r.ListTags(listCtx(t), tt.query)
+			if !errors.Is(err, ErrTooManyRefs) || !strings.Contains(err.Error(), tt.errHas) ||
+				!strings.Contains(err.Error(), srv.URL+"/"+repo.Name) {
+				t.Errorf("got %v, want ErrTooManyRefs naming the repository and %q", err, tt.errHas)
+			}
+		})
+	}
 }
 
 // authHandler answers 401 unless ok accepts the request, and counts the requests it accepts.
@@ -157,7 +185,7 @@ func TestListTagsOverHTTPSWithCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.ListTags(listCtx(t))
+			got, err := r.ListTags(listCtx(t), TagQuery{})
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("got %v, %v; want an error with %q", got, err, tt.errHas)
@@ -212,7 +240,7 @@ func TestListTagsOverSSHChecksKnownHosts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.ListTags(listCtx(t))
+			got, err := r.ListTags(listCtx(t), TagQuery{})
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("got %v, %v; want an error with %q", got, err, tt.errHas)
@@ -229,21 +257,85 @@ func TestListTagsOverSSHChecksKnownHosts(t *testing.T) {
 	}
 }
 
-func TestLimitedBody(t *testing.T) {
-	for _, tt := range []struct {
-		body     string
-		max      int64
-		exceeded bool
-	}{
-		{"12345", 5, false},
-		{"123456", 5, true},
-		{"", 5, false},
-	} {
-		var exceeded atomic.Bool
-		b := &limitedBody{rc: io.NopCloser(strings.NewReader(tt.body)), left: tt.max, exceeded: &exceeded}
-		data, err := io.ReadAll(b)
-		if exceeded.Load() != tt.exceeded || (err != nil) != tt.exceeded {
-			t.Errorf("body %q, max %d: read %q, err %v, exceeded %v; want exceeded %v", tt.body, tt.max, data, err, exceeded.Load(), tt.exceeded)
-		}
+// A hostile remote advertising 50,000 tags of 600 characters (about 32 MiB), over https and
+// over ssh: the listing stops at MaxAdvertisementBytes with ErrTooManyRefs naming the limit, and
+// its heap never grows by more than a small part of what it read (it streams, and keeps nothing
+// that was not asked for).
+func TestListTagsOfAHostileRemoteIsBounded(t *testing.T) {
+	adv := gittest.Advertisement{Tags: 50000, NameLength: 600}
+	if adv.Size() < 30<<20 {
+		t.Fatalf("the advertisement has %d bytes, want at least 30 MiB", adv.Size())
 	}
+	srv := httptest.NewTLSServer(adv.Handler())
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	_, hostKey := sshKey(t, "")
+	identity, clientKey := sshKey(t, "")
+	addr := adv.ServeSSH(t, hostKey, clientKey.PublicKey())
+	known := []byte(knownhosts.Line([]string{addr}, hostKey.PublicKey()) + "\n")
+
+	for _, tt := range []struct {
+		name, url string
+		data      map[string][]byte
+	}{
+		{"https", srv.URL + "/hostile.git", map[string][]byte{"ca.crt": ca}},
+		{"ssh", "ssh://git@" + addr + "/hostile.git", map[string][]byte{"identity": identity, "known_hosts": known}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewRemote(tt.url, "ns/creds", tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got TagList
+			growth := peakHeapGrowth(func() { got, err = r.ListTags(listCtx(t), TagQuery{Prefix: "aws-base-1-36-"}) })
+			t.Logf("error: %v; heap grew by at most %d KiB while %d MiB were read", err, growth>>10, MaxAdvertisementBytes>>20)
+			if !errors.Is(err, ErrTooManyRefs) || !strings.Contains(err.Error(), "more than 16777216 bytes of reference advertisement") {
+				t.Errorf("got %v tags, %v; want the byte limit", len(got.Tags), err)
+			}
+			// The TLS or SSH layer's buffers (an SSH channel's window is 2 MiB on either side), a
+			// 64 KiB read buffer, and no tag: a listing that held the advertisement, or its names,
+			// grows by more than the limit.
+			if growth > MaxAdvertisementBytes/2 {
+				t.Errorf("the heap grew by %d bytes during a listing that keeps nothing, want at most %d", growth, MaxAdvertisementBytes/2)
+			}
+		})
+	}
+}
+
+// peakHeapGrowth runs f with the garbage collector at GOGC=5 (so that garbage does not pass for
+// growth) and returns how far the heap's live objects grew above what they were before, sampled
+// every millisecond.
+func peakHeapGrowth(f func()) uint64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	base, peak := heap(), uint64(0)
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			if h := heap(); h > peak {
+				peak = h
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-sampled
+	if peak < base {
+		return 0
+	}
+	return peak - base
 }

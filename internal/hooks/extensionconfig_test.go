@@ -6,12 +6,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
 )
+
+// tenantSelector is the namespaceSelector every ExtensionConfig of the operator carries: CAPI
+// calls the hooks only for Clusters of tenant namespaces.
+var tenantSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"clusterstack.io/tenant": "true"}}
 
 func TestExtensionConfig(t *testing.T) {
 	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
@@ -42,7 +48,7 @@ func TestExtensionConfig(t *testing.T) {
 			}
 			if ec.Name != ExtensionConfigName || ec.APIVersion != "runtime.cluster.x-k8s.io/v1beta2" || ec.Kind != "ExtensionConfig" ||
 				ec.Spec.ClientConfig.URL != tt.url || string(ec.Spec.ClientConfig.CABundle) != string(ca) ||
-				ec.Spec.ClientConfig.Service.IsDefined() || ec.Spec.NamespaceSelector != nil {
+				ec.Spec.ClientConfig.Service.IsDefined() || !equality.Semantic.DeepEqual(ec.Spec.NamespaceSelector, tenantSelector) {
 				t.Errorf("ExtensionConfig = %+v", ec)
 			}
 		})
@@ -102,5 +108,8 @@ func TestExtensionConfigManifest(t *testing.T) {
 	}
 	if ec.Name != ExtensionConfigName || ec.Spec.ClientConfig.URL != "" {
 		t.Errorf("ExtensionConfig = %+v", ec)
+	}
+	if !equality.Semantic.DeepEqual(ec.Spec.NamespaceSelector, tenantSelector) {
+		t.Errorf("config/runtimeextension's namespaceSelector = %v, want %v: an operator outage would hold the upgrade of Clusters outside tenant namespaces", ec.Spec.NamespaceSelector, tenantSelector)
 	}
 }

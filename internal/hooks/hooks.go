@@ -16,7 +16,9 @@
 //     stage for that release is Ready), or when the Cluster carries
 //     csv1.SkipBeforeUpgradeGateAnnotation; otherwise Success with RetryAfterSeconds, which
 //     makes CAPI hold the control plane upgrade and ask again, and a message naming what is
-//     awaited.
+//     awaited and ending with how to let the upgrade through (SkipHint). The Cluster is the one
+//     the API server has, read by the name the request gives and answered for only when the
+//     request carries its uid (server.go).
 //   - AfterControlPlaneInitialized (non-blocking by contract): Success. The addons are installed
 //     by the ClusterAddon controller once the control plane is initialized and the kubeconfig
 //     Secret exists, whether or not the hook is called.
@@ -40,7 +42,8 @@ import (
 )
 
 // RetryAfterSeconds is how long CAPI waits before asking the BeforeClusterUpgrade hook again
-// while the gate is closed (CAPI caches the answer until then).
+// while the gate is closed (CAPI caches the answer until then), unless Server.RetryAfter
+// (--upgrade-hook-retry-after) says otherwise.
 const RetryAfterSeconds int32 = 10
 
 // Answer is the answer of a hook.
@@ -57,13 +60,21 @@ func success(format string, args ...any) Answer {
 	return Answer{Status: runtimehooksv1.ResponseStatusSuccess, Message: fmt.Sprintf(format, args...)}
 }
 
-func retry(format string, args ...any) Answer {
-	return Answer{Status: runtimehooksv1.ResponseStatusSuccess, RetryAfterSeconds: RetryAfterSeconds, Message: fmt.Sprintf(format, args...)}
+// retry is an answer that holds the upgrade of Cluster c: its message says what is awaited and
+// how to let the upgrade through without waiting (SkipHint).
+func retry(c *clusterv1.Cluster, format string, args ...any) Answer {
+	return Answer{Status: runtimehooksv1.ResponseStatusSuccess, RetryAfterSeconds: RetryAfterSeconds,
+		Message: fmt.Sprintf(format, args...) + "; " + SkipHint(c.Namespace, c.Name)}
 }
+
+// SkipHint says how to let the upgrade of Cluster ns/name through without waiting for its
+// BeforeClusterUpgrade components (stageplan.SkipHint): every message that holds an upgrade
+// ends with it.
+func SkipHint(ns, name string) string { return stageplan.SkipHint(ns, name) }
 
 // UpgradeFacts is what the BeforeClusterUpgrade answer is decided from.
 type UpgradeFacts struct {
-	// Cluster is the Cluster as CAPI sent it (spec and metadata; CAPI sends no status).
+	// Cluster is the Cluster the request names, as the API server has it.
 	Cluster *clusterv1.Cluster
 	// Release is the ClusterStackRelease the Cluster's ClusterClass is, in the Cluster's
 	// namespace; nil when there is none.
@@ -95,7 +106,7 @@ func BeforeClusterUpgrade(f UpgradeFacts) Answer {
 		return success("ClusterClass %s of Cluster %s is no ClusterStackRelease: no addon stages to wait for", class, key)
 	}
 	if !apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.StackValidCondition) || rel.Status.KubernetesVersion == "" {
-		return retry("Cluster %s moves to release %s, which has not been validated yet: its BeforeClusterUpgrade components are not known", key, rel.Name)
+		return retry(c, "Cluster %s moves to release %s, which has not been validated yet: its BeforeClusterUpgrade components are not known", key, rel.Name)
 	}
 	before := stageplan.BeforeUpgradeComponents(rel)
 	removes := stageplan.BeforeUpgradeRemovals(rel)
@@ -109,11 +120,11 @@ func BeforeClusterUpgrade(f UpgradeFacts) Answer {
 	}
 	a := f.Addon
 	if a == nil {
-		return retry("waiting for the ClusterAddon of Cluster %s to be created: the BeforeClusterUpgrade components of release %s (%s) are applied first",
+		return retry(c, "waiting for the ClusterAddon of Cluster %s to be created: the BeforeClusterUpgrade components of release %s (%s) are applied first",
 			key, rel.Name, work)
 	}
 	if a.Status.DesiredRelease != rel.Name {
-		return retry("waiting for ClusterAddon %s to move to release %s (it is at %q): the BeforeClusterUpgrade components (%s) are applied first",
+		return retry(c, "waiting for ClusterAddon %s to move to release %s (it is at %q): the BeforeClusterUpgrade components (%s) are applied first",
 			key, rel.Name, a.Status.DesiredRelease, work)
 	}
 	var stage *csv1.AddonStageStatus
@@ -124,8 +135,7 @@ func BeforeClusterUpgrade(f UpgradeFacts) Answer {
 	}
 	switch {
 	case stage == nil:
-		return retry("waiting for ClusterAddon %s to apply the BeforeClusterUpgrade components of release %s (%s); if the control plane of the Cluster does not report its Kubernetes version, set annotation %s on the Cluster to let the upgrade through",
-			key, rel.Name, work, csv1.SkipBeforeUpgradeGateAnnotation)
+		return retry(c, "waiting for ClusterAddon %s to apply the BeforeClusterUpgrade components of release %s (%s)", key, rel.Name, work)
 	case stage.Ready:
 		done := strings.Join(stage.Components, ", ")
 		if len(stage.Removes) > 0 {
@@ -133,7 +143,7 @@ func BeforeClusterUpgrade(f UpgradeFacts) Answer {
 		}
 		return success("the BeforeClusterUpgrade components of release %s are Ready in Cluster %s: %s", rel.Name, key, done)
 	default:
-		return retry("Cluster %s: %s", key, stage.Message)
+		return retry(c, "Cluster %s: %s", key, stage.Message)
 	}
 }
 

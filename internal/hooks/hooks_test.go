@@ -60,6 +60,8 @@ func TestBeforeClusterUpgrade(t *testing.T) {
 	notValidated := validRelease("cni")
 	notValidated.Status.Conditions = nil
 	const waiting = "waiting for the BeforeClusterUpgrade components at release " + target + ": ccm not Ready yet"
+	// Every answer that holds the upgrade says how to let it through.
+	const skipHint = "; to let the upgrade through without waiting, set annotation clusterstack.io/skip-before-upgrade-gate on the Cluster (kubectl annotate cluster -n ns c1 clusterstack.io/skip-before-upgrade-gate=)"
 	tests := []struct {
 		name string
 		f    UpgradeFacts
@@ -75,7 +77,7 @@ func TestBeforeClusterUpgrade(t *testing.T) {
 	}, {
 		name: "a release not validated yet: wait",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: notValidated, Addon: addon(target)},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1 moves to release " + target + ", which has not been validated yet: its BeforeClusterUpgrade components are not known"},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1 moves to release " + target + ", which has not been validated yet: its BeforeClusterUpgrade components are not known" + skipHint},
 	}, {
 		name: "a release without BeforeClusterUpgrade components: Success, even before the ClusterAddon moved",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease(), Addon: addon("docker-ferrol-1-36-v3")},
@@ -83,23 +85,23 @@ func TestBeforeClusterUpgrade(t *testing.T) {
 	}, {
 		name: "no ClusterAddon yet: wait",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("cni", "ccm")},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for the ClusterAddon of Cluster ns/c1 to be created: the BeforeClusterUpgrade components of release " + target + " (cni, ccm) are applied first"},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for the ClusterAddon of Cluster ns/c1 to be created: the BeforeClusterUpgrade components of release " + target + " (cni, ccm) are applied first" + skipHint},
 	}, {
 		name: "the ClusterAddon has not moved to the release: wait",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("ccm", "cni"), Addon: addon("docker-ferrol-1-36-v3", beforeStage("docker-ferrol-1-36-v3", true, ""))},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: `waiting for ClusterAddon ns/c1 to move to release ` + target + ` (it is at "docker-ferrol-1-36-v3"): the BeforeClusterUpgrade components (cni, ccm) are applied first`},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: `waiting for ClusterAddon ns/c1 to move to release ` + target + ` (it is at "docker-ferrol-1-36-v3"): the BeforeClusterUpgrade components (cni, ccm) are applied first` + skipHint},
 	}, {
 		name: "no stage recorded for the release yet: wait, naming the way out",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("cni"), Addon: addon(target)},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for ClusterAddon ns/c1 to apply the BeforeClusterUpgrade components of release " + target + " (cni); if the control plane of the Cluster does not report its Kubernetes version, set annotation clusterstack.io/skip-before-upgrade-gate on the Cluster to let the upgrade through"},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for ClusterAddon ns/c1 to apply the BeforeClusterUpgrade components of release " + target + " (cni)" + skipHint},
 	}, {
 		name: "a Ready stage of another release does not count",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("cni"), Addon: addon(target, beforeStage("docker-ferrol-1-37-v0", true, ""))},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for ClusterAddon ns/c1 to apply the BeforeClusterUpgrade components of release " + target + " (cni); if the control plane of the Cluster does not report its Kubernetes version, set annotation clusterstack.io/skip-before-upgrade-gate on the Cluster to let the upgrade through"},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for ClusterAddon ns/c1 to apply the BeforeClusterUpgrade components of release " + target + " (cni)" + skipHint},
 	}, {
 		name: "the stage is not Ready: wait with its message",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("cni", "ccm"), Addon: addon(target, beforeStage(target, false, waiting))},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1: " + waiting},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1: " + waiting + skipHint},
 	}, {
 		name: "the stage is Ready: Success",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: validRelease("cni", "ccm"), Addon: addon(target, beforeStage(target, true, "Ready"))},
@@ -107,13 +109,13 @@ func TestBeforeClusterUpgrade(t *testing.T) {
 	}, {
 		name: "a release whose BeforeClusterUpgrade stage only deletes: no ClusterAddon yet, wait",
 		f:    UpgradeFacts{Cluster: cluster(target, nil), Release: withDelete(validRelease(), "old-ccm")},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for the ClusterAddon of Cluster ns/c1 to be created: the BeforeClusterUpgrade components of release " + target + " (removes old-ccm) are applied first"},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "waiting for the ClusterAddon of Cluster ns/c1 to be created: the BeforeClusterUpgrade components of release " + target + " (removes old-ccm) are applied first" + skipHint},
 	}, {
 		name: "a removal not done: wait with the stage's message",
 		f: UpgradeFacts{Cluster: cluster(target, nil), Release: withDelete(validRelease("cni"), "old-ccm"), Addon: addon(target, csv1.AddonStageStatus{
 			Name: csv1.StageBeforeClusterUpgrade, Release: target, Components: []string{"cni"}, Removes: []string{"old-ccm"},
 			Message: "waiting for the BeforeClusterUpgrade components at release " + target + ": old-ccm not removed yet"})},
-		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1: waiting for the BeforeClusterUpgrade components at release " + target + ": old-ccm not removed yet"},
+		want: Answer{Status: "Success", RetryAfterSeconds: 10, Message: "Cluster ns/c1: waiting for the BeforeClusterUpgrade components at release " + target + ": old-ccm not removed yet" + skipHint},
 	}, {
 		name: "applied, Ready and removed: Success",
 		f: UpgradeFacts{Cluster: cluster(target, nil), Release: withDelete(validRelease("cni"), "old-ccm"), Addon: addon(target, csv1.AddonStageStatus{

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -120,8 +121,12 @@ func readOnly(t *testing.T) interceptor.Funcs {
 }
 
 func serve(t *testing.T, reader client.Reader) *httptest.Server {
+	return serveWith(t, &Server{Reader: reader})
+}
+
+func serveWith(t *testing.T, s *Server) *httptest.Server {
 	mux := http.NewServeMux()
-	(&Server{Reader: reader}).Register(muxRegistry{mux})
+	s.Register(muxRegistry{mux})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -147,10 +152,18 @@ func call(t *testing.T, srv *httptest.Server, path string, req any, resp any) {
 	}
 }
 
+// stored is the Cluster of the tests as the API server has it (with its uid), which requests
+// name.
+func stored(annotations map[string]string) *clusterv1.Cluster {
+	c := cluster(target, annotations)
+	c.UID = "0b0e6d2c-c1"
+	return c
+}
+
 func TestServerAnswersFromStatus(t *testing.T) {
 	rel := validRelease("cni", "ccm")
 	a := addon(target, beforeStage(target, false, "waiting for the BeforeClusterUpgrade components at release "+target+": ccm not Ready yet"))
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rel, a).WithStatusSubresource(rel, a).WithInterceptorFuncs(readOnly(t)).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rel, a, stored(nil)).WithStatusSubresource(rel, a).WithInterceptorFuncs(readOnly(t)).Build()
 	srv := serve(t, c)
 
 	var disc runtimehooksv1.DiscoveryResponse
@@ -159,17 +172,17 @@ func TestServerAnswersFromStatus(t *testing.T) {
 		t.Errorf("discovery = %+v", disc)
 	}
 
-	req := &runtimehooksv1.BeforeClusterUpgradeRequest{Cluster: *cluster(target, nil), FromKubernetesVersion: "v1.36.3", ToKubernetesVersion: "v1.37.2"}
+	req := &runtimehooksv1.BeforeClusterUpgradeRequest{Cluster: *stored(nil), FromKubernetesVersion: "v1.36.3", ToKubernetesVersion: "v1.37.2"}
 	var resp runtimehooksv1.BeforeClusterUpgradeResponse
 	call(t, srv, Path("BeforeClusterUpgrade", BeforeClusterUpgradeHandler), req, &resp)
 	if resp.Status != runtimehooksv1.ResponseStatusSuccess || resp.RetryAfterSeconds != RetryAfterSeconds ||
-		resp.Message != "Cluster ns/c1: waiting for the BeforeClusterUpgrade components at release "+target+": ccm not Ready yet" || resp.Kind != "BeforeClusterUpgradeResponse" {
+		resp.Message != "Cluster ns/c1: waiting for the BeforeClusterUpgrade components at release "+target+": ccm not Ready yet; "+SkipHint("ns", "c1") || resp.Kind != "BeforeClusterUpgradeResponse" {
 		t.Errorf("while not Ready: %+v", resp)
 	}
 
 	// The controller records the stage Ready: the next call lets the upgrade through.
 	a.Status.Stages[0].Ready = true
-	c2 := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rel, a).WithStatusSubresource(rel, a).WithInterceptorFuncs(readOnly(t)).Build()
+	c2 := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rel, a, stored(nil)).WithStatusSubresource(rel, a).WithInterceptorFuncs(readOnly(t)).Build()
 	resp = runtimehooksv1.BeforeClusterUpgradeResponse{}
 	call(t, serve(t, c2), Path("BeforeClusterUpgrade", BeforeClusterUpgradeHandler), req, &resp)
 	if resp.Status != runtimehooksv1.ResponseStatusSuccess || resp.RetryAfterSeconds != 0 {
@@ -188,6 +201,34 @@ func TestServerAnswersFromStatus(t *testing.T) {
 	}
 }
 
+// Server.RetryAfter replaces the retry period of the answers that hold an upgrade, and only of
+// those.
+func TestServerRetryAfter(t *testing.T) {
+	rel := validRelease("cni")
+	a := addon(target, beforeStage(target, false, "cni not Ready yet"))
+	req := &runtimehooksv1.BeforeClusterUpgradeRequest{Cluster: *stored(nil), FromKubernetesVersion: "v1.36.3", ToKubernetesVersion: "v1.37.2"}
+	for _, tc := range []struct {
+		retryAfter time.Duration
+		ready      bool
+		want       int32
+	}{
+		{0, false, RetryAfterSeconds},
+		{2 * time.Second, false, 2},
+		{1400 * time.Millisecond, false, 1},
+		{100 * time.Millisecond, false, 1},
+		{2 * time.Second, true, 0},
+	} {
+		a := a.DeepCopy()
+		a.Status.Stages[0].Ready = tc.ready
+		c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rel, a, stored(nil)).WithStatusSubresource(rel, a).WithInterceptorFuncs(readOnly(t)).Build()
+		var resp runtimehooksv1.BeforeClusterUpgradeResponse
+		call(t, serveWith(t, &Server{Reader: c, RetryAfter: tc.retryAfter}), Path("BeforeClusterUpgrade", BeforeClusterUpgradeHandler), req, &resp)
+		if resp.Status != runtimehooksv1.ResponseStatusSuccess || resp.RetryAfterSeconds != tc.want {
+			t.Errorf("RetryAfter %s, stage Ready %v: %+v, want retry after %d", tc.retryAfter, tc.ready, resp, tc.want)
+		}
+	}
+}
+
 func TestServerFailures(t *testing.T) {
 	broken := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -198,8 +239,8 @@ func TestServerFailures(t *testing.T) {
 	path := Path("BeforeClusterUpgrade", BeforeClusterUpgradeHandler)
 
 	var resp runtimehooksv1.BeforeClusterUpgradeResponse
-	call(t, srv, path, &runtimehooksv1.BeforeClusterUpgradeRequest{Cluster: *cluster(target, nil)}, &resp)
-	if resp.Status != runtimehooksv1.ResponseStatusFailure || resp.Message != "read ClusterStackRelease ns/"+target+" of Cluster c1: cache not synced" {
+	call(t, srv, path, &runtimehooksv1.BeforeClusterUpgradeRequest{Cluster: *stored(nil)}, &resp)
+	if resp.Status != runtimehooksv1.ResponseStatusFailure || resp.Message != "read Cluster ns/c1: cache not synced" {
 		t.Errorf("read error: %+v", resp)
 	}
 

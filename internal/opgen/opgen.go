@@ -5,8 +5,9 @@
 // ManagementOperators are cluster-scoped and Flux objects are namespaced: the objects live in the
 // management namespace (the operator's --management-namespace, by default its own namespace),
 // where the secretRefs of the ManagementOperator are read too. Per ManagementOperator:
-//   - a GitRepository pinned to the version's tag (tagPrefix + version), packaging only the
-//     operator's directory;
+//   - a GitRepository at the version's tag (tagPrefix + version), pinned to the commit the tag
+//     pointed to when Flux first fetched it once that is known (unless spec.followMovedTags),
+//     packaging only the operator's directory;
 //   - either a Kustomization applying that directory (prune, wait, health checks, patches, the
 //     variables Secret as postBuild.substituteFrom), or a HelmChart of the chart in it and a
 //     HelmRelease installing it with the values.
@@ -70,9 +71,10 @@ func UsesChart(op *csv1.ManagementOperator) bool { return op.Spec.Chart != nil }
 // Objects are the Flux objects delivering version of the ManagementOperator into the management
 // namespace, in apply order: the GitRepository, then the Kustomization, or the HelmChart and the
 // HelmRelease. version is the version the objects are written for (opstatus.Decision.Target),
-// which is spec.version unless that is refused or held back.
-func Objects(op *csv1.ManagementOperator, namespace, version string) []client.Object {
-	out := []client.Object{GitRepository(op, namespace, version)}
+// which is spec.version unless that is refused or held back; commit, when not empty, is the
+// commit the GitRepository is pinned to (opstatus.PinnedCommit).
+func Objects(op *csv1.ManagementOperator, namespace, version, commit string) []client.Object {
+	out := []client.Object{GitRepository(op, namespace, version, commit)}
 	if UsesChart(op) {
 		return append(out, HelmChart(op, namespace), HelmRelease(op, namespace))
 	}
@@ -115,9 +117,11 @@ func repoPath(parts ...string) string {
 
 // GitRepository is the operator's source: its repository at the version's tag
 // (spec.source.git.tagPrefix + version, Flux's spec.ref.tag), packaging only
-// spec.source.git.path. The tag is the whole reference: Flux resolves it as refs/tags/<tag>, and
-// its artifact revision "<tag>@sha1:<commit>" is what opstatus checks.
-func GitRepository(op *csv1.ManagementOperator, namespace, version string) *sourcev1.GitRepository {
+// spec.source.git.path. Without a commit the tag is the whole reference: Flux resolves it as
+// refs/tags/<tag>, with the artifact revision "<tag>@sha1:<commit>". With a commit, Flux's
+// spec.ref.commit takes precedence over the tag (which stays for people to read): a tag moved
+// later is not fetched, and the artifact revision is "sha1:<commit>".
+func GitRepository(op *csv1.ManagementOperator, namespace, version, commit string) *sourcev1.GitRepository {
 	git := gitSource(op)
 	gr := &sourcev1.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
@@ -126,7 +130,7 @@ func GitRepository(op *csv1.ManagementOperator, namespace, version string) *sour
 			URL:       git.URL,
 			SecretRef: git.SecretRef.DeepCopy(),
 			Interval:  interval(op),
-			Reference: &sourcev1.GitRepositoryRef{Tag: op.Tag(version)},
+			Reference: &sourcev1.GitRepositoryRef{Tag: op.Tag(version), Commit: commit},
 		},
 	}
 	if ignore := fluxgen.OnlyPath(git.Path); ignore != "" {
@@ -210,10 +214,7 @@ func HelmRelease(op *csv1.ManagementOperator, namespace string) *helmv2.HelmRele
 	if chart == nil {
 		chart = &csv1.OperatorChart{}
 	}
-	target := chart.TargetNamespace
-	if target == "" {
-		target = namespace
-	}
+	target := ChartNamespace(op, namespace)
 	var values *apiextensionsv1.JSON
 	if chart.Values != nil {
 		values = chart.Values.DeepCopy()
@@ -243,6 +244,15 @@ func HelmRelease(op *csv1.ManagementOperator, namespace string) *helmv2.HelmRele
 	}
 }
 
+// ChartNamespace is the namespace the operator's chart is installed into: spec.chart.targetNamespace,
+// else the management namespace.
+func ChartNamespace(op *csv1.ManagementOperator, namespace string) string {
+	if op.Spec.Chart != nil && op.Spec.Chart.TargetNamespace != "" {
+		return op.Spec.Chart.TargetNamespace
+	}
+	return namespace
+}
+
 // resources are the plural resource names of the kinds Objects generates.
 var resources = map[string]string{
 	sourcev1.GitRepositoryKind:    "gitrepositories",
@@ -254,7 +264,7 @@ var resources = map[string]string{
 // RelatedObjects are the references (group, resource, namespace, name) of the Flux objects
 // Objects generates, for status.relatedObjects.
 func RelatedObjects(op *csv1.ManagementOperator, namespace string) []csv1.ResourceReference {
-	objs := Objects(op, namespace, op.Spec.Version)
+	objs := Objects(op, namespace, op.Spec.Version, "")
 	out := make([]csv1.ResourceReference, 0, len(objs))
 	for _, o := range objs {
 		gvk := o.GetObjectKind().GroupVersionKind()

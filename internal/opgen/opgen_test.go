@@ -97,6 +97,7 @@ func TestObjects(t *testing.T) {
 		name    string
 		op      *csv1.ManagementOperator
 		version string
+		commit  string
 		want    []client.Object
 	}{
 		{
@@ -111,6 +112,18 @@ func TestObjects(t *testing.T) {
 			// e.g. a refused downgrade: the objects stay at the accepted version.
 			version: "v1.10.3",
 			want:    []client.Object{gitRepo(nil), kustomization(nil)},
+		},
+		{
+			name:    "a commit pins the GitRepository (Flux's ref.commit wins over the tag, which stays for people)",
+			op:      operator(),
+			version: "v1.10.3",
+			commit:  "0123456789abcdef0123456789abcdef01234567",
+			want: []client.Object{
+				gitRepo(func(gr *sourcev1.GitRepository) {
+					gr.Spec.Reference.Commit = "0123456789abcdef0123456789abcdef01234567"
+				}),
+				kustomization(nil),
+			},
 		},
 		{
 			name: "tag prefix, credentials, interval and timeout",
@@ -232,7 +245,7 @@ func TestObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Objects(tt.op, ns, tt.version)
+			got := Objects(tt.op, ns, tt.version, tt.commit)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Objects (-want +got):\n%s", diff)
 			}
@@ -247,7 +260,7 @@ func TestObjectsDoNotAliasTheSpec(t *testing.T) {
 		op.Spec.HealthChecks = []meta.NamespacedObjectKindReference{{Kind: "Deployment", Name: "a"}}
 	})
 	before := op.DeepCopy()
-	objs := Objects(op, ns, "v1.10.3")
+	objs := Objects(op, ns, "v1.10.3", "")
 	gr, ks := objs[0].(*sourcev1.GitRepository), objs[1].(*kustomizev1.Kustomization)
 	gr.Spec.SecretRef.Name = "changed"
 	ks.Spec.Patches[0].Patch = "changed"
@@ -260,7 +273,7 @@ func TestObjectsDoNotAliasTheSpec(t *testing.T) {
 	chart := operator(func(op *csv1.ManagementOperator) {
 		op.Spec.Chart = &csv1.OperatorChart{Values: &apiextensionsv1.JSON{Raw: []byte(`{"a":1}`)}}
 	})
-	hr := Objects(chart, ns, "v1.10.3")[2].(*helmv2.HelmRelease)
+	hr := Objects(chart, ns, "v1.10.3", "")[2].(*helmv2.HelmRelease)
 	hr.Spec.Values.Raw[2] = 'b'
 	if got := string(chart.Spec.Chart.Values.Raw); got != `{"a":1}` {
 		t.Errorf("changing the HelmRelease's values changed the ManagementOperator's: %s", got)
@@ -300,7 +313,7 @@ func TestLabelsOfEveryObject(t *testing.T) {
 		operator(func(op *csv1.ManagementOperator) { op.Spec.Chart = &csv1.OperatorChart{} }),
 		operator(func(op *csv1.ManagementOperator) { op.Name, op.Spec.Component.Name = long, long }),
 	} {
-		for _, o := range Objects(op, ns, "v1.10.3") {
+		for _, o := range Objects(op, ns, "v1.10.3", "") {
 			l := o.GetLabels()
 			if l[csv1.ManagedByLabel] != csv1.ManagedByValue || l[csv1.ManagementOperatorLabel] != op.Name {
 				t.Errorf("%T %s: labels %v, want managed-by and %s=%s", o, o.GetName(), l, csv1.ManagementOperatorLabel, op.Name)

@@ -43,41 +43,47 @@ type Observed struct {
 // order, with the revisions each must have for target (a missing object is Missing):
 //   - the GitRepository and the Kustomization: the tag, tagPrefix + target (Flux revisions
 //     "<tag>@sha1:<commit>"), whatever the objects' specs say, so that an object not yet
-//     moved to the target's tag is not taken for delivered;
+//     moved to the target's tag is not taken for delivered; once target is pinned to commit
+//     (PinnedCommit), that commit ("sha1:<commit>", the revision of a pinned GitRepository, or
+//     the tag's revision at that commit);
 //   - the HelmChart and the HelmRelease: the chart version carrying the first 12 hex digits of
 //     the commit of the tag, as the HelmChart's Revision strategy names its artifacts, once the
 //     GitRepository has fetched the tag.
-func States(op *csv1.ManagementOperator, target string, o Observed) []fluxstatus.ObjectState {
+func States(op *csv1.ManagementOperator, target, commit string, o Observed) []fluxstatus.ObjectState {
 	name, tag := opgen.ObjectName(op.Name), op.Tag(target)
+	expected := tag
+	if commit != "" {
+		expected = tag + "@sha1:" + commit
+	}
 	out := make([]fluxstatus.ObjectState, 0, 3)
-	commit := ""
+	fetched := ""
 	if o.GitRepository == nil {
 		out = append(out, fluxstatus.Missing(sourcev1.GitRepositoryKind, name, ""))
 	} else {
 		s := fluxstatus.FromGitRepository(o.GitRepository)
-		s.ExpectedRevision = tag
+		s.ExpectedRevision = expected
 		out = append(out, s)
 		if s.AtRevision() {
-			commit = strings.TrimPrefix(strings.TrimPrefix(fluxstatus.CommitOf(s.Revision), "sha1:"), "sha256:")
+			fetched = strings.TrimPrefix(strings.TrimPrefix(fluxstatus.CommitOf(s.Revision), "sha1:"), "sha256:")
 		}
 	}
 	if !opgen.UsesChart(op) {
 		if o.Kustomization == nil {
 			return append(out, fluxstatus.Missing(kustomizev1.KustomizationKind, name, ""))
 		}
-		return append(out, fluxstatus.FromKustomization(o.Kustomization, tag))
+		return append(out, fluxstatus.FromKustomization(o.Kustomization, expected))
 	}
 	chartVersion := ""
 	if o.HelmChart == nil {
 		out = append(out, fluxstatus.Missing(sourcev1.HelmChartKind, name, ""))
 	} else {
 		s := fluxstatus.FromHelmChart(o.HelmChart, "")
-		if len(commit) >= 12 {
+		if len(fetched) >= 12 {
 			base, _, _ := strings.Cut(s.Revision, "+")
 			if base == "" {
 				base = "<chart version>"
 			}
-			chartVersion = base + "+" + commit[:12]
+			chartVersion = base + "+" + fetched[:12]
 			s.ExpectedRevision = chartVersion
 		}
 		out = append(out, s)
@@ -108,10 +114,22 @@ func InventoryDeployments(ks *kustomizev1.Kustomization) []types.NamespacedName 
 }
 
 // HelmReleaseSelector is the label selector of the objects a HelmRelease installed (helm-controller
-// labels each with the HelmRelease's name and namespace): list Deployments with it in the chart's
-// target namespace.
+// labels each with the HelmRelease's name and namespace): list Deployments with it in
+// HelmReleaseNamespace only.
 func HelmReleaseSelector(hr *helmv2.HelmRelease) map[string]string {
 	return map[string]string{helmNameLabel: hr.Name, helmNamespaceLabel: hr.Namespace}
+}
+
+// HelmReleaseNamespace is the namespace a HelmRelease installs its chart into (its
+// targetNamespace, else its own namespace; opgen stores the Helm release there too): the only
+// namespace whose Deployments count as the chart's. Flux's labels can be copied onto a
+// Deployment in any namespace; the namespace the ManagementOperator names cannot be chosen by
+// whoever copies them. A chart's Deployments in other namespaces are not observed.
+func HelmReleaseNamespace(hr *helmv2.HelmRelease) string {
+	if hr.Spec.TargetNamespace != "" {
+		return hr.Spec.TargetNamespace
+	}
+	return hr.Namespace
 }
 
 // Deployment is what the status needs to know of one Deployment the operator's manifests created.

@@ -34,7 +34,7 @@ func readyConds(reason, msg string) []metav1.Condition {
 
 // fetchedRepo is the operator's GitRepository, written for specTag, having fetched fetchedTag.
 func fetchedRepo(op *csv1.ManagementOperator, specTag, fetchedTag string) *sourcev1.GitRepository {
-	gr := opgen.GitRepository(op, testNS, specTag)
+	gr := opgen.GitRepository(op, testNS, specTag, "")
 	gr.Generation, gr.CreationTimestamp = 1, metav1.NewTime(t0.Add(-24*time.Hour))
 	gr.Status.ObservedGeneration = 1
 	gr.Status.Conditions = readyConds("Succeeded", "stored artifact for revision '"+fetchedTag+"'")
@@ -102,7 +102,7 @@ func TestStatesKustomize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			states := States(op, "v1.11.0", tt.obs)
+			states := States(op, "v1.11.0", "", tt.obs)
 			var got []string
 			var healthy []bool
 			for _, s := range states {
@@ -179,7 +179,7 @@ func TestStatesChart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			var healthy []bool
-			for _, s := range States(op, "v1.11.0", tt.obs) {
+			for _, s := range States(op, "v1.11.0", "", tt.obs) {
 				got, healthy = append(got, s.Describe()), append(healthy, s.Healthy())
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

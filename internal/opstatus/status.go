@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -23,6 +25,12 @@ const MaxUnhealthy = 64
 // versionRE is the form of spec.version (the API's rule): tags of this form after the tag
 // prefix are versions of the operator.
 var versionRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-[0-9A-Za-z-]+([.][0-9A-Za-z-]+)*)?([+][0-9A-Za-z-]+([.][0-9A-Za-z-]+)*)?$`)
+
+// IsVersion reports whether v (a tag without the tag prefix) is a version of the operator as
+// the status can hold it: of spec.version's form and at most csv1.MaxVersionLength characters
+// (the API's bound of every status field a version is written to), so that a tag with a long
+// pre-release or build metadata never reaches a status write the API server would refuse.
+func IsVersion(v string) bool { return len(v) <= csv1.MaxVersionLength && versionRE.MatchString(v) }
 
 // Input is everything a ManagementOperator's status is computed from.
 type Input struct {
@@ -40,9 +48,17 @@ type Input struct {
 	// RequiredBy names the releases that require the operator (requirements.Requiring over the
 	// releases of every ClusterStack); empty makes it Disabled.
 	RequiredBy []string
-	// Tags are the tags of the source repository, for availableUpdates; nil when they were not
-	// listed this time (the previous availableUpdates are kept).
-	Tags []string
+	// Tags are the version tags of the source repository (tag prefix + a version) with the
+	// commits they point to, for availableUpdates and the check of the pinned commit
+	// (TagVerified); nil when they were not listed this time (the previous availableUpdates are
+	// kept).
+	Tags map[string]string
+	// IgnoredTags counts the tags with the tag prefix that the listing left out: not of
+	// spec.version's form, or longer than csv1.MaxVersionLength after the prefix.
+	IgnoredTags int
+	// TagsError says why the tags could not be listed this time (reason TagListFailed or
+	// TagListTooLarge); nil when they were, or were not asked for.
+	TagsError *fluxstatus.Problem
 	// Now and Grace: a failure, or a rollout not done, for longer than Grace is Degraded.
 	Now   time.Time
 	Grace time.Duration
@@ -51,7 +67,7 @@ type Input struct {
 // Result is the computed status.
 type Result struct {
 	// Conditions are Available, Progressing, Degraded, Ready, Stalled and Reconciling (from
-	// fluxstatus.Compute), Upgradeable and Disabled, in that order.
+	// fluxstatus.Compute), Upgradeable, Disabled and TagVerified, in that order.
 	Conditions []metav1.Condition
 	// Versions are status.versions: versions[name=operator] is Decision.Target once delivered,
 	// else the version delivered before.
@@ -90,6 +106,9 @@ func Compute(in Input) Result {
 	}
 	objects = append(objects, in.Objects...)
 	channel, channelErr := parseChannel(op.Spec.Channel)
+	hist := history(op, d, fetchedCommit(in.Objects), in.Now)
+	pinned := commitOf(op, hist, d.Target)
+	tagCheck := tagVerified(op, d.Target, pinned, in)
 
 	fin := fluxstatus.Input{
 		Subject:   Subject(op),
@@ -121,6 +140,8 @@ func Compute(in Input) Result {
 		fin.Alert = d.Refused
 	case channelErr != nil:
 		fin.Alert = &fluxstatus.Problem{Reason: csv1.ReasonInvalidChannel, Message: fmt.Sprintf("spec.channel %v; availableUpdates cannot be computed (the delivered version is not affected)", channelErr)}
+	case tagCheck.Status == metav1.ConditionFalse:
+		fin.Alert = &fluxstatus.Problem{Reason: tagCheck.Reason, Message: tagCheck.Message}
 	}
 	if delivered != "" {
 		// Whether the delivered version serves is observed on its Deployments: Available stays
@@ -147,15 +168,12 @@ func Compute(in Input) Result {
 		}
 	}
 	r.Conditions = []metav1.Condition{fr.Available, fr.Progressing, fr.Degraded, fr.Ready, fr.Stalled, fr.Reconciling,
-		upgradeable(op, d, versionIn(r.Versions), in.Now), disabled(op, in.RequiredBy, in.Now)}
-	r.Unhealthy = fr.Unhealthy
-	if len(r.Unhealthy) > MaxUnhealthy {
-		r.Unhealthy = r.Unhealthy[:MaxUnhealthy]
-	}
-	r.History = history(op.Status.History, d, r.Delivered, in.Now)
+		upgradeable(op, d, versionIn(r.Versions), in.Now), disabled(op, in.RequiredBy, in.Now), tagCheck}
+	r.Unhealthy = boundedUnhealthy(fr.Unhealthy)
+	r.History = markCompleted(hist, d, r.Delivered, in.Now)
 	r.AvailableUpdates = op.Status.AvailableUpdates
 	if in.Tags != nil {
-		r.AvailableUpdates = availableUpdates(in.Tags, op.Tag(""), versionIn(r.Versions), channel, channelErr)
+		r.AvailableUpdates, _ = availableUpdates(in.Tags, op.Tag(""), versionIn(r.Versions), channel, channelErr)
 	}
 	r.RelatedObjects = relatedObjects(op, in.Namespace, in.Deployments)
 	return r
@@ -305,8 +323,12 @@ func condition(t string, s metav1.ConditionStatus, reason, msg string, now time.
 }
 
 // history records the rollout of target: a Partial entry when it starts (closing a Partial
-// entry it supersedes), Completed once delivered; at most MaxOperatorHistory entries.
-func history(prev []csv1.OperatorHistoryEntry, d Decision, delivered bool, now time.Time) []csv1.OperatorHistoryEntry {
+// entry it supersedes), at most MaxOperatorHistory entries; and the commit of target's entry:
+// taken over from an older entry of the same version (a move back to a version stays pinned
+// to the commit delivered before), else the commit Flux fetched at target's tag (fetched, ""
+// when not fetched yet), which spec.followMovedTags replaces whenever Flux fetches another.
+func history(op *csv1.ManagementOperator, d Decision, fetched string, now time.Time) []csv1.OperatorHistoryEntry {
+	prev := op.Status.History
 	out := make([]csv1.OperatorHistoryEntry, 0, len(prev)+1)
 	for _, h := range prev {
 		out = append(out, *h.DeepCopy())
@@ -316,10 +338,11 @@ func history(prev []csv1.OperatorHistoryEntry, d Decision, delivered bool, now t
 		if len(out) > 0 && out[0].State == csv1.UpdatePartial && out[0].CompletionTime == nil {
 			out[0].CompletionTime = &at
 		}
-		out = append([]csv1.OperatorHistoryEntry{{Version: d.Target, State: csv1.UpdatePartial, StartedTime: at, AcceptedRisks: fluxstatus.Truncate(d.Overridden)}}, out...)
+		out = append([]csv1.OperatorHistoryEntry{{Version: d.Target, State: csv1.UpdatePartial, StartedTime: at,
+			AcceptedRisks: fluxstatus.Truncate(d.Overridden), Commit: earlierCommit(out, d.Target)}}, out...)
 	}
-	if delivered && len(out) > 0 && out[0].Version == d.Target && out[0].State == csv1.UpdatePartial {
-		out[0].State, out[0].CompletionTime = csv1.UpdateCompleted, &at
+	if len(out) > 0 && out[0].Version == d.Target && fetched != "" && (out[0].Commit == "" || op.Spec.FollowMovedTags) {
+		out[0].Commit = fetched
 	}
 	if len(out) > csv1.MaxOperatorHistory {
 		out = out[:csv1.MaxOperatorHistory]
@@ -330,6 +353,117 @@ func history(prev []csv1.OperatorHistoryEntry, d Decision, delivered bool, now t
 	return out
 }
 
+// markCompleted marks target's entry Completed once it is delivered.
+func markCompleted(h []csv1.OperatorHistoryEntry, d Decision, delivered bool, now time.Time) []csv1.OperatorHistoryEntry {
+	if delivered && len(h) > 0 && h[0].Version == d.Target && h[0].State == csv1.UpdatePartial {
+		at := metav1.NewTime(now)
+		h[0].State, h[0].CompletionTime = csv1.UpdateCompleted, &at
+	}
+	return h
+}
+
+// earlierCommit is the commit of the newest entry of version in h that has one.
+func earlierCommit(h []csv1.OperatorHistoryEntry, version string) string {
+	for _, e := range h {
+		if e.Version == version && e.Commit != "" {
+			return e.Commit
+		}
+	}
+	return ""
+}
+
+// commitOf is the commit version is pinned to in h: the newest entry's of that version, ""
+// when none is known yet or spec.followMovedTags is set.
+func commitOf(op *csv1.ManagementOperator, h []csv1.OperatorHistoryEntry, version string) string {
+	if op.Spec.FollowMovedTags || version == "" {
+		return ""
+	}
+	return earlierCommit(h, version)
+}
+
+// PinnedCommit is the commit the GitRepository of version is pinned to (the hex of
+// status.history[].commit), "" when none is known yet or spec.followMovedTags is set.
+func PinnedCommit(op *csv1.ManagementOperator, version string) string {
+	return commitOf(op, op.Status.History, version)
+}
+
+// fetchedCommit is the commit of the GitRepository among objects (States) when it is at the
+// tag it is expected at: full hex, without the "sha1:" prefix; "" otherwise.
+func fetchedCommit(objects []fluxstatus.ObjectState) string {
+	for _, o := range objects {
+		if o.Kind != sourcev1.GitRepositoryKind || !o.Exists || !o.AtRevision() {
+			continue
+		}
+		c := fluxstatus.CommitOf(o.Revision)
+		c = strings.TrimPrefix(strings.TrimPrefix(c, "sha1:"), "sha256:")
+		if commitRE.MatchString(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// commitRE is a full SHA-1 or SHA-256 commit in hex (status.history[].commit holds at most 64).
+var commitRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// tagVerified is the TagVerified condition: whether the tag of target still points at the commit
+// target is pinned to, as the listing in shows.
+func tagVerified(op *csv1.ManagementOperator, target, pinned string, in Input) metav1.Condition {
+	subject, tag := Subject(op), op.Tag(target)
+	c := condition(csv1.TagVerifiedCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, "", in.Now)
+	switch {
+	case target == "":
+		c.Message = fmt.Sprintf("%s: no version has been accepted yet; there is no tag to verify", subject)
+	case op.Spec.FollowMovedTags:
+		c.Message = fmt.Sprintf("%s: %s follows its tag %s (spec.followMovedTags)", subject, target, tag)
+	case in.TagsError != nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, in.TagsError.Reason
+		c.Message = fmt.Sprintf("%s: cannot check where tag %s points: %s", subject, tag, in.TagsError.Message)
+	case pinned == "":
+		c.Message = fmt.Sprintf("%s: tag %s has not been fetched yet; %s is pinned to the commit Flux first fetches", subject, tag, target)
+	case in.Tags == nil:
+		if prev := apimeta.FindStatusCondition(op.Status.Conditions, csv1.TagVerifiedCondition); prev != nil {
+			return condition(prev.Type, prev.Status, prev.Reason, prev.Message, in.Now)
+		}
+		c.Message = fmt.Sprintf("%s: %s is pinned to commit %s; its tag %s has not been listed yet", subject, target, pinned, tag)
+	case in.Tags[tag] == "":
+		c.Status, c.Reason = metav1.ConditionFalse, csv1.ReasonTagMoved
+		c.Message = fmt.Sprintf("%s: tag %s was fetched at commit %s and no longer exists; %s keeps being delivered at %s. Publish the change as a new version, or push the tag again",
+			subject, tag, pinned, target, pinned)
+	case in.Tags[tag] != pinned:
+		c.Status, c.Reason = metav1.ConditionFalse, csv1.ReasonTagMoved
+		c.Message = fmt.Sprintf("%s: tag %s moved from commit %s, which %s is pinned to, to %s; %s keeps being delivered. Publish the change as a new version, move the tag back, or set spec.followMovedTags to deliver %s",
+			subject, tag, pinned, target, in.Tags[tag], pinned, in.Tags[tag])
+	default:
+		c.Message = fmt.Sprintf("%s: tag %s points at commit %s, which %s is pinned to", subject, tag, pinned, target)
+	}
+	if in.Tags != nil {
+		if _, ignored := availableUpdates(in.Tags, op.Tag(""), "", nil, nil); ignored+in.IgnoredTags > 0 {
+			c.Message += fmt.Sprintf("; %d tag(s) with the tag prefix %q are not versions of at most %d characters of the form v1.2.3 and are not listed in availableUpdates",
+				ignored+in.IgnoredTags, op.Tag(""), csv1.MaxVersionLength)
+		}
+	}
+	c.Message = fluxstatus.Truncate(c.Message)
+	return c
+}
+
+// boundedUnhealthy keeps at most MaxUnhealthy records, each object reference within the API's
+// 320 characters (a Deployment's "<namespace>/<name>" may be longer).
+func boundedUnhealthy(us []csv1.UnhealthyObject) []csv1.UnhealthyObject {
+	if len(us) > MaxUnhealthy {
+		us = us[:MaxUnhealthy]
+	}
+	for i := range us {
+		if len(us[i].Object) > maxObjectRef {
+			us[i].Object = us[i].Object[:maxObjectRef]
+		}
+	}
+	return us
+}
+
+// maxObjectRef is the API's bound of status.unhealthy[].object.
+const maxObjectRef = 320
+
 func parseChannel(ch string) (*semver.Constraints, error) {
 	if ch == "" {
 		return nil, nil
@@ -339,11 +473,9 @@ func parseChannel(ch string) (*semver.Constraints, error) {
 
 // availableUpdates are the versions of the tags (with the tag prefix) newer than the delivered
 // version, within the channel when there is one, or stable ones without a channel; newest
-// first, at most csv1.MaxAvailableUpdates. None while the channel does not parse.
-func availableUpdates(tags []string, prefix, delivered string, channel *semver.Constraints, channelErr error) []string {
-	if channelErr != nil {
-		return nil
-	}
+// first, at most csv1.MaxAvailableUpdates. None while the channel does not parse. ignored counts
+// the tags with the prefix that are not versions the status can hold (IsVersion).
+func availableUpdates(tags map[string]string, prefix, delivered string, channel *semver.Constraints, channelErr error) (out []string, ignored int) {
 	var base *semver.Version
 	if delivered != "" {
 		base, _ = requirements.ParseVersion(delivered)
@@ -353,10 +485,13 @@ func availableUpdates(tags []string, prefix, delivered string, channel *semver.C
 		v    *semver.Version
 	}
 	var cands []cand
-	seen := map[string]bool{}
-	for _, t := range tags {
+	for t := range tags {
 		name, ok := strings.CutPrefix(t, prefix)
-		if !ok || !versionRE.MatchString(name) || seen[name] {
+		if !ok {
+			continue
+		}
+		if !IsVersion(name) {
+			ignored++
 			continue
 		}
 		v, err := requirements.ParseVersion(name)
@@ -366,21 +501,28 @@ func availableUpdates(tags []string, prefix, delivered string, channel *semver.C
 		if channel != nil && !channel.Check(v) || channel == nil && v.Prerelease() != "" {
 			continue
 		}
-		seen[name] = true
 		cands = append(cands, cand{name, v})
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].v.GreaterThan(cands[j].v) })
+	if channelErr != nil {
+		return nil, ignored
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if c := cands[i].v.Compare(cands[j].v); c != 0 {
+			return c > 0
+		}
+		return cands[i].name > cands[j].name // equal precedence (build metadata): a fixed order
+	})
 	if len(cands) > csv1.MaxAvailableUpdates {
 		cands = cands[:csv1.MaxAvailableUpdates]
 	}
 	if len(cands) == 0 {
-		return nil
+		return nil, ignored
 	}
-	out := make([]string, len(cands))
+	out = make([]string, len(cands))
 	for i, c := range cands {
 		out[i] = c.name
 	}
-	return out
+	return out, ignored
 }
 
 // relatedObjects are the Flux objects and the Deployments, sorted, at most 64.

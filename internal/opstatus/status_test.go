@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -412,8 +413,8 @@ func TestCompute(t *testing.T) {
 			d := Decide(tt.op, tt.inUse)
 			r := Compute(Input{
 				Operator: tt.op, Namespace: testNS, Decision: d,
-				Objects:     States(tt.op, d.Target, tt.obs(tt.op)),
-				Deployments: tt.deployments, RequiredBy: tt.requiredBy, Tags: tt.tags,
+				Objects:     States(tt.op, d.Target, PinnedCommit(tt.op, d.Target), tt.obs(tt.op)),
+				Deployments: tt.deployments, RequiredBy: tt.requiredBy, Tags: tagCommits(tt.tags...),
 				Now: t0, Grace: grace,
 			})
 			got := want{Conds: map[string]c{}, Desired: r.DesiredVersion, Delivered: r.Delivered, History: r.History,
@@ -430,7 +431,8 @@ func TestCompute(t *testing.T) {
 					got.Conds[typ] = c{string(cond.Status), cond.Reason, ""}
 				}
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			// The commits history records are TestPinning's.
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(csv1.OperatorHistoryEntry{}, "Commit")); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
 			}
 			checkInvariants(t, r)
@@ -448,7 +450,7 @@ func checkInvariants(t *testing.T, r Result) {
 		}
 		return *c
 	}
-	for i, typ := range []string{"Available", "Progressing", "Degraded", "Ready", "Stalled", "Reconciling", "Upgradeable", "Disabled"} {
+	for i, typ := range []string{"Available", "Progressing", "Degraded", "Ready", "Stalled", "Reconciling", "Upgradeable", "Disabled", "TagVerified"} {
 		if r.Conditions[i].Type != typ {
 			t.Errorf("condition %d is %s, want %s", i, r.Conditions[i].Type, typ)
 		}
@@ -501,7 +503,7 @@ func TestAvailableUpdates(t *testing.T) {
 			if tt.delivered == "" {
 				op.Status.Versions = nil
 			}
-			r := Compute(Input{Operator: op, Namespace: testNS, Decision: Decide(op, nil), Tags: tt.tags, RequiredBy: required, Now: t0, Grace: grace})
+			r := Compute(Input{Operator: op, Namespace: testNS, Decision: Decide(op, nil), Tags: tagCommits(tt.tags...), RequiredBy: required, Now: t0, Grace: grace})
 			if diff := cmp.Diff(tt.want, r.AvailableUpdates); diff != "" {
 				t.Errorf("availableUpdates (-want +got):\n%s", diff)
 			}
@@ -513,10 +515,22 @@ func TestAvailableUpdates(t *testing.T) {
 		many = append(many, "v2."+itoa(i)+".0")
 	}
 	op := operator("v1.10.3", "v1.10.3", "v1.10.3")
-	r := Compute(Input{Operator: op, Namespace: testNS, Decision: Decide(op, nil), Tags: many, RequiredBy: required, Now: t0, Grace: grace})
+	r := Compute(Input{Operator: op, Namespace: testNS, Decision: Decide(op, nil), Tags: tagCommits(many...), RequiredBy: required, Now: t0, Grace: grace})
 	if len(r.AvailableUpdates) != csv1.MaxAvailableUpdates || r.AvailableUpdates[0] != "v2.39.0" {
 		t.Errorf("availableUpdates = %v: want the %d newest, v2.39.0 first", r.AvailableUpdates, csv1.MaxAvailableUpdates)
 	}
+}
+
+// tagCommits maps tags to their fake commits (commit); nil for none: not listed.
+func tagCommits(tags ...string) map[string]string {
+	if tags == nil {
+		return nil
+	}
+	out := make(map[string]string, len(tags))
+	for _, t := range tags {
+		out[t] = commit(t)
+	}
+	return out
 }
 
 func itoa(i int) string {
@@ -566,8 +580,8 @@ func TestApplyTo(t *testing.T) {
 	obs := observed(op, "v1.10.3", "v1.10.3")
 	compute := func(now time.Time) Result {
 		d := Decide(op, nil)
-		return Compute(Input{Operator: op, Namespace: testNS, Decision: d, Objects: States(op, d.Target, obs),
-			Deployments: []Deployment{dep("capi-manager", "v1.10.3")}, RequiredBy: required, Tags: []string{"v1.10.3", "v1.11.0"}, Now: now, Grace: grace})
+		return Compute(Input{Operator: op, Namespace: testNS, Decision: d, Objects: States(op, d.Target, PinnedCommit(op, d.Target), obs),
+			Deployments: []Deployment{dep("capi-manager", "v1.10.3")}, RequiredBy: required, Tags: tagCommits("v1.10.3", "v1.11.0"), Now: now, Grace: grace})
 	}
 	if !compute(t0).ApplyTo(&op.Status, 1) {
 		t.Fatal("the first write changed nothing")

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"sigs.k8s.io/yaml"
 )
@@ -123,4 +126,103 @@ func oneLine(msg string, limit int) string {
 		}
 	}
 	return msg
+}
+
+// ForTerminal returns a copy of v (a Tree, Updates, ClusterValues or Verdict) in which every
+// string, whatever field, list or map it is in, has its control characters and Unicode
+// direction overrides escaped (TerminalSafe). The text writers print messages Flux, Helm and
+// stack authors wrote into the objects' status; a message with escape sequences could otherwise
+// rewrite the user's terminal (move the cursor, hide lines, set the clipboard), and a direction
+// override could make text read other than it is. The JSON and YAML output encode such
+// characters themselves and print the data as it is.
+func ForTerminal[T any](v T) T {
+	out := cleanValue(reflect.ValueOf(&v).Elem())
+	return out.Interface().(T)
+}
+
+// cleanValue returns a copy of v with TerminalSafe applied to every string in it.
+func cleanValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.String:
+		c := reflect.New(v.Type()).Elem()
+		c.SetString(TerminalSafe(v.String()))
+		return c
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type().Elem())
+		c.Elem().Set(cleanValue(v.Elem()))
+		return c
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type()).Elem()
+		c.Set(cleanValue(v.Elem()))
+		return c
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			c.Index(i).Set(cleanValue(v.Index(i)))
+		}
+		return c
+	case reflect.Array:
+		c := reflect.New(v.Type()).Elem()
+		for i := range v.Len() {
+			c.Index(i).Set(cleanValue(v.Index(i)))
+		}
+		return c
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(cleanValue(it.Key()), cleanValue(it.Value()))
+		}
+		return c
+	case reflect.Struct:
+		c := reflect.New(v.Type()).Elem()
+		c.Set(v) // unexported fields as they are
+		for i := range v.NumField() {
+			if c.Field(i).CanSet() {
+				c.Field(i).Set(cleanValue(v.Field(i)))
+			}
+		}
+		return c
+	}
+	return v
+}
+
+// TerminalSafe escapes what a terminal would act on rather than print: control characters
+// (C0 but newline and tab, DEL, C1: escape sequences, carriage returns, backspaces, bells) and
+// the Unicode direction overrides and isolates, each written as a Go escape (\x1b, \u202e).
+func TerminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r) // '\x1b', '\u202e'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case unicode.IsControl(r), r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f || r == 0x061c:
+		return true
+	}
+	return false
 }

@@ -269,6 +269,7 @@ const treeMessageLen = 160
 
 // WriteTree prints the tree as text.
 func WriteTree(w io.Writer, t Tree, st Style) error {
+	t = ForTerminal(t) // what the objects say is printed, never acted on by the terminal
 	if len(t.Stacks) == 0 {
 		_, err := fmt.Fprintln(w, "No ClusterStacks found.")
 		return err

@@ -86,6 +86,7 @@ func nonNil[T any](s []T) []T {
 
 // WriteUpdates prints the updates as text.
 func WriteUpdates(w io.Writer, u Updates, st Style) error {
+	u = ForTerminal(u) // what the objects say is printed, never acted on by the terminal
 	if len(u.Stacks) == 0 {
 		_, err := fmt.Fprintln(w, "No ClusterStacks found.")
 		return err

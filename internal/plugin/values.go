@@ -33,13 +33,17 @@ const (
 	SourceRelease = "Release"
 	// SourceStack: written in the stack's values template (a default of the stack).
 	SourceStack = "Stack"
+	// SourceOverride: set by a ClusterAddonOverride selecting the Cluster (it wins over the
+	// stack's templates); Object names it, Field the key in its values.
+	SourceOverride = "Override"
 	// SourceUnknown: the stack's templates could not be read or rendered, so the origin is unknown.
 	SourceUnknown = "Unknown"
 )
 
 // Origin is where one value came from.
 type Origin struct {
-	// Source is Cluster, Variable, ControlPlane, InfraCluster, Release, Stack or Unknown.
+	// Source is Cluster, Variable, ControlPlane, InfraCluster, Release, Stack, Override or
+	// Unknown.
 	Source string `json:"source"`
 	// Object is "<Kind>/<name>" of the object read (Cluster, control plane, infrastructure
 	// cluster, ClusterStackRelease).
@@ -59,6 +63,8 @@ func (o Origin) String() string {
 		return "stack " + o.File
 	case SourceVariable:
 		return "variable " + o.Field
+	case SourceOverride:
+		return "override " + strings.TrimPrefix(o.Object, "ClusterAddonOverride/") + " " + o.Field
 	case SourceUnknown:
 		return "unknown"
 	}
@@ -126,6 +132,11 @@ type ReleaseValues struct {
 	Stack *stack.Stack
 	// StackError says why Stack is nil.
 	StackError string
+	// Overrides are the ClusterAddonOverrides the ConfigMap's clusterstack.io/overrides
+	// annotation names, in that order, as read now.
+	Overrides []render.Override
+	// OverrideNotes say which of them could not be read (deleted since the render).
+	OverrideNotes []string
 }
 
 // ValuesInput is what `values` reads for one Cluster.
@@ -163,6 +174,14 @@ func ClusterValuesOf(in ValuesInput) ClusterValues {
 		if rv.Stack == nil && rv.StackError != "" {
 			out.Notes = append(out.Notes, fmt.Sprintf("release %s: origins unknown, the stack could not be read: %s", name, rv.StackError))
 		}
+		if len(rv.Overrides) > 0 {
+			refs := make([]string, 0, len(rv.Overrides))
+			for _, o := range rv.Overrides {
+				refs = append(refs, o.Name)
+			}
+			out.Notes = append(out.Notes, fmt.Sprintf("release %s: values include %s (merged in this order over the stack's; the last wins)", name, strings.Join(refs, ", ")))
+		}
+		out.Notes = append(out.Notes, rv.OverrideNotes...)
 	}
 
 	if rv, ok := in.Releases[out.Release]; ok && rv.ConfigMap != nil {
@@ -231,7 +250,9 @@ func componentValues(in ValuesInput, comp csv1.AddonComponentStatus) ComponentVa
 	cv.ConfigMap = rv.ConfigMap.Name
 	obj := in.Objects
 	obj.Release = rv.Release
+	obj.Overrides = rv.Overrides
 	helm := comp.Kind == csv1.ComponentKindHelm
+	overridden := overrideOrigins(rv.Overrides, comp.Name, helm)
 
 	var tr *traced
 	if rv.Stack != nil {
@@ -275,12 +296,18 @@ func componentValues(in ValuesInput, comp csv1.AddonComponentStatus) ComponentVa
 	for _, k := range slices.Sorted(maps.Keys(have)) {
 		v := have[k]
 		var from []Origin
-		if tr != nil {
+		switch o, ok := overridden[k]; {
+		case ok:
+			from = []Origin{o}
+			if tr != nil && tr.err == nil && tr.values[k] != v {
+				differs = true
+			}
+		case tr != nil:
 			from = tr.origins(k, v)
 			if tr.err == nil && tr.values[k] != v {
 				differs = true
 			}
-		} else {
+		default:
 			from = []Origin{{Source: SourceUnknown}}
 		}
 		cv.Values = append(cv.Values, Value{Key: k, Value: v, From: from})
@@ -291,6 +318,33 @@ func componentValues(in ValuesInput, comp csv1.AddonComponentStatus) ComponentVa
 		cv.Note = joinNote(cv.Note, "the ConfigMap differs from a render with the objects as they are now (the operator renders again when they change)")
 	}
 	return cv
+}
+
+// overrideOrigins maps each key (Leaves for Helm, flattened variables for kustomize) that the
+// overrides set for the component to the last override setting it, which wins.
+func overrideOrigins(os []render.Override, component string, helm bool) map[string]Origin {
+	out := map[string]Origin{}
+	for _, o := range os {
+		v, ok := o.Components[component]
+		if !ok {
+			continue
+		}
+		keys := render.Flatten(v)
+		if helm {
+			keys = Leaves(v)
+		}
+		for k := range keys {
+			field := ".spec.components[" + component + "].values." + k
+			if !helm {
+				field = ".spec.components[" + component + "].values (variable " + k + ")"
+			}
+			out[k] = Origin{Source: SourceOverride, Object: o.Name, Field: field}
+		}
+		// A key set to a map or list replaces what was below it: keys under it that the
+		// override does not set do not come from the stack any more, but they are not in the
+		// rendered values either, so nothing else needs attributing.
+	}
+	return out
 }
 
 func joinNote(a, b string) string {
@@ -688,6 +742,7 @@ func scalar(v any) string {
 // WriteValues prints the Cluster's values as text: the flat variables, then each component's
 // values, each with its origins.
 func WriteValues(w io.Writer, v ClusterValues, st Style) error {
+	v = ForTerminal(v) // what the objects say is printed, never acted on by the terminal
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s  release %s", st.Bold("Cluster"), st.Bold(v.Cluster), orUnknown(v.Release))
 	if len(v.ConfigMaps) > 0 {

@@ -162,7 +162,10 @@ managed: true
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _ := tt.stack.Component(tt.comp)
+			c, found := tt.stack.Component(tt.comp)
+			if !found {
+				t.Fatalf("the stack has no component %q", tt.comp)
+			}
 			tr := traceComponent(renderInput(), &tt.stack, c)
 			if tr.err != nil {
 				t.Fatal(tr.err)
@@ -288,6 +291,39 @@ func TestClusterValuesOf(t *testing.T) {
 		in.Addon = nil
 		if got := ClusterValuesOf(in); len(got.Components) != 0 || len(got.Notes) != 1 {
 			t.Errorf("without ClusterAddon: %+v", got)
+		}
+	})
+	t.Run("overrides: the keys they set name the override that won, the others keep their origins", func(t *testing.T) {
+		in := base
+		ovs := []render.Override{
+			{Name: "ClusterAddonOverride/prod", Components: map[string]map[string]any{"cni": {"mtu": float64(8000), "podCIDR": "10.50.0.0/16"}}},
+			{Name: "ClusterAddonOverride/one", Components: map[string]map[string]any{"cni": {"mtu": float64(9000)}, "cluster-info": {"infra": map[string]any{"region": "eu-west-1"}}}},
+		}
+		withOv := maps.Clone(data)
+		withOv["helm_values_cni"] = "apiServer:\n  host: 10.0.0.1\n  port: 6443\nmtu: 9000\npodCIDR: 10.50.0.0/16\nserviceCIDR: 10.96.0.0/12\n"
+		withOv["infra_region"] = "eu-west-1"
+		in.Releases = map[string]ReleaseValues{"aws-base-1-36-v1": {Release: base.Releases["aws-base-1-36-v1"].Release, ConfigMap: valuesConfigMap(withOv), Stack: &refStack, Overrides: ovs}}
+		got := ClusterValuesOf(in)
+		if len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "values include ClusterAddonOverride/prod, ClusterAddonOverride/one") {
+			t.Errorf("notes: %q", got.Notes)
+		}
+		want := []Value{
+			{Key: "apiServer.host", Value: "10.0.0.1", From: []Origin{fromField(SourceCluster, clusterOne, ".spec.controlPlaneEndpoint.host")}},
+			{Key: "apiServer.port", Value: "6443", From: []Origin{fromField(SourceCluster, clusterOne, ".spec.controlPlaneEndpoint.port")}},
+			{Key: "mtu", Value: "9000", From: []Origin{fromField(SourceOverride, "ClusterAddonOverride/one", ".spec.components[cni].values.mtu")}},
+			{Key: "podCIDR", Value: "10.50.0.0/16", From: []Origin{fromField(SourceOverride, "ClusterAddonOverride/prod", ".spec.components[cni].values.podCIDR")}},
+			{Key: "serviceCIDR", Value: "10.96.0.0/12", From: []Origin{fromField(SourceCluster, clusterOne, ".spec.clusterNetwork.services.cidrBlocks[0]")}},
+		}
+		if diff := cmp.Diff(want, got.Components[0].Values); diff != "" || got.Components[0].Note != "" {
+			t.Errorf("cni (-want +got):\n%s\nnote: %q", diff, got.Components[0].Note)
+		}
+		info := got.Components[1]
+		if len(info.Values) != 1 || info.Values[0].Value != "eu-west-1" || info.Values[0].From[0].Source != SourceOverride || info.Note != "" {
+			t.Errorf("cluster-info: %+v", info)
+		}
+		var b strings.Builder
+		if err := WriteValues(&b, got, Style{}); err != nil || !strings.Contains(b.String(), "<- override one .spec.components[cni].values.mtu") {
+			t.Errorf("printed: %v\n%s", err, b.String())
 		}
 	})
 	t.Run("a template that no longer renders: origins Unknown, with the error", func(t *testing.T) {

@@ -389,6 +389,7 @@ func orUnknown(s string) string {
 
 // WriteVerdict prints the verdict and its evidence as text.
 func WriteVerdict(w io.Writer, v Verdict, st Style) error {
+	v = ForTerminal(v) // what the objects say is printed, never acted on by the terminal
 	var b strings.Builder
 	head := st.Good("OK")
 	if v.Blocked {

@@ -11,13 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 func sleepPath(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep executable")
+		testenv.SkipOrFail(t, "no sleep executable")
 	}
 	return p
 }
@@ -25,7 +27,7 @@ func sleepPath(t *testing.T) string {
 func TestStartStopKillsGroup(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		testenv.SkipOrFail(t, "no sh")
 	}
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
@@ -141,7 +143,7 @@ func TestWaitHTTPFailsWhenProcessExits(t *testing.T) {
 func TestDeathSignalWrapperRunsTarget(t *testing.T) {
 	printf, err := exec.LookPath("printf")
 	if err != nil {
-		t.Skip("no printf executable")
+		testenv.SkipOrFail(t, "no printf executable")
 	}
 	wrapper, err := DeathSignalWrapper(filepath.Join(t.TempDir(), "it's bin"), printf)
 	if err != nil {
@@ -160,7 +162,7 @@ func TestDeathSignalWrapperRunsTarget(t *testing.T) {
 func TestKillDoesNotWaitForGracefulStop(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		testenv.SkipOrFail(t, "no sh")
 	}
 	p, err := Start(Spec{Name: "sh", Path: sh, Args: []string{"-c", "trap '' TERM; " + sleepPath(t) + " 300"}})
 	if err != nil {
@@ -242,7 +244,7 @@ func TestChildrenFindsAStartedProcessWithItsArguments(t *testing.T) {
 func TestTerminateKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		testenv.SkipOrFail(t, "no sh")
 	}
 	for _, c := range []struct {
 		name, script string

@@ -601,8 +601,8 @@ func printfSize(format string, args []any, limit int) int {
 	parsenum := func(i int) (int, bool, int) { // fmt's parsenum(format, i, end)
 		n, isnum := 0, false
 		for ; i < end && '0' <= format[i] && format[i] <= '9'; i++ {
-			if n > 1e6 {
-				return 0, false, end
+			if n > 1e6 { // fmt's tooLarge, checked before each digit: a width or precision
+				return 0, false, end // written out reaches 10,000,009
 			}
 			n = n*10 + int(format[i]-'0')
 			isnum = true
@@ -661,7 +661,7 @@ func printfSize(format string, args []any, limit int) int {
 			if afterIndex && isnum {
 				goodArgNum = false
 			}
-			pad += min(w, 1e6)
+			pad += w
 		}
 		if i+1 < end && format[i] == '.' {
 			i++
@@ -678,7 +678,7 @@ func printfSize(format string, args []any, limit int) int {
 			} else {
 				p, _, newi := parsenum(i)
 				i = newi
-				pad += min(p, 1e6)
+				pad += p
 			}
 		}
 		if !afterIndex {

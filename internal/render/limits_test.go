@@ -394,6 +394,10 @@ func TestPrintfSize(t *testing.T) {
 		{"%v", []any{map[string]any{"a": []any{1, "b"}}}}, {"%d", []any{1, 2, 3}}, {"%[5]d %d", []any{1, 2}}, {"%[1]s%[1]s%[1]s", []any{big}},
 		{"%", nil}, {"%!", nil}, {"%d", nil}, {"%[x]d", []any{1}}, {"%[2]3d", []any{1, 2}}, {"%.*d", []any{-5, 1}}, {"%*d", []any{"x", 1}},
 		{"%10.5[1]s", []any{big}}, {"%#v", []any{[]any{1, "a"}}}, {"%q", []any{big}}, {"%x", []any{big}},
+		// fmt checks a width or precision written out for "too large" (over 1e6) before each
+		// digit, so it takes up to 10,000,009; one from an argument up to 1e6.
+		{"%9000000A", []any{21, 408}}, {"%.10000009d", []any{1}}, {"%10000010d", []any{1}}, {"%1000000d", []any{1}},
+		{"%*d", []any{1000000, 1}}, {"%*d", []any{1000001, 1}},
 	}
 	for _, tt := range tests {
 		out := fmt.Sprintf(tt.format, tt.args...)

@@ -38,6 +38,11 @@ type Input struct {
 	InfraCluster map[string]any
 	// Release describes the release being rendered.
 	Release Release
+	// Overrides are merged over the rendered values of the components they name, in order: the
+	// last one wins (the Cluster's ClusterAddonOverrides, ordered by internal/overrides). An
+	// override naming a component not rendered fails Render; RenderComponent applies only the
+	// entries of its component.
+	Overrides []Override
 }
 
 // Release describes the stack release in the template data as `.Release`.
@@ -77,8 +82,10 @@ type Component struct {
 type Error struct {
 	// Component is the component whose template failed.
 	Component string
-	// File is the stack file the template came from.
+	// File is the stack file the template came from, or the override (Override) that failed.
 	File string
+	// Override names the override whose values failed to merge ("" for a template's failure).
+	Override string
 	// Err is the cause.
 	Err error
 }
@@ -131,6 +138,9 @@ func Render(in Input, components []Component) (map[string]string, error) {
 // ErrLimitExceeded.
 func RenderWithLimits(in Input, components []Component, lim Limits) (map[string]string, error) {
 	lim = lim.withDefaults()
+	if err := checkOverrideComponents(in, components); err != nil {
+		return nil, err
+	}
 	data := BaseVariables(in)
 	total := 0
 	for k, v := range data {
@@ -213,7 +223,7 @@ func renderComponent(in Input, c Component, lim Limits, shared sharedCache) (map
 	if err != nil {
 		return nil, &Error{Component: c.Name, File: c.File, Err: err}
 	}
-	return mergeValues(base, values), nil
+	return applyOverrides(in, c, mergeValues(base, values))
 }
 
 // templateData is the data a template sees. Every render gets its own copy: sprig's set, unset

@@ -15,6 +15,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/updates"
+	"github.com/clusterstack-io/clusterstack-operator/internal/window"
 )
 
 // Remaining is the name of the implicit last wave: the Clusters no wave selects. When the
@@ -67,6 +68,9 @@ type Wave struct {
 	// MaxConcurrent is how many Clusters may be moving at once (one pull request moves at most
 	// that many); 0 means all.
 	MaxConcurrent int
+	// Windows are the wave's maintenance windows (its own, or the stack's); none means the
+	// wave may move at any time.
+	Windows []window.Window
 }
 
 // PullRequest is a pull request the operator opened for a wave.
@@ -100,6 +104,11 @@ type Facts struct {
 	PullRequests map[string][]PullRequest
 	// Now is the current time.
 	Now time.Time
+	// RemainingWindows are the maintenance windows of the Remaining wave (the stack's).
+	RemainingWindows []window.Window
+	// Hold, when not empty, says who holds the rollout and since when: no wave proposes or
+	// moves Clusters (waves already rolling or soaking go on: their Clusters moved before).
+	Hold string
 }
 
 // Proposal is the pull request that should exist now: open, or to be opened or updated.
@@ -129,8 +138,15 @@ type Plan struct {
 	Propose *Proposal
 	// Halted is set when the rollout stopped; then Propose is nil.
 	Halted *Halt
-	// RequeueAfter is when the running soak ends (0: no soak running).
+	// RequeueAfter is when the running soak ends or the awaited maintenance window opens (0:
+	// neither).
 	RequeueAfter time.Duration
+}
+
+func (p *Plan) requeue(d time.Duration) {
+	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
+		p.RequeueAfter = d
+	}
 }
 
 // Decide computes the waves' phases and what to propose. Waves advance in order: a wave starts
@@ -186,25 +202,30 @@ func assign(f Facts) ([]Wave, map[string][]Cluster) {
 	members := map[string][]Cluster{}
 	remaining := len(f.Waves) == 0
 	for _, c := range f.Clusters {
-		wave := Remaining
-		for _, w := range f.Waves {
-			if w.Selector != nil && w.Selector.Matches(labels.Set(c.Labels)) {
-				wave = w.Name
-				break
-			}
-		}
+		wave := WaveOf(f.Waves, c.Labels)
 		if wave == Remaining {
 			remaining = true
 		}
 		members[wave] = append(members[wave], c)
 	}
 	if remaining {
-		waves = append(waves, Wave{Name: Remaining})
+		waves = append(waves, Wave{Name: Remaining, Windows: f.RemainingWindows})
 	}
 	for _, cs := range members {
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	}
 	return waves, members
+}
+
+// WaveOf is the wave a Cluster with these labels belongs to: the first wave whose selector
+// matches them, else Remaining.
+func WaveOf(waves []Wave, clusterLabels map[string]string) string {
+	for _, w := range waves {
+		if w.Selector != nil && w.Selector.Matches(labels.Set(clusterLabels)) {
+			return w.Name
+		}
+	}
+	return Remaining
 }
 
 // newestFirst keeps the pull requests for target (or naming none) and orders them newest first:
@@ -287,7 +308,7 @@ func soak(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, f Facts) {
 	if f.Now.Before(end) {
 		st.Phase = csv1.WaveSoaking
 		st.Message = fmt.Sprintf("%d of %d Clusters Available on %s; soaking %s until %s", n, n, f.Target, updates.ShortDuration(w.Soak), end.UTC().Format(time.RFC3339))
-		plan.RequeueAfter = end.Sub(f.Now)
+		plan.requeue(end.Sub(f.Now))
 		return
 	}
 	st.Phase, st.Message = csv1.WaveDone, fmt.Sprintf("%d of %d Clusters Available on %s, soaked %s", n, n, f.Target, updates.ShortDuration(w.Soak))
@@ -318,15 +339,29 @@ func progress(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullR
 	if len(prs) > 0 {
 		newest = &prs[0]
 	}
+	win := window.At(w.Windows, f.Now)
 	switch {
 	case len(notMoved) == 0 || capacity <= 0:
 		rolling()
 	case newest != nil && newest.State == StateMerged && overlaps(newest.Clusters, notMoved):
-		rolling() // merged, not applied by Flux yet
+		// Merged, not applied by Flux yet: while the rollout is held or the wave's windows are
+		// closed, the Cluster admission webhook refuses the move.
+		held := fmt.Sprintf("pull request #%d is merged; %s", newest.Number, updates.Names(notMoved))
+		switch {
+		case f.Hold != "":
+			st.Phase, st.Message = csv1.WaveHeld, fmt.Sprintf("%s do not move: the rollout is held by %s", held, f.Hold)
+		case !win.Open:
+			waitForWindow(plan, st, win, f.Now, fmt.Sprintf("%s move when the wave's %s; until then the Cluster admission webhook refuses their move", held, win.Describe(f.Now)))
+		default:
+			rolling()
+		}
 	case newest != nil && newest.State == StateClosed:
 		st.Phase = csv1.WaveHalted
 		st.Message = fmt.Sprintf("pull request %s was closed without merging: nothing more is proposed for %s in this wave", updates.OrUnknown(newest.URL), f.Target)
 		plan.Halted = &Halt{Wave: w.Name, Message: st.Message}
+	case f.Hold != "":
+		st.Phase = csv1.WaveHeld
+		st.Message = fmt.Sprintf("nothing is proposed to move %s: the rollout is held by %s", updates.Names(notMoved[:capacity]), f.Hold)
 	default:
 		batch := append([]string(nil), notMoved[:capacity]...)
 		st.Phase = csv1.WaveProposed
@@ -336,6 +371,20 @@ func progress(plan *Plan, st *csv1.WaveStatus, w Wave, ms []Cluster, prs []PullR
 		} else {
 			st.Message = fmt.Sprintf("pull request to be opened to move %s", updates.Names(batch))
 		}
+		if !win.Open {
+			// The pull request may be opened and merged at any time; the Clusters move in a window.
+			waitForWindow(plan, st, win, f.Now, fmt.Sprintf("%s; they move when the wave's %s", st.Message, win.Describe(f.Now)))
+		}
+	}
+}
+
+// waitForWindow makes st WaitingForWindow with msg, and the plan come back when the window opens.
+func waitForWindow(plan *Plan, st *csv1.WaveStatus, win window.State, now time.Time, msg string) {
+	st.Phase, st.Message = csv1.WaveWaitingForWindow, msg
+	if !win.Opens.IsZero() {
+		t := metav1.NewTime(win.Opens)
+		st.NextWindow = &t
+		plan.requeue(win.Opens.Sub(now))
 	}
 }
 
@@ -347,7 +396,7 @@ func openPullRequest(waves []csv1.WaveStatus) string {
 		if w.PullRequest == nil || w.PullRequest.State != StateOpen {
 			continue
 		}
-		if w.Phase == csv1.WaveProposed {
+		if w.Phase == csv1.WaveProposed || w.Phase == csv1.WaveWaitingForWindow {
 			return w.PullRequest.URL
 		}
 		if first == "" {

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/window"
 )
 
 const (
@@ -323,5 +325,133 @@ func TestSoakSurvivesRestart(t *testing.T) {
 	f.Now = t0.Add(50 * time.Second)
 	if p := Decide(f); p.Propose == nil || p.Propose.Wave != Remaining || p.RequeueAfter != 0 {
 		t.Errorf("once the soak ends the next wave is proposed: %+v", p.Propose)
+	}
+}
+
+// windowed is wave name with one maintenance window opening daily at 13:00 UTC (an hour after
+// t0) for 30 minutes.
+func windowed(t *testing.T, name string) Wave {
+	t.Helper()
+	w := wave(name, 0, 0)
+	ws, err := window.ParseAll([]csv1.MaintenanceWindow{{Schedule: "0 13 * * *", Duration: metav1.Duration{Duration: 30 * time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Windows = ws
+	return w
+}
+
+func TestDecideWindowsAndHolds(t *testing.T) {
+	canary := windowed(t, "canary")
+	opens := "maintenance window \"0 13 * * *\" for 30m (UTC) opens at 2026-11-23T13:00:00Z (in 1h)"
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		want  outcome
+	}{
+		{name: "outside its window the pull request is still proposed, the wave WaitingForWindow",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onOld("c1", "canary"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateOpen, "c1")}}},
+			want: outcome{phases: "canary=WaitingForWindow remaining=Pending", propose: "canary:c1", open: "https://forge/pulls/1", requeue: time.Hour,
+				messages: map[string]string{"canary": "pull request #1 open to move c1; they move when the wave's " + opens}}},
+		{name: "merged outside its window: held, not Rolling, until the window opens",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onOld("c1", "canary"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
+			want: outcome{phases: "canary=WaitingForWindow remaining=Pending", requeue: time.Hour,
+				messages: map[string]string{"canary": "pull request #1 is merged; c1 move when the wave's " + opens + "; until then the Cluster admission webhook refuses their move"}}},
+		{name: "inside its window: merged means Rolling",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onOld("c1", "canary"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}, Now: t0.Add(70 * time.Minute)},
+			want: outcome{phases: "canary=Rolling remaining=Pending"}},
+		{name: "a Cluster that moved goes on when the window closes",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{moving("c1"), onOld("r1", "rest")},
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
+			want: outcome{phases: "canary=Rolling remaining=Pending"}},
+		{name: "the remaining wave without windows is not held by the canary's",
+			facts: Facts{Waves: []Wave{canary}, Clusters: []Cluster{onTarget("c1", "canary", -time.Hour), onOld("r1", "rest")}},
+			want:  outcome{phases: "canary=Done remaining=Proposed", propose: "remaining:r1"}},
+		{name: "held: nothing proposed, the wave says by whom",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c1", "canary")}, Hold: "alice since 2026-11-23T11:00:00Z: CVE review",
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateOpen, "c1")}}},
+			want: outcome{phases: "canary=Held", open: "https://forge/pulls/1",
+				messages: map[string]string{"canary": "nothing is proposed to move c1: the rollout is held by alice since 2026-11-23T11:00:00Z: CVE review"}}},
+		{name: "held after the merge: the Clusters do not move",
+			facts: Facts{Waves: []Wave{wave("canary", 0, 0)}, Clusters: []Cluster{onOld("c1", "canary")}, Hold: "alice",
+				PullRequests: map[string][]PullRequest{"canary": {pr(1, StateMerged, "c1")}}},
+			want: outcome{phases: "canary=Held", messages: map[string]string{"canary": "pull request #1 is merged; c1 do not move: the rollout is held by alice"}}},
+		{name: "held while soaking: the soak goes on",
+			facts: Facts{Waves: []Wave{wave("canary", time.Hour, 0)}, Clusters: []Cluster{onTarget("c1", "canary", -time.Minute), onOld("r1", "rest")}, Hold: "alice"},
+			want:  outcome{phases: "canary=Soaking remaining=Pending", requeue: 59 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.facts
+			f.Target = target
+			if f.Now.IsZero() {
+				f.Now = t0
+			}
+			check(t, Decide(f), tc.want)
+		})
+	}
+}
+
+func TestParseHold(t *testing.T) {
+	for _, tc := range []struct{ in, by, reason string }{
+		{"alice: waiting for the CVE fix", "alice", "waiting for the CVE fix"},
+		{"alice@example.org:no space", "alice@example.org", "no space"},
+		{"waiting for the CVE fix", "", "waiting for the CVE fix"},
+		{"the reason: has a colon", "", "the reason: has a colon"},
+		{"", "", ""},
+		{"bob:\x1b[31mred\n", "bob", "[31mred"},
+	} {
+		by, reason := ParseHold(tc.in)
+		if by != tc.by || reason != tc.reason {
+			t.Errorf("ParseHold(%q) = %q, %q; want %q, %q", tc.in, by, reason, tc.by, tc.reason)
+		}
+	}
+	long := strings.Repeat("x", 300) + ": " + strings.Repeat("y", 2000)
+	if by, reason := ParseHold(long); len(by) != 256 || len(reason) != 1024 {
+		t.Errorf("bounds: %d %d", len(by), len(reason))
+	}
+}
+
+func TestAnnotationWriter(t *testing.T) {
+	entry := func(manager string, at time.Time, fields string) metav1.ManagedFieldsEntry {
+		tm := metav1.NewTime(at)
+		return metav1.ManagedFieldsEntry{Manager: manager, Time: &tm, FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	hold := `{"f:metadata":{"f:annotations":{"f:clusterstack.io/hold":{}}}}`
+	got := AnnotationWriter([]metav1.ManagedFieldsEntry{
+		entry("kustomize-controller", t0, `{"f:spec":{}}`),
+		entry("kubectl-annotate", t0.Add(-time.Hour), hold),
+		entry("kubectl-edit", t0, hold),
+	}, csv1.HoldAnnotation)
+	if got != "kubectl-edit" {
+		t.Fatalf("AnnotationWriter = %q, want the last writer kubectl-edit", got)
+	}
+	if got := AnnotationWriter(nil, csv1.HoldAnnotation); got != "" {
+		t.Fatalf("no managed fields: %q", got)
+	}
+}
+
+func TestWaveWindows(t *testing.T) {
+	daily := []csv1.MaintenanceWindow{{Schedule: "@daily", Duration: metav1.Duration{Duration: time.Hour}}}
+	weekly := []csv1.MaintenanceWindow{{Schedule: "@weekly", Duration: metav1.Duration{Duration: time.Hour}}}
+	u := &csv1.UpdatePolicy{Windows: daily, Waves: []csv1.RolloutWave{
+		{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout": "canary"}}, Windows: weekly},
+		{Name: "prod", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout": "prod"}}},
+	}}
+	for _, tc := range []struct {
+		labels map[string]string
+		wave   string
+		ws     []csv1.MaintenanceWindow
+	}{
+		{map[string]string{"rollout": "canary"}, "canary", weekly},
+		{map[string]string{"rollout": "prod"}, "prod", daily},
+		{nil, Remaining, daily},
+	} {
+		name, ws, err := WaveWindows(u, tc.labels)
+		if err != nil || name != tc.wave || !reflect.DeepEqual(ws, tc.ws) {
+			t.Errorf("WaveWindows(%v) = %s %v %v", tc.labels, name, ws, err)
+		}
 	}
 }

@@ -295,15 +295,33 @@ const (
 
 // sampleData is the template data of a made-up cluster of this stack.
 func (lt *linter) sampleData() render.Input {
-	s := lt.s
 	version := lt.version
+	if version == "" {
+		version = lt.s.ClusterClass.Version
+	}
+	return sampleInput(lt.s, version, lt.variables)
+}
+
+// SampleInput is the template data of the made-up Cluster lint renders values templates for
+// (named lint-cluster, pod CIDR 192.168.0.0/16, endpoint lint-cluster.example.com:6443, the
+// ClusterClass variables at their defaults), at release version ("" for the cluster-class
+// chart's own). stackctl renders stacks for it where there is no real Cluster.
+func (s *Stack) SampleInput(version string) render.Input {
 	if version == "" {
 		version = s.ClusterClass.Version
 	}
+	var variables map[string]any
+	if objs, err := RenderClusterClass(s.Dir, version); err == nil {
+		variables = classVariableDefaults([]renderedFile{{Objects: objs}})
+	}
+	return sampleInput(s, version, variables)
+}
+
+func sampleInput(s *Stack, version string, variables map[string]any) render.Input {
 	release := render.Release{Name: s.ReleaseName(version), Version: version, KubernetesVersion: s.KubernetesVersion}
 	vars := []any{}
-	for _, k := range sortedKeys(lt.variables) {
-		vars = append(vars, map[string]any{"name": k, "value": lt.variables[k]})
+	for _, k := range sortedKeys(variables) {
+		vars = append(vars, map[string]any{"name": k, "value": variables[k]})
 	}
 	infraKind := strings.ToUpper(s.Provider[:min(1, len(s.Provider))]) + s.Provider[min(1, len(s.Provider)):] + "Cluster"
 	md := map[string]any{"name": sampleClusterName, "namespace": sampleClusterNamespace}

@@ -38,7 +38,7 @@ func TestLoadSCSLayout(t *testing.T) {
 	if got, want := componentNames(s.Components), []string{"cni", "ccm", "metrics-server", "csi"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("addon order = %v, want %v", got, want)
 	}
-	cni, _ := s.Component("cni")
+	cni := component(t, s, "cni")
 	if cni.Path != "cluster-addon/cni" || cni.Kind != KindHelm || cni.Version != "v1" || cni.Namespace != DefaultNamespace ||
 		cni.ValuesFile != "cluster-addon/cni/overwrite.yaml" || !strings.Contains(cni.ValuesTemplate, "k8sServiceHost") ||
 		!strings.HasPrefix(cni.Digest, "sha256:") || len(cni.Digest) != len("sha256:")+64 {
@@ -94,13 +94,13 @@ func TestLoadReferenceStack(t *testing.T) {
 	if got, want := componentNames(s.Components), []string{"cni", "cluster-info"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("addon order = %v, want %v", got, want)
 	}
-	info, _ := s.Component("cluster-info")
+	info := component(t, s, "cluster-info")
 	if info.Kind != KindKustomize || !strings.HasPrefix(info.Version, "sha256-") || len(info.Version) != len("sha256-")+12 ||
 		!strings.HasPrefix(info.Digest, "sha256:"+strings.TrimPrefix(info.Version, "sha256-")) {
 		t.Errorf("cluster-info = %+v", info)
 	}
 	data := sampleTemplateData()
-	cni, _ := s.Component("cni")
+	cni := component(t, s, "cni")
 	values, err := renderValues("overwrite.yaml", cni.ValuesTemplate, data)
 	if err != nil {
 		t.Fatal(err)
@@ -145,13 +145,13 @@ func TestDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := s1.Component("cluster-info")
-	after, _ := s3.Component("cluster-info")
+	before := component(t, s1, "cluster-info")
+	after := component(t, s3, "cluster-info")
 	if before.Digest == after.Digest || before.Version == after.Version {
 		t.Error("changing overwrite.yaml did not change the kustomize component's digest and version")
 	}
-	cniBefore, _ := s1.Component("cni")
-	cniAfter, _ := s3.Component("cni")
+	cniBefore := component(t, s1, "cni")
+	cniAfter := component(t, s3, "cni")
 	if cniBefore.Digest != cniAfter.Digest || s1.ClusterClass.Digest != s3.ClusterClass.Digest {
 		t.Error("digests of unchanged components changed")
 	}
@@ -178,8 +178,8 @@ func TestNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, _ := s.Component("cluster-info")
-	cni, _ := s.Component("cni")
+	info := component(t, s, "cluster-info")
+	cni := component(t, s, "cni")
 	if info.Namespace != "cluster-info-system" || cni.Namespace != DefaultNamespace {
 		t.Errorf("namespaces = %s, %s", info.Namespace, cni.Namespace)
 	}
@@ -226,7 +226,7 @@ func TestNamespacePerCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cni, _ := s.Component("cni"); cni.Namespace != "cni-${cluster_name}" {
+	if cni := component(t, s, "cni"); cni.Namespace != "cni-${cluster_name}" {
 		t.Errorf("cni namespace = %q, want the placeholder kept for the operator", cni.Namespace)
 	}
 	if ps := Lint(dir, ""); len(ps) != 0 {
@@ -235,6 +235,16 @@ func TestNamespacePerCluster(t *testing.T) {
 }
 
 // --- helpers -------------------------------------------------------------------------------
+
+// component returns the component name of s, failing the test when s has none.
+func component(t *testing.T, s *Stack, name string) Component {
+	t.Helper()
+	c, found := s.Component(name)
+	if !found {
+		t.Fatalf("the stack has no component %q (it has %v)", name, componentNames(s.Components))
+	}
+	return c
+}
 
 // copyStack copies a stack directory into a temporary directory of the same base name.
 func copyStack(t *testing.T, src string) string {

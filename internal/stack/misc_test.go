@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 func TestSetChartVersion(t *testing.T) {
@@ -129,7 +131,7 @@ func TestKustomizeVersion(t *testing.T) {
 	for _, mod := range []string{"sigs.k8s.io/kustomize/api", "sigs.k8s.io/kustomize/kyaml"} {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}{{with .Replace}} => {{.Version}}{{end}}", mod).CombinedOutput()
 		if err != nil {
-			t.Skipf("go list -m %s: %v: %s", mod, err, out)
+			testenv.SkipOrFail(t, "go list -m %s: %v: %s", mod, err, out)
 		}
 		got := strings.TrimSpace(string(out))
 		if i := strings.LastIndex(got, "=> "); i >= 0 {

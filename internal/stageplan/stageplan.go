@@ -354,6 +354,14 @@ func BeforeUpgradeRemovals(rel *csv1.ClusterStackRelease) []string {
 	return out
 }
 
+// SkipHint says how to let the upgrade of Cluster ns/name through without waiting for its
+// BeforeClusterUpgrade components: the hook's answers that hold the upgrade, and the
+// ClusterAddon's conditions about such a hold, end with it.
+func SkipHint(ns, name string) string {
+	return fmt.Sprintf("to let the upgrade through without waiting, set annotation %s on the Cluster (kubectl annotate cluster -n %s %s %s=)",
+		csv1.SkipBeforeUpgradeGateAnnotation, ns, name, csv1.SkipBeforeUpgradeGateAnnotation)
+}
+
 // NormalizeVersion writes a Kubernetes version with its "v": "1.36.3" and "v1.36.3" are the
 // same version. "" stays "".
 func NormalizeVersion(v string) string {

@@ -94,12 +94,20 @@ func StartEnv(t testing.TB, env *envtest.Environment) *rest.Config {
 // tools, build, lint and the race-detector run before it, `.ci/run` stays under 90 min.
 const SuiteTimeout = 74 * time.Minute
 
+// ReportDirEnv names a directory into which the end-to-end and fault suites write their Ginkgo
+// JSON reports (<suite>.json), for `make test` to print the slowest specs (hack/slowspecs).
+const ReportDirEnv = "GINKGO_REPORT_DIR"
+
 // GinkgoConfiguration is Ginkgo's configuration with the suite timeout SuiteTimeout instead of
-// Ginkgo's default; a -ginkgo.timeout given on the command line is kept.
-func GinkgoConfiguration() (types.SuiteConfig, types.ReporterConfig) {
+// Ginkgo's default (a -ginkgo.timeout given on the command line is kept), and, when ReportDirEnv
+// is set and no -ginkgo.json-report is given, a JSON report <dir>/<name>.json.
+func GinkgoConfiguration(name string) (types.SuiteConfig, types.ReporterConfig) {
 	suite, reporter := ginkgo.GinkgoConfiguration()
 	if suite.Timeout == types.NewDefaultSuiteConfig().Timeout {
 		suite.Timeout = SuiteTimeout
+	}
+	if dir := os.Getenv(ReportDirEnv); dir != "" && reporter.JSONReport == "" {
+		reporter.JSONReport = filepath.Join(dir, name+".json")
 	}
 	return suite, reporter
 }

@@ -9,7 +9,9 @@
 //   - a Cluster moving from one release to another stays with the same provider and stack and
 //     moves at most one Kubernetes minor up (no downgrade, no skipped minor);
 //   - a ClusterStack only serves Clusters of its own namespace: a classRef into another
-//     namespace that names a release there is refused.
+//     namespace that names a release there is refused;
+//   - a Cluster moves to a newer release of a ClusterStack only while the stack's rollout is not
+//     held and while a maintenance window of the Cluster's wave is open (ValidateMoveTiming).
 //
 // Clusters whose ClusterClass is not a release are admitted untouched. The rules are pure
 // functions (this file); ClusterValidator does the reads.
@@ -20,13 +22,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/rollout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/window"
 )
 
 var (
@@ -186,4 +191,58 @@ func parseMinor(v string) (major, minor int, err error) {
 		return 0, 0, fmt.Errorf("spec.kubernetesVersion %q is not <major>.<minor>", v)
 	}
 	return major, minor, nil
+}
+
+// ValidateMoveTiming checks a move of Cluster c from release from to release to of ClusterStack
+// cs (to's stack): a move to a newer release happens only while the rollout is not held (the
+// clusterstack.io/hold annotation, or status.hold for a pull request's hold label) and while a
+// maintenance window of the Cluster's wave is open (docs/gitops.md). A move back to an older
+// release is always allowed, so that a failed upgrade can be undone at once. A window that
+// does not parse counts as closed, naming what is wrong.
+func ValidateMoveTiming(c *clusterv1.Cluster, from, to *csv1.ClusterStackRelease, cs *csv1.ClusterStack, now time.Time) field.ErrorList {
+	if cs == nil || from == nil || to == nil || from.Name == to.Name || stack.CompareVersions(to.Spec.Version, from.Spec.Version) < 0 && from.Spec.KubernetesVersion == to.Spec.KubernetesVersion {
+		return nil
+	}
+	back := fmt.Sprintf("moving back to an older release is always allowed (the Cluster uses %s)", from.Name)
+	if h := holdOf(cs); h != nil {
+		return field.ErrorList{field.Forbidden(classRefNamePath, fmt.Sprintf(
+			"the rollout of ClusterStack %s is held by %s: Cluster %s may move to %s once the hold is removed; %s",
+			cs.Name, rollout.HoldText(h), c.Name, to.Name, back))}
+	}
+	wave, specs, err := rollout.WaveWindows(cs.Spec.Updates, c.Labels)
+	if err != nil {
+		return field.ErrorList{field.Forbidden(classRefNamePath, fmt.Sprintf("ClusterStack %s: %s: the Cluster's wave, and so its maintenance windows, cannot be told; fix the selector", cs.Name, err))}
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	ws, err := window.ParseAll(specs)
+	if err != nil {
+		return field.ErrorList{field.Forbidden(classRefNamePath, fmt.Sprintf(
+			"Cluster %s is in wave %s of ClusterStack %s, whose maintenance %s: fix the window; until then the wave's Clusters do not move; %s",
+			c.Name, wave, cs.Name, err, back))}
+	}
+	st := window.At(ws, now)
+	if st.Open {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(classRefNamePath, fmt.Sprintf(
+		"Cluster %s is in wave %s of ClusterStack %s, and no maintenance window of the wave is open now: the %s; the Cluster may move to %s only then (Flux applies the change again by itself), or add a window to the wave; %s",
+		c.Name, wave, cs.Name, st.Describe(now), to.Name, back))}
+}
+
+// holdOf is the hold of cs: what the updates reconciler recorded, else the annotation itself
+// (set a moment ago, not reconciled yet).
+func holdOf(cs *csv1.ClusterStack) *csv1.RolloutHold {
+	if v, ok := cs.Annotations[csv1.HoldAnnotation]; ok {
+		if h := cs.Status.Hold; h != nil && h.Source == csv1.HoldFromAnnotation {
+			return h
+		}
+		by, reason := rollout.ParseHold(v)
+		return &csv1.RolloutHold{Source: csv1.HoldFromAnnotation, By: by, Reason: reason, Since: cs.CreationTimestamp}
+	}
+	if h := cs.Status.Hold; h != nil && h.Source == csv1.HoldFromPullRequestLabel {
+		return h
+	}
+	return nil
 }

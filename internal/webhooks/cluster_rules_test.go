@@ -3,6 +3,7 @@ package webhooks
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -305,5 +306,71 @@ func TestValidateUnpublishedRelease(t *testing.T) {
 	none := ValidateUnpublishedRelease(cluster("aws-base-1-36-v3", "v1.36.3"), cs, nil)
 	if len(none) != 1 || !strings.Contains(none[0].Error(), "no release of the stack for this Kubernetes minor is published yet") {
 		t.Errorf("with no tags: %v", none)
+	}
+}
+
+func TestValidateMoveTiming(t *testing.T) {
+	// A window daily at 02:00 UTC for an hour, for the canary wave; none for the rest.
+	daily := []csv1.MaintenanceWindow{{Schedule: "0 2 * * *", Duration: metav1.Duration{Duration: time.Hour}}}
+	stackWith := func(mutate func(*csv1.ClusterStack)) *csv1.ClusterStack {
+		cs := &csv1.ClusterStack{ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36", Namespace: ns}}
+		cs.Spec.Updates = &csv1.UpdatePolicy{Waves: []csv1.RolloutWave{{Name: "canary",
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout": "canary"}}, Windows: append([]csv1.MaintenanceWindow(nil), daily...)}}}
+		if mutate != nil {
+			mutate(cs)
+		}
+		return cs
+	}
+	canary := cluster(base136v2.Name, "v1.36.4")
+	canary.Labels = map[string]string{"rollout": "canary"}
+	other := cluster(base136v2.Name, "v1.36.4")
+	inside := time.Date(2026, 11, 28, 2, 30, 0, 0, time.UTC)
+	outside := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		c        *clusterv1.Cluster
+		from, to *csv1.ClusterStackRelease
+		cs       *csv1.ClusterStack
+		now      time.Time
+		want     string // "" admitted
+	}{
+		{name: "inside the window", c: canary, from: base136, to: base136v2, cs: stackWith(nil), now: inside},
+		{name: "outside the window: refused, naming the wave and the next opening", c: canary, from: base136, to: base136v2, cs: stackWith(nil), now: outside,
+			want: `Cluster c1 is in wave canary of ClusterStack aws-base-1-36, and no maintenance window of the wave is open now: the maintenance window "0 2 * * *" for 1h (UTC) opens at 2026-11-29T02:00:00Z (in 14h)`},
+		{name: "a wave without windows moves at any time", c: other, from: base136, to: base136v2, cs: stackWith(nil), now: outside},
+		{name: "the stack's windows cover the remaining wave", c: other, from: base136, to: base136v2, now: outside,
+			cs: stackWith(func(cs *csv1.ClusterStack) { cs.Spec.Updates.Windows = daily }), want: "wave remaining of ClusterStack aws-base-1-36"},
+		{name: "a rollback is allowed outside the window", c: canary, from: base136v2, to: base136, cs: stackWith(nil), now: outside},
+		{name: "held by the annotation: refused inside the window too", c: canary, from: base136, to: base136v2, now: inside,
+			cs: stackWith(func(cs *csv1.ClusterStack) {
+				cs.Annotations = map[string]string{csv1.HoldAnnotation: "alice: CVE review"}
+				cs.CreationTimestamp = metav1.NewTime(inside.Add(-time.Hour))
+			}),
+			want: "the rollout of ClusterStack aws-base-1-36 is held by alice since 2026-11-28T01:30:00Z (the clusterstack.io/hold annotation): CVE review"},
+		{name: "held by a pull request's label", c: other, from: base136, to: base136v2, now: inside,
+			cs: stackWith(func(cs *csv1.ClusterStack) {
+				cs.Status.Hold = &csv1.RolloutHold{Source: csv1.HoldFromPullRequestLabel, By: "bob", PullRequest: "https://forge/pulls/3", Since: metav1.NewTime(inside)}
+			}),
+			want: "held by bob since 2026-11-28T02:30:00Z (the hold label of pull request https://forge/pulls/3)"},
+		{name: "a rollback is allowed while held", c: canary, from: base136v2, to: base136, now: inside,
+			cs: stackWith(func(cs *csv1.ClusterStack) { cs.Annotations = map[string]string{csv1.HoldAnnotation: "x"} })},
+		{name: "a window that does not parse counts as closed", c: canary, from: base136, to: base136v2, now: inside,
+			cs:   stackWith(func(cs *csv1.ClusterStack) { cs.Spec.Updates.Waves[0].Windows[0].TimeZone = "Mars/Olympus" }),
+			want: `time zone "Mars/Olympus" is not in the time zone database`},
+		{name: "no update policy", c: canary, from: base136, to: base136v2, now: outside,
+			cs: &csv1.ClusterStack{ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36", Namespace: ns}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateMoveTiming(tc.c, tc.from, tc.to, tc.cs, tc.now)
+			if tc.want == "" {
+				if len(errs) != 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
 	}
 }

@@ -26,7 +26,7 @@ const ClusterPath = "/validate-cluster-x-k8s-io-v1beta2-cluster"
 // name has the shape of a release tag, or changing such a Cluster's ClusterClass or
 // spec.topology.version. While the operator is down those requests are refused; every other
 // write to a Cluster (of any Cluster, with or without a stack: CAPI's controllers, finalizers,
-// deletion) never reaches the webhook. See README.md, "Validating webhook".
+// deletion) never reaches the webhook. See docs/webhook.md.
 //
 // +kubebuilder:webhook:path=/validate-cluster-x-k8s-io-v1beta2-cluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=cluster.x-k8s.io,resources=clusters,verbs=create;update,versions=v1beta2,name=vcluster.clusterstack.io,admissionReviewVersions=v1,serviceName=clusterstack-webhook-service,serviceNamespace=clusterstack-system,timeoutSeconds=10
 // +kubebuilder:webhookconfiguration:mutating=false,name=clusterstack-validating-webhook-configuration
@@ -44,11 +44,13 @@ type ClusterValidator struct {
 	// Tags, when set, lists a stack repository's tags, to refuse a Cluster that uses a
 	// release-shaped ClusterClass whose tag is not published.
 	Tags TagLister
+	// Now is the clock of the maintenance windows (tests); nil means time.Now.
+	Now func() time.Time
 }
 
-// TagLister lists the tags of a ClusterStack's repository (the operator's cached lister).
+// TagLister lists the release tags of a ClusterStack's repository (the operator's cached lister).
 type TagLister interface {
-	Tags(ctx context.Context, namespace string, src csv1.StackSource, maxAge time.Duration) ([]string, error)
+	ReleaseTags(ctx context.Context, cs *csv1.ClusterStack, maxAge time.Duration) ([]string, error)
 }
 
 // tagListTimeout bounds the tag listing during admission (the webhook's own timeout is 10s).
@@ -102,7 +104,7 @@ func (v *ClusterValidator) unpublished(ctx context.Context, c *clusterv1.Cluster
 			maxAge = cs.Spec.Interval.Duration
 		}
 		tctx, cancel := context.WithTimeout(ctx, tagListTimeout)
-		tags, err := v.Tags.Tags(tctx, ns, cs.Spec.Source, maxAge)
+		tags, err := v.Tags.ReleaseTags(tctx, cs, maxAge)
 		cancel()
 		if err != nil {
 			return nil, []string{fmt.Sprintf("cannot check that tag %s of ClusterStack %s is published (%s); the Cluster is admitted and its ClusterAddon reports what it finds", name, cs.Name, redact.URLs(err.Error()))}
@@ -114,7 +116,7 @@ func (v *ClusterValidator) unpublished(ctx context.Context, c *clusterv1.Cluster
 			}); ok {
 				f.Forget(ns, cs.Spec.Source)
 				tctx, cancel := context.WithTimeout(ctx, tagListTimeout)
-				tags, err = v.Tags.Tags(tctx, ns, cs.Spec.Source, maxAge)
+				tags, err = v.Tags.ReleaseTags(tctx, cs, maxAge)
 				cancel()
 				if err == nil {
 					errs = ValidateUnpublishedRelease(c, cs, tags)
@@ -145,6 +147,18 @@ func (v *ClusterValidator) ValidateUpdate(ctx context.Context, old, updated *clu
 		}
 	}
 	errs, warnings := ValidateClusterUpdate(old, updated, oldRel, newRel)
+	if len(errs) == 0 && oldRel != nil && newRel != nil && oldRel.Name != newRel.Name && newRel.Spec.ClusterStack != "" {
+		cs := &csv1.ClusterStack{}
+		if err := v.Client.Get(ctx, client.ObjectKey{Namespace: newRel.Namespace, Name: newRel.Spec.ClusterStack}, cs); client.IgnoreNotFound(err) != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("read ClusterStack %s/%s: %w", newRel.Namespace, newRel.Spec.ClusterStack, err))
+		} else if err == nil {
+			now := time.Now
+			if v.Now != nil {
+				now = v.Now
+			}
+			errs = append(errs, ValidateMoveTiming(updated, oldRel, newRel, cs, now())...)
+		}
+	}
 	if newRel == nil {
 		if oldNS, oldName := ClassRef(old); oldNS != ns || oldName != name {
 			e, w := v.unpublished(ctx, updated)

@@ -9,7 +9,7 @@ import (
 )
 
 // TestWebhookConfiguration checks config/webhook against the code: the path the webhook is
-// served on, the failure policy and the matchConditions the README documents.
+// served on, the failure policy and the matchConditions docs/webhook.md documents.
 func TestWebhookConfiguration(t *testing.T) {
 	vwcs, err := LoadValidatingWebhookConfigurations(filepath.Join("..", "..", ConfigDir))
 	if err != nil {

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
-
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +20,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
 // benchEnv is what the benchmark runs on: a real kube-apiserver and etcd (envtest) with the
@@ -39,6 +38,9 @@ type benchEnv struct {
 	source, manager *proc.Process
 	managerSpec     proc.Spec
 	managerStarts   int
+	// auditLog is the management API server's audit log of the operator's writes, when
+	// benchConfig.shipped asked for it.
+	auditLog        string
 	storageAddr     string
 	metricsAddr     string
 	probeAddr       string
@@ -65,7 +67,7 @@ func (e *benchEnv) startManager(ctx context.Context) error {
 }
 
 // startEnv starts everything; b.Cleanup stops it again, in reverse order, whatever happens.
-func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *benchEnv {
+func startEnv(ctx context.Context, b testing.TB, root string, cfg benchConfig) *benchEnv {
 	b.Helper()
 	bin := filepath.Join(root, "bin")
 	manager := cfg.manager
@@ -94,6 +96,13 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	}
 
 	// The management API server.
+	var apiFlags map[string]string
+	if cfg.shipped {
+		// Every write of the operator's identity, in order, for the test to list.
+		e.auditLog = filepath.Join(e.logDir, plane.AuditLogFile)
+		apiFlags, err = plane.AuditFlags(dir, e.auditLog, []string{plane.OperatorUser})
+		must(b, err)
+	}
 	e.cfg = startAPIServer(b, bin, dir, filepath.Join(e.logDir, "kube-apiserver.log"), "bench", &envtest.CRDInstallOptions{
 		Paths: []string{
 			filepath.Join(root, "config", "crd", "bases"),
@@ -104,7 +113,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 			filepath.Join(bin, "crds", "capa", "bases", "infrastructure.cluster.x-k8s.io_awsclusters.yaml"),
 		},
 		ErrorIfPathMissing: true,
-	})
+	}, apiFlags)
 	e.kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(kubeconfigFor(e.cfg, "bench"), e.kubeconfig); err != nil {
 		b.Fatal(err)
@@ -117,6 +126,12 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	}
 	if e.c, err = client.NewWithWatch(e.cfg, client.Options{Scheme: e.scheme}); err != nil {
 		b.Fatal(err)
+	}
+	operatorKubeconfig := e.kubeconfig
+	if cfg.shipped {
+		// config/rbac's roles bound to the operator's ServiceAccount, and a token of it.
+		operatorKubeconfig, err = plane.InstallOperatorIdentity(ctx, e.cfg, e.c, filepath.Join(root, "config", "rbac"), dir)
+		must(b, err)
 	}
 
 	// The Git server holding the stacks.
@@ -156,12 +171,15 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 	// The operator, exactly as shipped.
 	e.metricsAddr = addr(3)
 	e.probeAddr = addr(4)
-	e.managerSpec = proc.Spec{Name: "manager", Path: manager, Args: append([]string{
-		"--metrics-bind-address=" + addr(3),
-		"--health-probe-bind-address=" + addr(4),
-		"--leader-elect=false",
-		"--zap-log-level=" + cfg.logLevel,
-	}, cfg.managerArgs...), Env: append([]string{"KUBECONFIG=" + e.kubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, cfg.managerEnv...), LogFile: filepath.Join(e.logDir, "manager.log")}
+	args := []string{"--metrics-bind-address=" + addr(3), "--health-probe-bind-address=" + addr(4), "--zap-log-level=" + cfg.logLevel}
+	if cfg.shipped {
+		// config/manager's flags: leader election in the operator's namespace.
+		args = append(args, "--leader-elect", "--management-namespace="+plane.OperatorNamespace)
+	} else {
+		args = append(args, "--leader-elect=false")
+	}
+	e.managerSpec = proc.Spec{Name: "manager", Path: manager, Args: append(args, cfg.managerArgs...),
+		Env: append([]string{"KUBECONFIG=" + operatorKubeconfig, "SOURCE_CONTROLLER_LOCALHOST=" + e.storageAddr}, cfg.managerEnv...), LogFile: filepath.Join(e.logDir, "manager.log")}
 	if e.manager, err = proc.Start(e.managerSpec); err != nil {
 		b.Fatal(err)
 	}
@@ -182,7 +200,7 @@ func startEnv(ctx context.Context, b *testing.B, root string, cfg benchConfig) *
 // its log in logPath, each process getting SIGKILL should the benchmark die; b.Cleanup stops
 // them. crds are installed when not nil. It returns the config of a system:masters user
 // "<name>-admin".
-func startAPIServer(b *testing.B, bin, dir, logPath, name string, crds *envtest.CRDInstallOptions) *rest.Config {
+func startAPIServer(b testing.TB, bin, dir, logPath, name string, crds *envtest.CRDInstallOptions, flags map[string]string) *rest.Config {
 	b.Helper()
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -211,6 +229,9 @@ func startAPIServer(b *testing.B, bin, dir, logPath, name string, crds *envtest.
 	}
 	if crds != nil {
 		env.CRDInstallOptions = *crds
+	}
+	for flag, value := range flags {
+		env.ControlPlane.APIServer.Configure().Set(flag, value)
 	}
 	proc.OnSpawnerThread(func() { _, err = env.Start() })
 	b.Cleanup(func() {

@@ -2,10 +2,10 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,21 +19,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
-// The fan-out part of the benchmark: what the operator writes for N Clusters, compared with the
-// floor, the time a minimal concurrent server-side-apply writer takes to write exactly the same
-// objects into the same API server.
+// The fan-out part of the benchmark: what the operator writes for N Clusters, and when (the
+// floors it is compared with are in floor_test.go).
 
 const (
 	// templateCluster is the Cluster whose generated objects, once the operator made them, are
@@ -52,7 +48,7 @@ var generatedKinds = []schema.GroupVersionKind{
 
 // templateObjects reads the objects the operator generated for the template Cluster, as the
 // models of the floor's objects.
-func templateObjects(ctx context.Context, b *testing.B, e *benchEnv) []*unstructured.Unstructured {
+func templateObjects(ctx context.Context, b testing.TB, e *benchEnv) []*unstructured.Unstructured {
 	b.Helper()
 	var out []*unstructured.Unstructured
 	for _, gvk := range generatedKinds {
@@ -66,189 +62,6 @@ func templateObjects(ctx context.Context, b *testing.B, e *benchEnv) []*unstruct
 		}
 	}
 	return out
-}
-
-// floorObject is the template object t as the operator would generate it for cluster, in the
-// floor's namespace: the template Cluster's name replaced everywhere, the object's name as
-// fluxgen names it, without what the API server sets (uid, resourceVersion, status...).
-func floorObject(t *unstructured.Unstructured, cluster string) (*unstructured.Unstructured, error) {
-	raw, err := json.Marshal(t.Object)
-	if err != nil {
-		return nil, err
-	}
-	raw = []byte(strings.ReplaceAll(string(raw), templateCluster, cluster))
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
-		return nil, err
-	}
-	switch u.GetKind() {
-	case "ClusterAddon":
-		u.SetName(cluster)
-	case "ConfigMap":
-		u.SetName(fluxgen.ValuesConfigMapName(cluster, t.GetLabels()[csv1.ReleaseLabel]))
-	default:
-		u.SetName(fluxgen.AddonObjectName(cluster, t.GetLabels()[csv1.ComponentLabel]))
-	}
-	u.SetNamespace(floorNS)
-	for _, f := range [][]string{{"status"}, {"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "generation"},
-		{"metadata", "creationTimestamp"}, {"metadata", "managedFields"}, {"metadata", "finalizers"}} {
-		unstructured.RemoveNestedField(u.Object, f...)
-	}
-	return u, nil
-}
-
-// floorStatus is the status the template object t ended with (what the stand-in for Flux wrote
-// for a HelmRelease or Kustomization, what the operator wrote last for the ClusterAddon), as the
-// body of a merge patch of cluster's copy; nil for objects without status (the ConfigMap).
-func floorStatus(t *unstructured.Unstructured, cluster string) ([]byte, error) {
-	status, ok := t.Object["status"]
-	if !ok {
-		return nil, nil
-	}
-	raw, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return nil, err
-	}
-	return []byte(strings.ReplaceAll(string(raw), templateCluster, cluster)), nil
-}
-
-// floorResult is what the floor writer measured.
-type floorResult struct {
-	objects, workers int
-	// took is how long the applies took, and apiCPU the CPU time the API server spent meanwhile.
-	took   time.Duration
-	apiCPU time.Duration
-	// statusWrites is how many status writes followed the applies, statusTook how long they
-	// took and statusCPU the API server's CPU time meanwhile.
-	statusWrites int
-	statusTook   time.Duration
-	statusCPU    time.Duration
-}
-
-// withStatuses is the floor with statuses: the applies and the status writes after them.
-func (f floorResult) withStatuses() (time.Duration, time.Duration) {
-	return f.took + f.statusTook, f.apiCPU + f.statusCPU
-}
-
-// measureFloor writes, for each of n Clusters, the objects the operator generated for the
-// template Cluster, with `workers` concurrent server-side applies (no client-side rate limit),
-// into the floor namespace: the floor, no reads, no rendering, no ordering, just the writes.
-// Then, timed on their own, the same workers write the statuses no operator can avoid if its
-// ClusterAddons are to end Ready, of each object the template has a status for: Flux's report
-// that the HelmRelease and the Kustomization are Ready, and the ClusterAddon's final status
-// (merge patches of the template's statuses, as Flux's patch helper writes them). The two
-// phases together are the floor with statuses. The objects are removed again.
-func measureFloor(ctx context.Context, b *testing.B, e *benchEnv, templates []*unstructured.Unstructured, n, workers int) floorResult {
-	b.Helper()
-	must(b, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}))
-	var objs []*unstructured.Unstructured
-	type statusWrite struct {
-		obj   *unstructured.Unstructured
-		patch []byte
-	}
-	var statuses []statusWrite
-	for i := range n {
-		for _, t := range templates {
-			o, err := floorObject(t, clusterName(i))
-			must(b, err)
-			objs = append(objs, o)
-			st, err := floorStatus(t, clusterName(i))
-			must(b, err)
-			if st != nil {
-				statuses = append(statuses, statusWrite{obj: o, patch: st})
-			}
-		}
-	}
-	c := floorClient(b, e)
-	applies, applyCPU := concurrently(b, e, workers, objs, func(o *unstructured.Unstructured) error {
-		return floorWrite(ctx, c, o, nil)
-	})
-	statusTook, statusCPU := concurrently(b, e, workers, statuses, func(w statusWrite) error {
-		return floorWrite(ctx, c, w.obj, w.patch)
-	})
-
-	for _, gvk := range generatedKinds {
-		must(b, deleteAll(ctx, c, gvk, floorNS))
-	}
-	return floorResult{objects: len(objs), workers: workers, took: applies, apiCPU: applyCPU,
-		statusWrites: len(statuses), statusTook: statusTook, statusCPU: statusCPU}
-}
-
-// floorClient is the floor writer's client: no client-side rate limit.
-func floorClient(b *testing.B, e *benchEnv) client.Client {
-	b.Helper()
-	cfg := rest.CopyConfig(e.cfg)
-	cfg.QPS, cfg.Burst = -1, 0
-	c, err := client.New(cfg, client.Options{Scheme: e.scheme})
-	must(b, err)
-	return c
-}
-
-// floorWrite is one write of the floor writer: a server-side apply of obj, or, with a status, a
-// merge patch of obj's status.
-func floorWrite(ctx context.Context, c client.Client, obj *unstructured.Unstructured, status []byte) error {
-	if status != nil {
-		if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, status), client.FieldOwner("floor")); err != nil {
-			return fmt.Errorf("floor: status of %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-		return nil
-	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("floor"), client.ForceOwnership); err != nil {
-		return fmt.Errorf("floor: apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
-	}
-	return nil
-}
-
-// deleteAll deletes every object of kind gvk in namespace ns. A collection delete of 10,000
-// objects can outlast the API server's request timeout: then it deleted what it could, and it
-// is sent again until none is left.
-func deleteAll(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns string) error {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	var err error
-	for range 10 {
-		if err = c.DeleteAllOf(ctx, u, client.InNamespace(ns)); err == nil {
-			return nil
-		}
-		logf("delete the floor's %ss again: %v", gvk.Kind, err)
-	}
-	return err
-}
-
-// concurrently calls write for every item with `workers` goroutines, and returns how long that
-// took and the CPU time the API server spent meanwhile. The first error fails the benchmark.
-func concurrently[T any](b *testing.B, e *benchEnv, workers int, items []T, write func(T) error) (time.Duration, time.Duration) {
-	b.Helper()
-	jobs := make(chan T)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	before, err := apiServerStats(e)
-	must(b, err)
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for item := range jobs {
-				if err := write(item); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, item := range items {
-		jobs <- item
-	}
-	close(jobs)
-	wg.Wait()
-	took := time.Since(start)
-	must(b, firstErr)
-	after, err := apiServerStats(e)
-	must(b, err)
-	return took, after.cpu - before.cpu
 }
 
 // fanoutTracker watches the bench namespace and records when the generated objects of the N
@@ -267,7 +80,7 @@ type fanoutTracker struct {
 
 // startTracker starts the tracker's informers (metadata only, but for ClusterAddons) and waits
 // until they are synced.
-func startTracker(ctx context.Context, b *testing.B, e *benchEnv, n int) *fanoutTracker {
+func startTracker(ctx context.Context, b testing.TB, e *benchEnv, n int) *fanoutTracker {
 	b.Helper()
 	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}}
 	tctx, cancel := context.WithCancel(ctx)
@@ -290,7 +103,7 @@ func startTracker(ctx context.Context, b *testing.B, e *benchEnv, n int) *fanout
 // watchObjects calls handle with its kind and every object of the kinds of objs in namespace ns
 // as an informer of the benchmark's own (without managed fields) sees it added or updated; it
 // returns once the informers are synced, and they stop with ctx.
-func watchObjects(ctx context.Context, b *testing.B, e *benchEnv, ns string, objs []client.Object, handle func(kind string, o client.Object)) {
+func watchObjects(ctx context.Context, b testing.TB, e *benchEnv, ns string, objs []client.Object, handle func(kind string, o client.Object)) {
 	b.Helper()
 	c, err := cache.New(e.cfg, cache.Options{Scheme: e.scheme, DefaultNamespaces: map[string]cache.Config{ns: {}},
 		DefaultTransform: cache.TransformStripManagedFields()})
@@ -420,14 +233,25 @@ func readProcStats(pid int) (procStats, error) {
 
 // apiServerStats are the management kube-apiserver's process figures.
 func apiServerStats(e *benchEnv) (procStats, error) {
-	pid, err := proc.ChildPid(e.apiServerBinary)
+	return serverStats(e.apiServerBinary, "--cert-dir="+filepath.Join(e.dir, "kube-apiserver"))
+}
+
+// serverStats are the figures of the child process running binary with arg on its command line
+// (startAPIServer's kube-apiserver and etcd are told apart by their --cert-dir and --data-dir).
+func serverStats(binary, arg string) (procStats, error) {
+	pid, err := proc.ChildPid(binary, arg)
 	if err != nil {
-		return procStats{}, fmt.Errorf("find the kube-apiserver process: %w", err)
+		return procStats{}, fmt.Errorf("find the %s process: %w", filepath.Base(binary), err)
 	}
 	if pid == 0 {
-		return procStats{}, fmt.Errorf("no kube-apiserver child process runs %s", e.apiServerBinary)
+		return procStats{}, fmt.Errorf("no child process runs %s with %s", binary, arg)
 	}
 	return readProcStats(pid)
+}
+
+// resetPeakRSS starts pid's peak RSS (VmHWM) again from its current RSS (clear_refs 5).
+func resetPeakRSS(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }

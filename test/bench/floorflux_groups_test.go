@@ -56,8 +56,11 @@ func TestFloorFluxClusterOnReady(t *testing.T) {
 	addon := namedObject("ClusterAddon", "c")
 	a, b, k := namedObject("HelmRelease", "c-a"), namedObject("HelmRelease", "c-b"), namedObject("Kustomization", "c-k")
 	c := &floorFluxCluster{groups: [][]*unstructured.Unstructured{{a, b}, {k}}, addon: addon, status: []byte(`{}`), ready: map[string]bool{}, next: 1, flux: 3}
-	written := func(jobs []floorFluxJob) []string {
+	written := func(jobs []floorFluxJob, allReady bool) []string {
 		var out []string
+		if allReady {
+			out = append(out, "all Ready")
+		}
 		for _, j := range jobs {
 			w := j.obj.GetName()
 			if j.status != nil {
@@ -71,14 +74,30 @@ func TestFloorFluxClusterOnReady(t *testing.T) {
 		ready string
 		want  []string
 	}{
-		{"c-a", nil},                  // not the last of its group: the Kustomization waits
-		{"c-b", []string{"c-k"}},      // the group's last one is Ready: the next group
-		{"c-b", nil},                  // seen again: nothing more
-		{"c-k", []string{"c/status"}}, // every Flux object Ready: the ClusterAddon's status
-		{"c-k", nil},                  // once
+		{"c-a", nil},             // not the last of its group: the Kustomization waits
+		{"c-b", []string{"c-k"}}, // the group's last one is Ready: the next group
+		{"c-b", nil},             // seen again: nothing more
+		{"c-k", []string{"all Ready", "c/status"}}, // every Flux object Ready: the ClusterAddon's status
+		{"c-k", nil}, // once
 	} {
 		if got := written(c.onReady(step.ready)); !reflect.DeepEqual(got, step.want) {
 			t.Fatalf("step %d, %s Ready: writes %v, want %v", i, step.ready, got, step.want)
+		}
+	}
+
+	// Without a ClusterAddon (Flux alone): the same order, and the Cluster is done once its last
+	// Flux object is Ready, with nothing more to write.
+	alone := &floorFluxCluster{groups: [][]*unstructured.Unstructured{{a}, {k}}, ready: map[string]bool{}, next: 1, flux: 2}
+	for i, step := range []struct {
+		ready string
+		want  []string
+	}{
+		{"c-a", []string{"c-k"}},
+		{"c-k", []string{"all Ready"}},
+		{"c-k", nil},
+	} {
+		if got := written(alone.onReady(step.ready)); !reflect.DeepEqual(got, step.want) {
+			t.Fatalf("Flux alone, step %d, %s Ready: writes %v, want %v", i, step.ready, got, step.want)
 		}
 	}
 }

@@ -1,16 +1,32 @@
 package bench
 
-// BenchmarkRealFlux, run by `make bench-flux`: the operator binary with the real Flux
-// helm-controller and kustomize-controller (bin/), N Clusters whose addons all target one
-// shared workload API server, and where the time goes between Cluster creation and every
-// ClusterAddon Ready: the operator's part (every generated HelmRelease and Kustomization
-// written) and Flux's (every one of them Ready). It reports figures and asserts no timing; it
-// fails only when a process dies or the objects are not Ready within a generous timeout.
+// BenchmarkRealFlux, run by `make bench-flux`: the real Flux helm-controller and
+// kustomize-controller (bin/), N Clusters whose addons are spread over several workload API
+// servers, measured in one run twice, each phase until every object is Ready:
 //
-// Settings (flag after -args, or environment), besides -bench.log-level, -bench.keep and
-// -bench.manager of the main benchmark:
+//   - Flux alone: the floor writer (floor_test.go) writes exactly the HelmReleases,
+//     Kustomizations and values ConfigMaps the operator generated for a template Cluster, for N
+//     Clusters of their own, in the order Flux needs (a Cluster's Kustomization once its
+//     HelmRelease is Ready), until Flux reports every one Ready; they are then removed
+//     (suspended and deleted: Flux drops them without uninstalling, and the second phase's
+//     Clusters have other names, so Flux installs new Helm releases into new namespaces, as it
+//     did for Flux alone);
+//   - the operator driving Flux: N Clusters created with the operator stopped, then the operator
+//     started, until every ClusterAddon is Ready; and where each Cluster's time went: the
+//     operator's part (every generated HelmRelease and Kustomization written, the ClusterAddon's
+//     status) and Flux's (every one of them Ready).
+//
+// It prints both times to every object Ready and their ratio, the operator's writes per Cluster,
+// the peak RSS of the operator, helm- and kustomize-controller and the workload API servers. It
+// reports figures and asserts no timing; it fails only when a process dies or the objects are
+// not Ready within a generous timeout.
+//
+// Settings (flag after -args, or environment), besides -bench.log-level, -bench.keep,
+// -bench.manager, -bench.manager-args and -bench.manager-env of the main benchmark:
 //
 //	-bench.flux-clusters   / BENCH_FLUX_CLUSTERS    number of Clusters (200)
+//	-bench.flux-workloads  / BENCH_FLUX_WORKLOADS   workload API servers (kube-apiserver and etcd each) the Clusters
+//	                                                are spread over, round robin (10)
 //	-bench.flux-concurrent / BENCH_FLUX_CONCURRENT  --concurrent of helm- and kustomize-controller
 //	                                                (empty: Flux's default, as the local plane runs them)
 //
@@ -29,6 +45,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,10 +71,12 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/bench/benchresult"
 )
 
 var (
 	flagFluxClusters   = flag.String("bench.flux-clusters", envOr("BENCH_FLUX_CLUSTERS", "200"), "number of Clusters of BenchmarkRealFlux")
+	flagFluxWorkloads  = flag.String("bench.flux-workloads", envOr("BENCH_FLUX_WORKLOADS", "10"), "workload API servers the Clusters of BenchmarkRealFlux are spread over")
 	flagFluxConcurrent = flag.String("bench.flux-concurrent", os.Getenv("BENCH_FLUX_CONCURRENT"), "--concurrent of helm- and kustomize-controller; Flux's default when empty")
 )
 
@@ -77,12 +96,25 @@ type fluxProcs struct {
 	flags           []string
 }
 
+// procUsage is a process's peak RSS and CPU seconds over one phase.
+type procUsage struct {
+	name    string
+	peakRSS int64
+	cpu     float64
+	err     error
+}
+
 // BenchmarkRealFlux runs once whatever b.N is (make bench-flux passes -benchtime 1x).
 func BenchmarkRealFlux(b *testing.B) {
 	n, err := strconv.Atoi(*flagFluxClusters)
 	if err != nil || n < 1 {
 		b.Fatalf("BENCH_FLUX_CLUSTERS / -bench.flux-clusters: want a positive number, got %q", *flagFluxClusters)
 	}
+	workloads, err := strconv.Atoi(*flagFluxWorkloads)
+	if err != nil || workloads < 1 {
+		b.Fatalf("BENCH_FLUX_WORKLOADS / -bench.flux-workloads: want a positive number, got %q", *flagFluxWorkloads)
+	}
+	workloads = min(workloads, n) // a server without a Cluster would measure nothing
 	var fluxFlags []string
 	if c := *flagFluxConcurrent; c != "" {
 		if v, err := strconv.Atoi(c); err != nil || v < 1 {
@@ -90,7 +122,10 @@ func BenchmarkRealFlux(b *testing.B) {
 		}
 		fluxFlags = append(fluxFlags, "--concurrent="+c)
 	}
-	cfg := benchConfig{clusters: n, logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager}
+	cfg := benchConfig{clusters: n, logLevel: *flagLogLevel, keep: *flagKeep, manager: *flagManager,
+		managerArgs: strings.Fields(*flagArgs), managerEnv: strings.Fields(*flagEnv)}
+	// Each phase: about 30 minutes for 1,000 Clusters on 2 busy cores with Flux's defaults.
+	phaseTimeout := max(40*time.Minute, time.Duration(n)*3*time.Second)
 	started = time.Now()
 	load0 := loadAvg()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,26 +160,31 @@ func BenchmarkRealFlux(b *testing.B) {
 	}, ErrorIfPathMissing: true}); err != nil {
 		b.Fatal(err)
 	}
-	work := startWorkloadAPIServer(b, e, bin)
+	works := startWorkloadServers(b, e, bin, workloads)
 	flux := startRealFlux(ctx, b, e, bin, fluxFlags)
-	alive := func() error {
-		if err := e.alive(); err != nil {
-			return err
-		}
-		for _, p := range []*proc.Process{flux.helm, flux.kustomize} {
+	fluxAlive := func() error {
+		for _, p := range []*proc.Process{e.source, flux.helm, flux.kustomize} {
 			if err := p.Exited(); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	logf("API servers, source-, helm- and kustomize-controller and operator up; logs in %s", e.logDir)
+	alive := func() error {
+		if err := fluxAlive(); err != nil {
+			return err
+		}
+		return e.manager.Exited()
+	}
+	logf("API servers (%d workload), source-, helm- and kustomize-controller and operator up; logs in %s", len(works), e.logDir)
 
 	// Flux applies as --default-service-account (the plane's lockdown): that account may do
-	// anything in both API servers, as the plane's tenancy setup grants it.
+	// anything in every API server, as the plane's tenancy setup grants it.
 	fluxUser := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: plane.DefaultFluxServiceAccount, Namespace: benchNS}
 	must(b, bindClusterAdmin(ctx, e.c, fluxUser))
-	must(b, bindClusterAdmin(ctx, work.c, fluxUser))
+	for _, w := range works {
+		must(b, bindClusterAdmin(ctx, w.c, fluxUser))
+	}
 
 	// The stack, published to the Git server, and a ClusterStack delivering its v1.
 	src := filepath.Join(e.dir, "flux-stack-src")
@@ -169,8 +209,8 @@ func BenchmarkRealFlux(b *testing.B) {
 		},
 	}))
 	tRelease := time.Now()
+	rel := &csv1.ClusterStackRelease{}
 	pollUntil(ctx, b, alive, e.logDir, 500*time.Millisecond, 5*time.Minute, "release "+release+" Ready (its cluster-class installed by helm-controller)", func() (bool, string, error) {
-		rel := &csv1.ClusterStackRelease{}
 		if err := e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: release}, rel); err != nil {
 			return false, err.Error(), client.IgnoreNotFound(err)
 		}
@@ -182,128 +222,206 @@ func BenchmarkRealFlux(b *testing.B) {
 	})
 	logf("release %s Ready after %s", release, since(tRelease))
 
-	// N Clusters, each with the shared workload API server's kubeconfig.
-	writesAtCreate := scrapeWrites(ctx, b, e)
-	cpu0 := map[string]float64{}
-	for name, pid := range map[string]int{"manager": e.manager.Pid(), "helm-controller": flux.helm.Pid(), "kustomize-controller": flux.kustomize.Pid()} {
-		cpu0[name], _ = procCPUSeconds(pid)
-	}
-	tCreate := time.Now()
-	must(b, createClustersWith(ctx, e.c, n, work.kubeconfig))
-	created := time.Since(tCreate)
-	logf("%d Clusters created in %s", n, created.Round(time.Millisecond))
+	// One Cluster first: what the operator generates for it is what Flux alone writes.
+	must(b, createCluster(ctx, e.c, templateCluster, works[0].kubeconfig))
+	pollUntil(ctx, b, alive, e.logDir, 500*time.Millisecond, 5*time.Minute, "the template Cluster's ClusterAddon Ready", func() (bool, string, error) {
+		a := &csv1.ClusterAddon{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: benchNS, Name: templateCluster}, a); err != nil {
+			return false, err.Error(), client.IgnoreNotFound(err)
+		}
+		return apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition), a.Status.Progress, nil
+	})
+	templates := templateObjects(ctx, b, e)
+	must(b, e.stopManager())
 
-	tr := newReadyTracker(n)
+	// (a) Flux alone.
+	alone := measureFluxAlone(ctx, b, e, flux, works, templates, rel.Status.Components, n, fluxAlive, phaseTimeout)
+
+	// (b) The operator driving Flux: N Clusters, as CAPI leaves them, made while the operator is
+	// stopped; the clock runs from its start.
+	names := clusterNames(n, clusterName)
+	tCreate := time.Now()
+	must(b, createClustersOn(ctx, e.c, names, func(i int) []byte { return works[i%len(works)].kubeconfig }))
+	created := time.Since(tCreate)
+	logf("%d Clusters created in %s (operator stopped)", n, created.Round(time.Millisecond))
+	tr := newReadyTracker(names)
+	// The tracker's watches end once every ClusterAddon is Ready: the API server's shutdown waits
+	// for watches in flight.
+	trackCtx, stopTracking := context.WithCancel(ctx)
+	defer stopTracking()
+	watchObjects(trackCtx, b, e, benchNS, []client.Object{&helmv2.HelmRelease{}, &kustomizev1.Kustomization{}, &csv1.ClusterAddon{}}, tr.observe)
+	cpu0 := map[string]float64{}
+	for name, p := range map[string]*proc.Process{"helm-controller": flux.helm, "kustomize-controller": flux.kustomize} {
+		cpu0[name], _ = procCPUSeconds(p.Pid())
+	}
+	tr.begin()
+	if err := e.startManager(ctx); err != nil {
+		b.Fatalf("start the operator again: %v", err)
+	}
 	var lastProgress time.Time
-	pollUntil(ctx, b, alive, e.logDir, 500*time.Millisecond, 40*time.Minute, fmt.Sprintf("%d ClusterAddons Ready", n), func() (bool, string, error) {
-		done, msg, err := tr.observe(ctx, e.c, time.Since(tCreate))
+	pollUntil(ctx, b, alive, e.logDir, 250*time.Millisecond, phaseTimeout, fmt.Sprintf("%d ClusterAddons Ready", n), func() (bool, string, error) {
+		done, msg := tr.progress()
 		if time.Since(lastProgress) > 15*time.Second {
 			lastProgress = time.Now()
 			logf("converging: %s", msg)
 		}
-		return done, msg, err
+		return done, msg, nil
 	})
-	writes, breakdown := diffCounts(writesAtCreate, scrapeWrites(ctx, b, e))
-	must(b, checkWorkload(ctx, work.c, n))
+	stopTracking()
+	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
+	must(b, checkWorkloads(ctx, works, names))
 	load1 := loadAvg()
 
-	type usage struct {
-		name      string
-		hwm       string
-		cpu       float64
-		cpuErr    error
-		procError error
-	}
-	var usages []usage
+	var usages []procUsage
 	for _, p := range []struct {
 		name string
 		pid  int
-	}{{"manager (operator)", e.manager.Pid()}, {"helm-controller", flux.helm.Pid()}, {"kustomize-controller", flux.kustomize.Pid()}} {
-		key := strings.TrimSuffix(p.name, " (operator)")
-		u := usage{name: p.name}
-		u.hwm, u.procError = procHWM(p.pid)
-		cpu, err := procCPUSeconds(p.pid)
-		u.cpu, u.cpuErr = cpu-cpu0[key], err
-		usages = append(usages, u)
+	}{{"operator", e.manager.Pid()}, {"helm-controller", flux.helm.Pid()}, {"kustomize-controller", flux.kustomize.Pid()}} {
+		st, err := readProcStats(p.pid)
+		usages = append(usages, procUsage{name: p.name, peakRSS: st.peakRSS, cpu: st.cpu.Seconds() - cpu0[p.name], err: err})
+	}
+	peak := map[string]int64{}
+	for _, u := range usages {
+		peak[u.name] = u.peakRSS
+	}
+	var workloadPeaks []int64
+	var workloadCPU time.Duration
+	for _, w := range works {
+		rss, cpu, err := w.stats(bin)
+		must(b, err)
+		workloadPeaks = append(workloadPeaks, rss)
+		workloadCPU += cpu
+	}
+	slices.Sort(workloadPeaks)
+	var workloadSum int64
+	for _, r := range workloadPeaks {
+		workloadSum += r
 	}
 
 	hrSpan := tr.hrLastReady - tr.hrFirstSeen
 	hrPerMin := float64(n) / hrSpan.Minutes()
+	aloneHRPerMin := float64(n) / alone.ready.Minutes()
 	published := float64(fluxPublishedHelmReleases) / fluxPublishedDuration.Minutes()
 	flags := "none: Flux's defaults (--concurrent=4, --requeue-dependency=30s), as bootstrap/plane runs them"
 	if len(fluxFlags) > 0 {
 		flags = strings.Join(fluxFlags, " ") + " (the plane runs Flux's defaults)"
 	}
+	fluxRatio, addonsRatio := tr.fluxReady.Seconds()/alone.ready.Seconds(), tr.addonsReady.Seconds()/alone.ready.Seconds()
+	writesPer := float64(writes) / float64(n)
+	operatorShare := 100 * sumDur(tr.operatorPart).Seconds() / sumDur(tr.total).Seconds()
 
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(n), "clusters")
+	b.ReportMetric(float64(len(works)), "workload-servers")
+	b.ReportMetric(alone.ready.Seconds(), "flux-alone-ready-s")
 	b.ReportMetric(tr.allWritten.Seconds(), "all-written-s")
 	b.ReportMetric(percentile(tr.operatorPart, 50).Seconds(), "p50-operator-s")
 	b.ReportMetric(percentile(tr.fluxPart, 50).Seconds(), "p50-flux-s")
 	b.ReportMetric(tr.fluxReady.Seconds(), "flux-ready-s")
 	b.ReportMetric(tr.addonsReady.Seconds(), "addons-ready-s")
+	b.ReportMetric(addonsRatio, "addons-ready/flux-alone")
 	b.ReportMetric(hrPerMin, "helmreleases/min")
-	b.ReportMetric(float64(writes)/float64(n), "operator-writes/cluster")
+	b.ReportMetric(writesPer, "operator-writes/cluster")
+	must(b, benchresult.Write(os.Getenv("BENCH_RESULT"), benchresult.Result{Kind: benchresult.RealFluxKind, RealFlux: &benchresult.RealFlux{
+		Clusters: n, FluxFlags: flags, Workloads: len(works), GeneratedObjects: len(templates),
+		FluxAloneWritten: alone.written.Seconds(), FluxAloneReady: alone.ready.Seconds(),
+		AllWritten: tr.allWritten.Seconds(), FluxReady: tr.fluxReady.Seconds(), AddonsReady: tr.addonsReady.Seconds(),
+		OperatorShareP50: tr.pct(tr.operatorPart, 50).Seconds(), FluxShareP50: tr.pct(tr.fluxPart, 50).Seconds(),
+		OperatorSharePercent: operatorShare,
+		HelmReleaseReadyP50:  tr.pct(tr.hrWait, 50).Seconds(), KustomizationP50: tr.pct(tr.ksWait, 50).Seconds(),
+		HelmReleasesPerMin: hrPerMin, WritesPerCluster: writesPer, PeakRSS: peak, FluxAlonePeakRSS: alone.peakRSS,
+		WorkloadServerPeakRSS: workloadPeaks[len(workloadPeaks)-1],
+	}}))
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "\nClusterStack operator with real Flux: bin/manager, helm-controller and kustomize-controller, %d Clusters on one shared workload API server\n", n)
+	fmt.Fprintf(&out, "\nReal Flux: helm-controller and kustomize-controller, %d Clusters spread over %d workload API servers (kube-apiserver and etcd each), alone and driven by the operator\n", n, len(works))
 	fmt.Fprintf(&out, "  (each: Cluster + AWSCluster + kubeconfig Secret -> ClusterAddon, values ConfigMap, HelmRelease (ConfigMap + ServiceAccount\n")
 	fmt.Fprintf(&out, "   into cfg-<cluster>, release <cluster>-config), Kustomization (Namespace obj-<cluster>, ConfigMap, ServiceAccount))\n")
 	fmt.Fprintf(&out, "  Flux flags                                       %s; plus --no-cross-namespace-refs=true --default-service-account=%s\n", flags, plane.DefaultFluxServiceAccount)
 	fmt.Fprintf(&out, "  load average (1/5/15 min) at start / at the end   %s / %s  (%d cores)\n", load0, load1, goruntime.NumCPU())
-	fmt.Fprintf(&out, "  create the Clusters                              %s\n", created.Round(time.Millisecond))
-	fmt.Fprintf(&out, "  create -> last HelmRelease+Kustomization written  %s   (each Kustomization waits for its Cluster's HelmRelease Ready)\n", tr.allWritten.Round(time.Second))
-	fmt.Fprintf(&out, "  create -> every HelmRelease+Kustomization Ready   %s\n", tr.fluxReady.Round(time.Second))
-	fmt.Fprintf(&out, "  create -> every ClusterAddon Ready                %s\n", tr.addonsReady.Round(time.Second))
-	fmt.Fprintf(&out, "  per Cluster, create -> ClusterAddon Ready         p50 %s  p90 %s  max %s, of which\n", tr.pct(tr.total, 50), tr.pct(tr.total, 90), tr.pct(tr.total, 100))
-	fmt.Fprintf(&out, "    operator (create -> HR written, HR Ready -> KS written, Flux Ready -> addon Ready)  p50 %s  p90 %s  max %s  (%.0f%% of the sum)\n",
-		tr.pct(tr.operatorPart, 50), tr.pct(tr.operatorPart, 90), tr.pct(tr.operatorPart, 100), 100*sumDur(tr.operatorPart).Seconds()/sumDur(tr.total).Seconds())
-	fmt.Fprintf(&out, "    Flux (HR written -> Ready, KS written -> Ready)                                   p50 %s  p90 %s  max %s  (%.0f%% of the sum)\n",
+	fmt.Fprintf(&out, "  Flux alone: the floor writer (%d concurrent writes) writes the %d HelmReleases, Kustomizations and values ConfigMaps the operator\n", fluxAloneWorkers, alone.objects)
+	fmt.Fprintf(&out, "  generated for a template Cluster, for %d Clusters of their own, each Kustomization once its Cluster's HelmRelease is Ready\n", n)
+	fmt.Fprintf(&out, "    writer start -> every object written           %s\n", alone.written.Round(time.Second))
+	fmt.Fprintf(&out, "    writer start -> every HelmRelease+Kustomization Ready   %s   (%.1f HelmReleases per minute)\n", alone.ready.Round(time.Second), aloneHRPerMin)
+	for _, u := range alone.usage {
+		fmt.Fprintf(&out, "    %-46s peak RSS %s, CPU %.1fs\n", u.name, mib(u.peakRSS), u.cpu)
+	}
+	fmt.Fprintf(&out, "    removed again (suspended, then deleted: Flux drops them without uninstalling)   %s\n", alone.removed.Round(time.Second))
+	fmt.Fprintf(&out, "  the operator driving Flux: %d Clusters created with the operator stopped (%s), then the operator started; from its start:\n", n, created.Round(time.Millisecond))
+	fmt.Fprintf(&out, "    -> last HelmRelease+Kustomization written       %s   (each Kustomization waits for its Cluster's HelmRelease Ready)\n", tr.allWritten.Round(time.Second))
+	fmt.Fprintf(&out, "    -> every HelmRelease+Kustomization Ready        %s   (%.2fx Flux alone)\n", tr.fluxReady.Round(time.Second), fluxRatio)
+	fmt.Fprintf(&out, "    -> every ClusterAddon Ready                     %s   (%.2fx Flux alone; goal: at most 1.10x)\n", tr.addonsReady.Round(time.Second), addonsRatio)
+	fmt.Fprintf(&out, "    per Cluster, operator start -> ClusterAddon Ready   p50 %s  p90 %s  max %s, of which\n", tr.pct(tr.total, 50), tr.pct(tr.total, 90), tr.pct(tr.total, 100))
+	fmt.Fprintf(&out, "      operator (start -> HR written, HR Ready -> KS written, Flux Ready -> addon Ready)  p50 %s  p90 %s  max %s  (%.0f%% of the sum)\n",
+		tr.pct(tr.operatorPart, 50), tr.pct(tr.operatorPart, 90), tr.pct(tr.operatorPart, 100), operatorShare)
+	fmt.Fprintf(&out, "      Flux (HR written -> Ready, KS written -> Ready)                                  p50 %s  p90 %s  max %s  (%.0f%% of the sum)\n",
 		tr.pct(tr.fluxPart, 50), tr.pct(tr.fluxPart, 90), tr.pct(tr.fluxPart, 100), 100*sumDur(tr.fluxPart).Seconds()/sumDur(tr.total).Seconds())
-	fmt.Fprintf(&out, "  per object, written -> Ready                      HelmRelease p50 %s  p90 %s  max %s;  Kustomization p50 %s  p90 %s  max %s\n",
+	fmt.Fprintf(&out, "    per object, written -> Ready                    HelmRelease p50 %s  p90 %s  max %s;  Kustomization p50 %s  p90 %s  max %s\n",
 		tr.pct(tr.hrWait, 50), tr.pct(tr.hrWait, 90), tr.pct(tr.hrWait, 100), tr.pct(tr.ksWait, 50), tr.pct(tr.ksWait, 90), tr.pct(tr.ksWait, 100))
-	fmt.Fprintf(&out, "  HelmReleases per minute                          %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))
-	fmt.Fprintf(&out, "  operator API writes                              %d (%.1f per Cluster) %s\n", writes, float64(writes)/float64(n), breakdown)
+	fmt.Fprintf(&out, "    HelmReleases per minute                        %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))
+	fmt.Fprintf(&out, "    operator API writes                            %d (%.2f per Cluster; goal: generated objects + 2 = %d) %s\n", writes, writesPer, len(templates)+2, breakdown)
 	for _, u := range usages {
-		if u.procError != nil || u.cpuErr != nil {
-			fmt.Fprintf(&out, "  %-48s %v %v\n", u.name, u.procError, u.cpuErr)
+		if u.err != nil {
+			fmt.Fprintf(&out, "    %-46s %v\n", u.name, u.err)
 			continue
 		}
-		fmt.Fprintf(&out, "  %-48s peak RSS %s, CPU %.1fs from create to converged\n", u.name, u.hwm, u.cpu)
+		fmt.Fprintf(&out, "    %-46s peak RSS %s, CPU %.1fs from the operator's start to converged\n", u.name, mib(u.peakRSS), u.cpu)
 	}
+	fmt.Fprintf(&out, "  workload API servers, peak RSS of each (kube-apiserver + etcd)   min %s  mean %s  max %s;  CPU of all since their start %s\n",
+		mib(workloadPeaks[0]), mib(workloadSum/int64(len(workloadPeaks))), mib(workloadPeaks[len(workloadPeaks)-1]), workloadCPU.Round(time.Second))
 	fmt.Fprintf(&out, "  Flux's published figure                          %d HelmReleases in %s = %.1f/min (%s;\n", fluxPublishedHelmReleases, fluxPublishedDuration, published, fluxPublishedFlags)
-	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it\n", hrPerMin, 100*hrPerMin/published)
+	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it with the operator, %.1f/min alone\n", hrPerMin, 100*hrPerMin/published, aloneHRPerMin)
 	fmt.Print(out.String())
 }
 
-// workloadServer is the one workload API server every Cluster's kubeconfig points to.
+// workloadServer is a workload API server that Clusters' kubeconfigs point to.
 type workloadServer struct {
+	dir        string
 	c          client.Client
 	kubeconfig []byte
 }
 
-// startWorkloadAPIServer starts a kube-apiserver with etcd (envtest), as the local plane's
+// startWorkloadServers starts n kube-apiservers with etcd (envtest), as the local plane's
 // workload clusters have, without controller-manager, scheduler or kwok: no addon has Pods.
-func startWorkloadAPIServer(b *testing.B, e *benchEnv, bin string) *workloadServer {
+func startWorkloadServers(b testing.TB, e *benchEnv, bin string, n int) []*workloadServer {
 	b.Helper()
-	cfg := startAPIServer(b, bin, filepath.Join(e.dir, "workload"), filepath.Join(e.logDir, "workload-kube-apiserver.log"), "workload", nil)
 	scheme := runtime.NewScheme()
 	must(b, clientgoscheme.AddToScheme(scheme))
-	w := &workloadServer{}
-	var err error
-	if w.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		b.Fatal(err)
+	var out []*workloadServer
+	for i := range n {
+		name := fmt.Sprintf("workload-%d", i)
+		w := &workloadServer{dir: filepath.Join(e.dir, name)}
+		cfg := startAPIServer(b, bin, w.dir, filepath.Join(e.logDir, name+"-kube-apiserver.log"), name, nil, nil)
+		var err error
+		if w.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			b.Fatal(err)
+		}
+		if w.kubeconfig, err = clientcmd.Write(kubeconfigFor(cfg, name)); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, w)
 	}
-	if w.kubeconfig, err = clientcmd.Write(kubeconfigFor(cfg, "workload")); err != nil {
-		b.Fatal(err)
+	return out
+}
+
+// stats are the peak RSS of the server's kube-apiserver and its etcd, together, and the CPU
+// time they spent so far.
+func (w *workloadServer) stats(bin string) (peakRSS int64, cpu time.Duration, err error) {
+	api, err := serverStats(filepath.Join(bin, "kube-apiserver"), "--cert-dir="+filepath.Join(w.dir, "kube-apiserver"))
+	if err != nil {
+		return 0, 0, err
 	}
-	return w
+	etcd, err := serverStats(filepath.Join(bin, "etcd"), "--data-dir="+filepath.Join(w.dir, "etcd"))
+	if err != nil {
+		return 0, 0, err
+	}
+	return api.peakRSS + etcd.peakRSS, api.cpu + etcd.cpu, nil
 }
 
 // startRealFlux starts helm-controller and kustomize-controller as bootstrap/plane does
 // (startFlux): one process each against the management API server, fetching artifacts from
 // the benchmark's source-controller, with Flux's multi-tenancy lockdown, plus extra flags.
-func startRealFlux(ctx context.Context, b *testing.B, e *benchEnv, bin string, extra []string) *fluxProcs {
+func startRealFlux(ctx context.Context, b testing.TB, e *benchEnv, bin string, extra []string) *fluxProcs {
 	b.Helper()
 	ports, err := proc.FreePorts(4)
 	if err != nil {
@@ -350,8 +468,8 @@ func bindClusterAdmin(ctx context.Context, c client.Client, subject rbacv1.Subje
 	return nil
 }
 
-// createClustersWith creates n Clusters (see createCluster) with the given kubeconfig.
-func createClustersWith(ctx context.Context, c client.Client, n int, kubeconfig []byte) error {
+// createClustersOn creates the Clusters named (see createCluster), the i-th with kubeconfig(i).
+func createClustersOn(ctx context.Context, c client.Client, names []string, kubeconfig func(i int) []byte) error {
 	jobs := make(chan int)
 	var mu sync.Mutex
 	var errs []error
@@ -359,7 +477,7 @@ func createClustersWith(ctx context.Context, c client.Client, n int, kubeconfig 
 	for range 8 {
 		wg.Go(func() {
 			for i := range jobs {
-				if err := createCluster(ctx, c, clusterName(i), kubeconfig); err != nil {
+				if err := createCluster(ctx, c, names[i], kubeconfig(i)); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -367,7 +485,7 @@ func createClustersWith(ctx context.Context, c client.Client, n int, kubeconfig 
 			}
 		})
 	}
-	for i := range n {
+	for i := range names {
 		jobs <- i
 	}
 	close(jobs)
@@ -375,16 +493,20 @@ func createClustersWith(ctx context.Context, c client.Client, n int, kubeconfig 
 	return errors.Join(errs...)
 }
 
-// readyTracker follows each Cluster's HelmRelease, Kustomization and ClusterAddon: when each
-// was first seen written and first seen Ready, as durations since the Clusters were created.
+// readyTracker follows each Cluster's HelmRelease, Kustomization and ClusterAddon through an
+// informer of the benchmark's own (no polling of the API server): when each was first seen
+// written and first seen Ready, as durations since begin.
 type readyTracker struct {
+	mu                                 sync.Mutex
+	start                              time.Time
+	want                               map[string]bool // the Clusters followed
 	n                                  int
 	hrSeen, hrReady, ksSeen, ksReady   map[string]time.Duration // by cluster
 	addonReady                         map[string]time.Duration
 	allWritten, fluxReady, addonsReady time.Duration
 	hrFirstSeen, hrLastReady           time.Duration
 
-	// Per Cluster, along its critical path create -> HelmRelease written (operator) -> Ready
+	// Per Cluster, along its critical path start -> HelmRelease written (operator) -> Ready
 	// (Flux) -> Kustomization written (operator; it waits for the HelmRelease, see
 	// fluxgen.AddonObjects) -> Ready (Flux) -> ClusterAddon Ready (operator).
 	operatorPart, fluxPart, total []time.Duration
@@ -392,8 +514,12 @@ type readyTracker struct {
 	hrWait, ksWait []time.Duration
 }
 
-func newReadyTracker(n int) *readyTracker {
-	return &readyTracker{n: n, hrSeen: map[string]time.Duration{}, hrReady: map[string]time.Duration{},
+func newReadyTracker(names []string) *readyTracker {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	return &readyTracker{want: want, n: len(names), hrSeen: map[string]time.Duration{}, hrReady: map[string]time.Duration{},
 		ksSeen: map[string]time.Duration{}, ksReady: map[string]time.Duration{}, addonReady: map[string]time.Duration{}}
 }
 
@@ -408,39 +534,39 @@ func note(m map[string]time.Duration, cluster string, now time.Duration) {
 	}
 }
 
-// observe lists the objects once, at now since creation; it reports whether every ClusterAddon
-// is Ready with the release.
-func (t *readyTracker) observe(ctx context.Context, c client.Client, now time.Duration) (bool, string, error) {
-	perCluster := client.HasLabels{csv1.ClusterNameLabel}
-	var hrs helmv2.HelmReleaseList
-	if err := c.List(ctx, &hrs, client.InNamespace(benchNS), perCluster); err != nil {
-		return false, "", err
+// begin starts the clock.
+func (t *readyTracker) begin() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.start = time.Now()
+}
+
+// observe records what the informer saw of an object of a Cluster followed, once begun.
+func (t *readyTracker) observe(_ string, o client.Object) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.start.IsZero() {
+		return
 	}
-	var kss kustomizev1.KustomizationList
-	if err := c.List(ctx, &kss, client.InNamespace(benchNS), perCluster); err != nil {
-		return false, "", err
-	}
-	var addons csv1.ClusterAddonList
-	if err := c.List(ctx, &addons, client.InNamespace(benchNS)); err != nil {
-		return false, "", err
-	}
-	for _, o := range hrs.Items {
-		cl := o.Labels[csv1.ClusterNameLabel]
-		note(t.hrSeen, cl, now)
-		if fluxReady(o.Status.Conditions, o.Generation, o.Status.ObservedGeneration) {
-			note(t.hrReady, cl, now)
+	now := time.Since(t.start)
+	switch obj := o.(type) {
+	case *helmv2.HelmRelease:
+		if cl := obj.Labels[csv1.ClusterNameLabel]; t.want[cl] {
+			note(t.hrSeen, cl, now)
+			if fluxReady(obj.Status.Conditions, obj.Generation, obj.Status.ObservedGeneration) {
+				note(t.hrReady, cl, now)
+			}
 		}
-	}
-	for _, o := range kss.Items {
-		cl := o.Labels[csv1.ClusterNameLabel]
-		note(t.ksSeen, cl, now)
-		if fluxReady(o.Status.Conditions, o.Generation, o.Status.ObservedGeneration) {
-			note(t.ksReady, cl, now)
+	case *kustomizev1.Kustomization:
+		if cl := obj.Labels[csv1.ClusterNameLabel]; t.want[cl] {
+			note(t.ksSeen, cl, now)
+			if fluxReady(obj.Status.Conditions, obj.Generation, obj.Status.ObservedGeneration) {
+				note(t.ksReady, cl, now)
+			}
 		}
-	}
-	for _, a := range addons.Items {
-		if apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition) && a.Status.LastAppliedRelease == release {
-			note(t.addonReady, a.Name, now)
+	case *csv1.ClusterAddon:
+		if t.want[obj.Name] && apimeta.IsStatusConditionTrue(obj.Status.Conditions, csv1.ReadyCondition) && obj.Status.LastAppliedRelease == release {
+			note(t.addonReady, obj.Name, now)
 		}
 	}
 	if t.allWritten == 0 && len(t.hrSeen) >= t.n && len(t.ksSeen) >= t.n {
@@ -449,12 +575,24 @@ func (t *readyTracker) observe(ctx context.Context, c client.Client, now time.Du
 	if t.fluxReady == 0 && len(t.hrReady) >= t.n && len(t.ksReady) >= t.n {
 		t.fluxReady = now
 	}
-	msg := fmt.Sprintf("HelmReleases %d written, %d Ready; Kustomizations %d written, %d Ready; ClusterAddons %d, %d Ready",
-		len(hrs.Items), len(t.hrReady), len(kss.Items), len(t.ksReady), len(addons.Items), len(t.addonReady))
-	if len(t.addonReady) < t.n || t.fluxReady == 0 {
-		return false, msg, nil
+	if t.addonsReady == 0 && t.fluxReady > 0 && len(t.addonReady) >= t.n {
+		t.addonsReady = now
 	}
-	t.addonsReady = now
+}
+
+// progress reports whether every ClusterAddon is Ready with the release, and how far it is;
+// once done, the per-Cluster parts are computed.
+func (t *readyTracker) progress() (bool, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	msg := fmt.Sprintf("HelmReleases %d written, %d Ready; Kustomizations %d written, %d Ready; ClusterAddons %d Ready",
+		len(t.hrSeen), len(t.hrReady), len(t.ksSeen), len(t.ksReady), len(t.addonReady))
+	if t.addonsReady == 0 {
+		return false, msg
+	}
+	if t.total != nil {
+		return true, msg
+	}
 	t.hrFirstSeen = -1
 	for cl, done := range t.addonReady {
 		hrSeen, hrReady, ksSeen, ksReady := t.hrSeen[cl], t.hrReady[cl], t.ksSeen[cl], t.ksReady[cl]
@@ -469,10 +607,10 @@ func (t *readyTracker) observe(ctx context.Context, c client.Client, now time.Du
 		}
 		t.hrLastReady = max(t.hrLastReady, hrReady)
 	}
-	return true, msg, nil
+	return true, msg
 }
 
-// pct is the p-th percentile of ds, rounded to the polling resolution.
+// pct is the p-th percentile of ds, rounded to 0.1 s.
 func (t *readyTracker) pct(ds []time.Duration, p int) time.Duration {
 	return percentile(ds, p).Round(100 * time.Millisecond)
 }
@@ -486,19 +624,20 @@ func sumDur(ds []time.Duration) time.Duration {
 	return s
 }
 
-// checkWorkload checks that the addons of every Cluster are in the shared workload API
-// server, each in its own namespace: the Helm chart's ConfigMap <cluster>-config in
-// cfg-<cluster> (a release of its own) and the kustomize ConfigMap in obj-<cluster>.
-func checkWorkload(ctx context.Context, c client.Client, n int) error {
+// checkWorkloads checks that the addons of every Cluster named are in its workload API server
+// (the i-th Cluster's in works[i % len(works)]), each in its own namespace: the Helm chart's
+// ConfigMap <cluster>-config in cfg-<cluster> (a release of its own) and the kustomize ConfigMap
+// in obj-<cluster>, both with the Cluster's name, which the values ConfigMap carried.
+func checkWorkloads(ctx context.Context, works []*workloadServer, names []string) error {
 	var errs []error
-	for i := range n {
-		cl := clusterName(i)
+	for i, cl := range names {
+		w := works[i%len(works)]
 		for _, key := range []client.ObjectKey{{Namespace: "cfg-" + cl, Name: cl + "-config"}, {Namespace: "obj-" + cl, Name: "cluster-info"}} {
 			cm := &corev1.ConfigMap{}
-			if err := c.Get(ctx, key, cm); err != nil {
-				errs = append(errs, fmt.Errorf("workload API server: ConfigMap %s: %w", key, err))
+			if err := w.c.Get(ctx, key, cm); err != nil {
+				errs = append(errs, fmt.Errorf("workload API server %s: ConfigMap %s: %w", filepath.Base(w.dir), key, err))
 			} else if cm.Data["cluster-name"] != cl {
-				errs = append(errs, fmt.Errorf("workload API server: ConfigMap %s has cluster-name %q, want %q", key, cm.Data["cluster-name"], cl))
+				errs = append(errs, fmt.Errorf("workload API server %s: ConfigMap %s has cluster-name %q, want %q", filepath.Base(w.dir), key, cm.Data["cluster-name"], cl))
 			}
 		}
 		if len(errs) > 5 {
@@ -595,12 +734,6 @@ metadata:
 
 // ---------------------------------------------------------------------------------------------
 // /proc readings.
-
-// procHWM is the peak resident set size (VmHWM) of a process, e.g. "121 MiB".
-func procHWM(pid int) (string, error) {
-	st, err := readProcStats(pid)
-	return mib(st.peakRSS), err
-}
 
 // procCPUSeconds is the user and system CPU time of a process, in seconds.
 func procCPUSeconds(pid int) (float64, error) {

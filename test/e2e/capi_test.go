@@ -22,7 +22,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 )
 
-// Issue 15, point 4: with Cluster API's core manager in the plane, the operator's Cluster
+// With Cluster API's core manager in the plane, the operator's Cluster
 // webhook and CAPI's answer side by side, and moving a Cluster to the next Kubernetes minor's
 // release runs CAPI's real upgrade flow (control plane first) on localinfra's stand-in
 // control plane, while the operator moves the addons.
@@ -181,12 +181,13 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			return apierrors.IsNotFound(wc.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "legacy"}, &corev1.ConfigMap{}))
 		}).Should(BeTrue(), "the legacy ConfigMap is pruned with its Kustomization")
 		Expect(cpVersion(Default)).To(Equal(oldKube))
-		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 8*time.Second, time.Second).Should(Equal(oldKube),
+		// CAPI asks the hook again every hookRetry: three of them.
+		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 3*hookRetry, 500*time.Millisecond).Should(Equal(oldKube),
 			"CAPI does not upgrade the control plane while BeforeClusterUpgrade answers retry")
 
 		By("killing the operator (SIGKILL) while the hook holds: nothing in memory, the answer is the same")
 		Expect(pl.KillOperator(ctx)).To(Succeed())
-		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 4*time.Second, time.Second).Should(Equal(oldKube))
+		Consistently(ctx, func(g Gomega) string { return cpVersion(g) }, 3*hookRetry, 500*time.Millisecond).Should(Equal(oldKube))
 
 		By("opening the gate: the addons become Ready, the hook lets CAPI upgrade the control plane")
 		nodes := &corev1.NodeList{}

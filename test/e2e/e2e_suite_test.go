@@ -1,6 +1,19 @@
 // Package e2e holds the end-to-end tests: the operator (bin/manager) on the local management
-// plane with real API servers, real Flux controllers, a real Git server and workload clusters
-// with kwok nodes. Nothing is faked.
+// plane (package bootstrap/plane), every process on loopback.
+//
+// Real, built from their upstream modules and run as they run in a cluster: kube-apiserver and
+// etcd (the management cluster and each workload cluster), kube-controller-manager and
+// kube-scheduler (management and workload clusters), Flux's source-, kustomize- and
+// helm-controller, Cluster API's core manager with its webhooks and topology controller, and
+// the kubeadm bootstrap and control-plane providers' and CAPD's webhooks (E2E_WITH_CAPI=false
+// leaves CAPI out), a Git smart-HTTP server (git http-backend) and Gitea for pull requests.
+//
+// Standing in: kwok plays the kubelets (Nodes turn Ready, Pods become Running and Ready
+// without containers); package bootstrap/localinfra plays the infrastructure, control-plane and
+// bootstrap providers (a Cluster becomes a local workload cluster, its kubeconfig Secret and the
+// provider objects' status; without CAPI also the topology step); and the plane installs
+// permissive stand-in CRDs (plane.StandInCRD) for provider kinds no pinned module ships
+// (Cluster API Provider OpenStack's and ORC's Image).
 package e2e
 
 import (
@@ -29,7 +42,7 @@ func TestE2E(t *testing.T) {
 	SetDefaultEventuallyTimeout(5 * time.Minute)
 	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
 	EnforceDefaultTimeoutsWhenUsingContexts()
-	suite, reporter := testenv.GinkgoConfiguration()
+	suite, reporter := testenv.GinkgoConfiguration("e2e")
 	RunSpecs(t, "ClusterStack operator end-to-end", suite, reporter)
 }
 
@@ -55,11 +68,26 @@ const (
 	// addonTimeout is the operator's --addon-timeout in these tests (Flux's install, upgrade and
 	// health-check timeout of cluster addons), short so that failures and retries come quickly.
 	addonTimeout = 30 * time.Second
+	// pushRetry is the operator's --push-retry-interval in these tests: how long after the
+	// forge refused a push the operator tries again. It is longer than two intervals of the
+	// GitOps loop's stack (10s), at each of which the operator reconciles the stack's updates: a
+	// push retried at every reconcile shows within the spec's window of two intervals.
+	pushRetry = 30 * time.Second
+	// forgeAPITimeout and gitOperationTimeout are the operator's --forge-api-timeout and
+	// --git-operation-timeout in these tests: a forge that holds a request (the tarpit of the
+	// proposal attacks) is given up on within them.
+	forgeAPITimeout     = 10 * time.Second
+	gitOperationTimeout = 20 * time.Second
+	// hookRetry is the operator's --upgrade-hook-retry-after in these tests: how often CAPI asks
+	// the BeforeClusterUpgrade hook again while it holds an upgrade.
+	hookRetry = 2 * time.Second
 )
 
 // operatorArgs are the flags of every operator instance of these tests, besides those the plane
 // sets.
-var operatorArgs = []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(), "--zap-log-level=debug"}
+var operatorArgs = []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
+	"--push-retry-interval=" + pushRetry.String(), "--upgrade-hook-retry-after=" + hookRetry.String(),
+	"--forge-api-timeout=" + forgeAPITimeout.String(), "--git-operation-timeout=" + gitOperationTimeout.String(), "--zap-log-level=debug"}
 
 // namesComponents are the extra components of namesVersion: with Clusters "a" and "a-b", "b-c"
 // and "c" give the same "<cluster>-<component>"; the last has 40 characters.
@@ -84,12 +112,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	pl, err = plane.Start(ctx, plane.Options{
 		StateDir:     stateDir,
 		WithOperator: true,
+		// E2E_MANAGER runs another operator binary (bin/manager when unset), e.g. a build made to
+		// misbehave on purpose, to see a check of this suite fail.
+		OperatorPath: os.Getenv("E2E_MANAGER"),
 		// Cluster API's topology controller builds the Clusters; localinfra plays the
 		// providers (E2E_WITH_CAPI=false: localinfra's own minimal topology, faster).
 		WithCAPI: withCAPI,
 		// Gitea hosts the fleet repositories Flux applies and the operator proposes to.
 		WithForge: true,
-		// The main instance of sharding (README, Sharding): Clusters labelled with a shard are
+		// The main instance of sharding (docs/sharding.md): Clusters labelled with a shard are
 		// the shards' ("Sharding by label"); no other spec labels its Clusters.
 		OperatorArgs: append([]string{"--watch-label-selector=!" + csv1.ShardLabel}, operatorArgs...),
 		// The specs leave their failures in place (a chart that never installs, an upgrade
@@ -104,6 +135,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	repoRoot = pl.RepoRoot()
 	k8s, err = pl.NewClient(csv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
+	startSecretWatch(ctx)
 	GinkgoWriter.Printf("local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
 
 	_, err = pl.Git().CreateRepo(stacksRepo)
@@ -142,9 +174,12 @@ var _ = AfterSuite(func(ctx SpecContext) {
 		}
 		Expect(pl.Stop()).To(Succeed())
 	}()
-	// Credentials (issue 9): no Secret value in any generated object, status, Event or the
-	// operator's log, after everything the suite did.
-	expectNoSecretLeaked(ctx, true)
+	// Credentials: no value of a Secret seen during the suite in any generated object, status,
+	// Event or operator log, after everything the suite did.
+	if secretWatch != nil {
+		defer secretWatch.Stop()
+		expectNoSecretLeaked(ctx, true)
+	}
 })
 
 // publish commits the stacks/ tree of this repository, changed by mutate (which gets a copy), to

@@ -15,30 +15,41 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 )
 
-// operatorPid is the operator's process id (it changes when the operator restarts or crashes).
-func operatorPid() int {
+// operatorProcess is the operator's process as the plane lists it, found by its exact name (the
+// suite runs one replica): its pid changes when the operator restarts or crashes, and Restarts
+// counts the plane's restarts of it. It fails the spec unless exactly one such process runs.
+func operatorProcess() plane.ProcessInfo {
+	GinkgoHelper()
+	var found []plane.ProcessInfo
 	for _, p := range pl.Processes() {
-		if p.Name == "operator" || strings.Contains(p.Name, "manager") {
-			return p.Pid
+		if p.Name == plane.OperatorProcessName {
+			found = append(found, p)
 		}
 	}
-	return 0
+	Expect(found).To(HaveLen(1), "processes named %q among %+v", plane.OperatorProcessName, pl.Processes())
+	p := found[0]
+	Expect(p.Running).To(BeTrue(), "the operator process %+v runs", p)
+	Expect(pl.OperatorReplicaPids()).To(Equal([]int{p.Pid}), "process %q is the operator's only replica", p.Name)
+	return p
 }
 
-// rss returns a process's resident memory in KiB.
+// rss returns the resident memory of the running process pid in KiB, and fails the spec when
+// the process is gone.
 func rss(pid int) int {
+	GinkgoHelper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
+	Expect(err).NotTo(HaveOccurred(), "process %d is gone", pid)
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			n, _ := strconv.Atoi(strings.Fields(l)[1])
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, err := strconv.Atoi(f[1])
+			Expect(err).NotTo(HaveOccurred(), "/proc/%d/status: %s", pid, l)
 			return n
 		}
 	}
+	Fail(fmt.Sprintf("/proc/%d/status has no VmRSS: the process %d exited", pid, pid))
 	return 0
 }
 
@@ -46,8 +57,7 @@ var _ = Describe("Hostile input: a value template that asks for gigabytes", Orde
 	const ns = "hostile"
 
 	It("makes only its own ClusterAddon Degraded (a limit was hit), and the operator keeps serving every other cluster", func(ctx SpecContext) {
-		pid := operatorPid()
-		Expect(pid).NotTo(BeZero())
+		before := operatorProcess()
 		createNamespace(ctx, ns)
 		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", hostileVersion))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, "bad", hostileVersion, "10.71.0.0/16"))).To(Succeed())
@@ -59,9 +69,12 @@ var _ = Describe("Hostile input: a value template that asks for gigabytes", Orde
 			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml"))
 			g.Expect(getAddon(ctx, g, ns, "good")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
-		Expect(operatorPid()).To(Equal(pid), "the operator did not restart")
-		GinkgoWriter.Printf("operator RSS after the hostile template: %d KiB\n", rss(pid))
-		Expect(rss(pid)).To(BeNumerically("<", 512*1024), "the operator did not balloon")
+		after := operatorProcess()
+		Expect(after.Pid).To(Equal(before.Pid), "the operator did not restart")
+		Expect(after.Restarts).To(Equal(before.Restarts), "the operator did not crash")
+		kib := rss(after.Pid)
+		GinkgoWriter.Printf("operator (pid %d) RSS after the hostile template: %d KiB\n", after.Pid, kib)
+		Expect(kib).To(BeNumerically("<", 512*1024), "the operator did not balloon")
 	})
 })
 

@@ -34,8 +34,8 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/test/install"
 )
 
-// Issue 14 (install paths): the operator's Helm chart and the documented Flux install
-// (config/flux, README: Installing) against the plane's management API server. The chart is
+// Install paths: the operator's Helm chart and the documented Flux install
+// (config/flux, docs/installing.md) against the plane's management API server. The chart is
 // rendered and every object applied with a server-side dry run; then the chart is published to
 // the plane's Git server and installed for real by Flux's helm-controller from the documented
 // GitRepository and HelmRelease, next to the plane's own operator: the release gets its own
@@ -254,7 +254,7 @@ var _ = Describe("Installing the operator", Ordered, func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 		// Helm never deletes the CRDs of crds/; this install skipped them anyway.
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "clusterstacks.clusterstack.io"}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
-		Expect(k8s.Delete(ctx, repo)).To(Succeed())
+		awaitGone(ctx, repo, time.Minute)
 	})
 })
 

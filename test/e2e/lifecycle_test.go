@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -30,56 +32,154 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
-// deletionWatch records every object deleted in a workload cluster's kube-system while it runs.
-type deletionWatch struct {
-	mu      sync.Mutex
-	deleted []string
-	stop    context.CancelFunc
-	done    sync.WaitGroup
+// workloadWatch hands every change of some kinds of objects in a workload cluster's kube-system
+// namespace to a handler, from when it starts until Stop: first each object there as Added, then
+// each event. A watch the API server ends early (its timeout, a restart) is started again from
+// the last resourceVersion it delivered, which misses nothing; when that is not possible (the
+// version is gone, or the API server cannot be reached), Stop fails the spec instead: a check of
+// the events would pass for a window the watch did not see.
+type workloadWatch struct {
+	mu       sync.Mutex
+	gaps     []string
+	restarts int
+	stop     context.CancelFunc
+	done     sync.WaitGroup
 }
 
-// watchDeletions watches DaemonSets, Deployments and ConfigMaps in the workload cluster's
-// kube-system namespace and records deletions: an uninstall or a prune shows up there.
-func watchDeletions(ctx context.Context, ns, cluster string) *deletionWatch {
+// watchWorkload starts a workloadWatch of the kinds of lists in the workload cluster of Cluster
+// ns/cluster. handle is called from one goroutine per kind.
+func watchWorkload(ctx context.Context, ns, cluster string, lists []client.ObjectList, handle func(watch.Event)) *workloadWatch {
 	GinkgoHelper()
 	cfg, err := pl.WorkloadConfig(ctx, ns, cluster)
 	Expect(err).NotTo(HaveOccurred())
 	wc, err := client.NewWithWatch(cfg, client.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	wctx, cancel := context.WithCancel(ctx)
-	d := &deletionWatch{stop: cancel}
-	for _, list := range []client.ObjectList{&appsv1.DaemonSetList{}, &appsv1.DeploymentList{}, &corev1.ConfigMapList{}} {
-		w, err := wc.Watch(wctx, list, client.InNamespace("kube-system"))
-		Expect(err).NotTo(HaveOccurred())
-		d.done.Add(1)
+	ww := &workloadWatch{stop: cancel}
+	for _, list := range lists {
+		Expect(wc.List(ctx, list, client.InNamespace("kube-system"))).To(Succeed())
+		Expect(apimeta.EachListItem(list, func(o runtime.Object) error {
+			handle(watch.Event{Type: watch.Added, Object: o})
+			return nil
+		})).To(Succeed())
+		rv := list.(metav1.ListInterface).GetResourceVersion()
+		kind := strings.TrimSuffix(fmt.Sprintf("%T", list), "List")
+		ww.done.Add(1)
 		go func() {
-			defer d.done.Done()
-			defer w.Stop()
+			defer GinkgoRecover()
+			defer ww.done.Done()
+			gap := func(format string, args ...any) {
+				ww.mu.Lock()
+				defer ww.mu.Unlock()
+				ww.gaps = append(ww.gaps, fmt.Sprintf("%s: ", kind)+fmt.Sprintf(format, args...))
+			}
 			for {
-				select {
-				case <-wctx.Done():
+				// From the last resourceVersion delivered, a few attempts a second apart (an API
+				// server busy for a moment is no gap).
+				var w watch.Interface
+				var err error
+				for attempt := 1; ; attempt++ {
+					w, err = wc.Watch(wctx, list, client.InNamespace("kube-system"),
+						&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+					if err == nil || wctx.Err() != nil || attempt == 5 {
+						break
+					}
+					select {
+					case <-wctx.Done():
+					case <-time.After(time.Second):
+					}
+				}
+				if err != nil {
+					if wctx.Err() == nil {
+						gap("the watch could not be started again from resourceVersion %s: %v", rv, err)
+					}
 					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
+				}
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						err := apierrors.FromObject(ev.Object)
+						if wctx.Err() != nil {
+							w.Stop() // Stop's cancellation
+							return
+						}
+						if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+							// The events since rv are gone: the watch cannot go on without a gap.
+							gap("the watch from resourceVersion %s ended: %v", rv, err)
+							w.Stop()
+							return
+						}
+						break // the stream broke: started again from rv
 					}
-					if ev.Type == watch.Deleted {
-						o := ev.Object.(client.Object)
-						d.mu.Lock()
-						d.deleted = append(d.deleted, fmt.Sprintf("%T %s", o, o.GetName()))
-						d.mu.Unlock()
+					if m, ok := ev.Object.(metav1.Object); ok {
+						rv = m.GetResourceVersion()
 					}
+					if ev.Type != watch.Bookmark {
+						handle(ev)
+					}
+				}
+				w.Stop()
+				if wctx.Err() != nil {
+					return
+				}
+				ww.mu.Lock()
+				ww.restarts++
+				restarts := ww.restarts
+				ww.mu.Unlock()
+				if restarts > maxWatchRestarts {
+					gap("the watch ended %d times", restarts)
+					return
 				}
 			}
 		}()
 	}
+	return ww
+}
+
+// maxWatchRestarts bounds how often a workloadWatch starts its watches again: a watch that keeps
+// ending at once is no watch.
+const maxWatchRestarts = 1000
+
+// Stop ends the watch, and fails the spec when it missed events.
+func (ww *workloadWatch) Stop() {
+	GinkgoHelper()
+	ww.stop()
+	ww.done.Wait()
+	ww.mu.Lock()
+	defer ww.mu.Unlock()
+	Expect(ww.gaps).To(BeEmpty(), "the watch of the workload cluster has gaps (it was started again %d times)", ww.restarts)
+	if ww.restarts > 0 {
+		GinkgoWriter.Printf("the watch of the workload cluster was started again %d times, from the last resourceVersion it delivered\n", ww.restarts)
+	}
+}
+
+// deletionWatch records every object deleted in a workload cluster's kube-system while it runs.
+type deletionWatch struct {
+	mu      sync.Mutex
+	deleted []string
+	watch   *workloadWatch
+}
+
+// watchDeletions watches DaemonSets, Deployments and ConfigMaps in the workload cluster's
+// kube-system namespace and records deletions: an uninstall or a prune shows up there.
+func watchDeletions(ctx context.Context, ns, cluster string) *deletionWatch {
+	GinkgoHelper()
+	d := &deletionWatch{}
+	d.watch = watchWorkload(ctx, ns, cluster, []client.ObjectList{&appsv1.DaemonSetList{}, &appsv1.DeploymentList{}, &corev1.ConfigMapList{}}, func(ev watch.Event) {
+		if ev.Type == watch.Deleted {
+			o := ev.Object.(client.Object)
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.deleted = append(d.deleted, fmt.Sprintf("%T %s", o, o.GetName()))
+		}
+	})
 	return d
 }
 
-// Stop ends the watch and returns what was deleted.
+// Stop ends the watch and returns what was deleted; it fails the spec when the watch missed
+// events.
 func (d *deletionWatch) Stop() []string {
-	d.stop()
-	d.done.Wait()
+	GinkgoHelper()
+	d.watch.Stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.deleted
@@ -173,11 +273,11 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		printStep(ctx, ns, "one", "one moved to the broken v10")
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(clusterClassExists(ctx, ns, "v2")()).To(BeTrue())
+			g.Expect(clusterClassPresence(ctx, ns, "v2")()).To(Equal(present))
 			hr := &helmv2.HelmRelease{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("one", "cni")}, hr)).To(Succeed())
 			g.Expect(hr.Spec.ChartRef.Name).To(Equal(fluxgen.AddonChartName(tagPrefix+"v2", "cni")))
-		}, 10*time.Second, time.Second).Should(Succeed())
+		}, 2*stackInterval, time.Second).Should(Succeed(), "two intervals of the releases' reconciles")
 
 		By("moving one back to v2 (admitted by the webhook): Available on v2 again")
 		moveCluster(ctx, ns, "one", "v2")
@@ -207,10 +307,12 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v6")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
-		moveCluster(ctx, ns, "one", "v6")
+		gw := watchGrace(ctx, "ClusterAddon "+ns+"/one", addonDegraded(ns, "one", "v6"))
+		fault := moveCluster(ctx, ns, "one", "v6")
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getAddon(ctx, g, ns, "one")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
 		}).Should(Succeed())
+		gw.Check(fault)
 		// From the status that names v2 the desired release on, the rollout back is a new one with
 		// its own grace period: v6's failure no longer makes the ClusterAddon Degraded (and it is
 		// not Degraded before that grace period passed, if helm-controller is slow to act on it).
@@ -253,9 +355,9 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v1"))
 			g.Expect(rs).NotTo(HaveKey(tagPrefix+"v2"), "rollbackReleases defaults to 1")
 		}).Should(Succeed())
-		Eventually(ctx, releaseExists(ctx, ns, "v1")).Should(BeFalse())
-		Eventually(ctx, releaseExists(ctx, ns, "v2")).Should(BeFalse())
-		Expect(releaseExists(ctx, ns, "v6")()).To(BeTrue())
+		Eventually(ctx, releasePresence(ctx, ns, "v1")).Should(Equal(absent))
+		Eventually(ctx, releasePresence(ctx, ns, "v2")).Should(Equal(absent))
+		Expect(releasePresence(ctx, ns, "v6")()).To(Equal(present))
 	})
 
 	It("leaves a paused Cluster alone and resumes when it is unpaused", func(ctx SpecContext) {
@@ -357,7 +459,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v14", "aws-base-1-36"))
 			g.Expect(getStack(ctx, g, ns).Status.MissingReleases).To(ContainElement(And(HaveField("Name", tagPrefix+"v14"), HaveField("Reason", csv1.ReasonTagNotFound))))
 		}).Should(Succeed())
-		Expect(releaseExists(ctx, ns, "v14")()).To(BeFalse(), "no release for a tag that does not exist")
+		Expect(releasePresence(ctx, ns, "v14")()).To(Equal(absent), "no release for a tag that does not exist")
 
 		By("publishing the tag, the release is created because the Cluster uses it, and the addons are delivered")
 		publishVersion(ctx, "v14", nil)
@@ -376,7 +478,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 	})
 
 	It("a Cluster moving to a published tag that has no release yet: the release is created (InUse) and delivered; nothing is deleted meanwhile (with CAPI: refused until the ClusterStack wants it)", func(ctx SpecContext) {
-		Expect(releaseExists(ctx, ns, "v2")()).To(BeFalse())
+		Expect(releasePresence(ctx, ns, "v2")()).To(Equal(absent))
 		wd := watchDeletions(ctx, ns, "early")
 		if withCAPI {
 			// Cluster API's webhook refuses a move to a ClusterClass that does not exist yet:
@@ -389,16 +491,22 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 				g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			}).Should(Succeed())
 		}
+		// The ClusterAddon and its Flux objects stay from the move until v2 is delivered: sampled
+		// all along.
+		stay := sampleEvery(ctx, 200*time.Millisecond, func() (string, bool) {
+			addon := presence(ctx, client.ObjectKey{Namespace: ns, Name: "early"}, &csv1.ClusterAddon{})()
+			hr := presence(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("early", "cni")}, &helmv2.HelmRelease{})()
+			return "ClusterAddon " + addon + ", HelmRelease " + hr, true
+		})
 		moveCluster(ctx, ns, "early", "v2")
-		Consistently(ctx, func(g Gomega) {
-			getAddon(ctx, g, ns, "early")
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("early", "cni")}, &helmv2.HelmRelease{})).To(Succeed())
-		}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "the ClusterAddon and its Flux objects stay while the release is created")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "early")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
 			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
+		samples := stay()
+		Expect(samples).NotTo(BeEmpty())
+		Expect(samples).To(HaveEach(Equal("ClusterAddon present, HelmRelease present")), "the ClusterAddon and its Flux objects stay while the release is created and delivered")
 		Expect(wd.Stop()).To(BeEmpty())
 	})
 })
@@ -415,26 +523,15 @@ var _ = Describe("Release lifecycle: values and charts switch together", Ordered
 		}).Should(Succeed())
 		oldValues := getAddon(ctx, Default, ns, "vs").Status.ValuesConfigMap
 
-		cfg, err := pl.WorkloadConfig(ctx, ns, "vs")
-		Expect(err).NotTo(HaveOccurred())
-		wc, err := client.NewWithWatch(cfg, client.Options{})
-		Expect(err).NotTo(HaveOccurred())
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		w, err := wc.Watch(wctx, &corev1.ConfigMapList{}, client.InNamespace("kube-system"))
-		Expect(err).NotTo(HaveOccurred())
 		var history []map[string]string
 		var hmu sync.Mutex
-		go func() {
-			defer GinkgoRecover()
-			for ev := range w.ResultChan() {
-				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == "cni-config" {
-					hmu.Lock()
-					history = append(history, cm.Data)
-					hmu.Unlock()
-				}
+		w := watchWorkload(ctx, ns, "vs", []client.ObjectList{&corev1.ConfigMapList{}}, func(ev watch.Event) {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == "cni-config" {
+				hmu.Lock()
+				defer hmu.Unlock()
+				history = append(history, cm.Data)
 			}
-		}()
+		})
 
 		moveCluster(ctx, ns, "vs", "v9")
 		Eventually(ctx, func(g Gomega) {
@@ -535,16 +632,18 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		Expect(k8s.Create(ctx, newClusterStack(ns, "v11", "v12", pinnedVersion))).To(Succeed())
 	})
 
-	// degradedThroughRetries waits until the cluster's addon is Degraded naming the object, then
-	// checks it stays Degraded while Flux makes at least two more attempts (its Ready condition
-	// leaves False and comes back to False twice), and returns the Degraded message.
-	degradedThroughRetries := func(ctx context.Context, cluster, fluxObject string, ready func(g Gomega) metav1.ConditionStatus) string {
+	// degradedThroughRetries waits until the cluster's addon is Degraded naming the object, checks
+	// with gw (started before the fault) that it was not Degraded within the grace period after
+	// the fault, then checks it stays Degraded while Flux makes at least two more attempts (its
+	// Ready condition leaves False and comes back to False twice), and returns the Degraded
+	// message.
+	degradedThroughRetries := func(ctx context.Context, gw *graceWatch, fault time.Time, cluster, fluxObject string, ready func(g Gomega) metav1.ConditionStatus) string {
 		GinkgoHelper()
-		start := time.Now()
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getAddon(ctx, g, ns, cluster)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, fluxObject))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
-		GinkgoWriter.Printf("%s Degraded after %s\n", fluxObject, time.Since(start).Round(time.Second))
+		gw.Check(fault)
+		GinkgoWriter.Printf("%s Degraded %s after the fault\n", fluxObject, time.Since(fault).Round(time.Second))
 		retries, last := 0, metav1.ConditionFalse
 		var msg string
 		Eventually(ctx, func(g Gomega) {
@@ -564,8 +663,10 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 	}
 
 	It("a HelmRelease whose Deployment never becomes available: Degraded after grace, through retries, with what Helm said", func(ctx SpecContext) {
+		gw := watchGrace(ctx, "ClusterAddon "+ns+"/p1", addonDegraded(ns, "p1", "v11"))
+		created := time.Now()
 		Expect(k8s.Create(ctx, newCluster(ns, "p1", "v11", "10.61.0.0/16"))).To(Succeed())
-		msg := degradedThroughRetries(ctx, "p1", "HelmRelease/"+fluxgen.AddonObjectName("p1", "never-helm"), func(g Gomega) metav1.ConditionStatus {
+		msg := degradedThroughRetries(ctx, gw, created, "p1", "HelmRelease/"+fluxgen.AddonObjectName("p1", "never-helm"), func(g Gomega) metav1.ConditionStatus {
 			hr := &helmv2.HelmRelease{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "never-helm")}, hr)).To(Succeed())
 			return readyStatus(hr.Status.Conditions)
@@ -576,8 +677,9 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 	})
 
 	It("a Kustomization with wait over the same: Degraded through retries, naming the health check", func(ctx SpecContext) {
-		moveCluster(ctx, ns, "p1", "v12")
-		msg := degradedThroughRetries(ctx, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "never-ks"), func(g Gomega) metav1.ConditionStatus {
+		gw := watchGrace(ctx, "ClusterAddon "+ns+"/p1", addonDegraded(ns, "p1", "v12"))
+		moved := moveCluster(ctx, ns, "p1", "v12")
+		msg := degradedThroughRetries(ctx, gw, moved, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "never-ks"), func(g Gomega) metav1.ConditionStatus {
 			ks := &kustomizev1.Kustomization{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "never-ks")}, ks)).To(Succeed())
 			return readyStatus(ks.Status.Conditions)
@@ -598,12 +700,16 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 			a := getAddon(ctx, g, ns, "p1")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + pinnedVersion))
 			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a.Status.Unhealthy).To(BeEmpty(), "ClusterAddon p1 still records unhealthy objects")
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 
 		By("deleting the node the Deployment runs on (and its pod, as a drain would), then asking Flux to check (as `flux reconcile` does)")
+		gw := watchGrace(ctx, "ClusterAddon "+ns+"/p1", addonDegraded(ns, "p1", pinnedVersion))
+		lost := time.Now()
 		Expect(wl.Delete(ctx, node)).To(Succeed())
 		Expect(wl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("kube-system"), client.MatchingLabels{"app": "pinned"}, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(wl.Get(ctx, client.ObjectKeyFromObject(node), &corev1.Node{}))).To(BeTrue(), "Node %s is gone", node.Name)
 			d := &appsv1.Deployment{}
 			g.Expect(wl.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "pinned"}, d)).To(Succeed())
 			g.Expect(d.Status.AvailableReplicas).To(BeZero())
@@ -616,7 +722,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		}
 		ks.Annotations["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
 		Expect(k8s.Patch(ctx, ks, patch)).To(Succeed())
-		msg := degradedThroughRetries(ctx, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "pinned"), func(g Gomega) metav1.ConditionStatus {
+		msg := degradedThroughRetries(ctx, gw, lost, "p1", "Kustomization/"+fluxgen.AddonObjectName("p1", "pinned"), func(g Gomega) metav1.ConditionStatus {
 			ks := &kustomizev1.Kustomization{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("p1", "pinned")}, ks)).To(Succeed())
 			return readyStatus(ks.Status.Conditions)

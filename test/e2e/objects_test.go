@@ -2,14 +2,22 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,6 +75,10 @@ var _ = BeforeEach(func(ctx SpecContext) {
 	finished = containerNamespaces{}
 })
 
+// stackInterval is the spec.interval of the ClusterStacks of newClusterStack: how often the
+// operator lists their repositories' tags and looks at their releases again.
+const stackInterval = 10 * time.Second
+
 // newClusterStack returns the reference stack's ClusterStack in ns, pinned to versions.
 func newClusterStack(ns string, versions ...string) *csv1.ClusterStack {
 	return &csv1.ClusterStack{
@@ -75,7 +87,7 @@ func newClusterStack(ns string, versions ...string) *csv1.ClusterStack {
 			Provider: "aws", Name: "base", KubernetesVersion: "1.36",
 			Source:   csv1.StackSource{URL: gitURL(), Path: stackPath},
 			Versions: versions,
-			Interval: &metav1.Duration{Duration: 10e9},
+			Interval: &metav1.Duration{Duration: stackInterval},
 		},
 	}
 }
@@ -100,17 +112,20 @@ func newCluster(ns, name, v, podCIDR string) *clusterv1.Cluster {
 	}
 }
 
-// moveCluster points a Cluster's topology at version v of the reference stack. With CAPI in
-// the plane it first waits for that release's ClusterClass: CAPI's webhook refuses a move to a
-// ClusterClass that does not exist (yet).
-func moveCluster(ctx context.Context, ns, name, v string) {
+// moveCluster points a Cluster's topology at version v of the reference stack, and returns when
+// it asked for the move (the patch was sent). With CAPI in the plane it first waits for that
+// release's ClusterClass: CAPI's webhook refuses a move to a ClusterClass that does not exist
+// (yet).
+func moveCluster(ctx context.Context, ns, name, v string) time.Time {
 	GinkgoHelper()
 	if withCAPI {
 		Eventually(ctx, func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, &clusterv1.ClusterClass{})
 		}).WithTimeout(3*time.Minute).Should(Succeed(), "ClusterClass %s/%s%s, before moving Cluster %s to it", ns, tagPrefix, v, name)
 	}
+	sent := time.Now()
 	Expect(patchTopology(ctx, ns, name, tagPrefix+v, "")).To(Succeed(), fmt.Sprintf("move %s/%s to %s", ns, name, v))
+	return sent
 }
 
 // patchTopology points Cluster ns/name at ClusterClass class and, unless version is empty,
@@ -177,4 +192,78 @@ func pinVersions(ctx context.Context, ns string, versions ...string) {
 	patch := client.MergeFrom(cs.DeepCopy())
 	cs.Spec.Versions = versions
 	Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+}
+
+// objectState is what a spec compares of an object to tell that nothing recreated or rewrote
+// it: its UID, its generation, and what its writers wrote.
+type objectState struct {
+	UID        types.UID
+	Generation int64
+	// Written is, for an object only the operator writes (values ConfigMaps, ClusterAddons,
+	// ClusterStackReleases), its resourceVersion: any write changes it. For a Flux object, whose
+	// status Flux writes (at every reconcile, on its own interval), it is what the operator writes
+	// of it (labels, annotations, owner references and spec, as JSON): the operator writing it
+	// again with a different content changes this, Flux reporting its status does not.
+	Written string
+}
+
+// generatedObjects maps the objects the operator generated in ns whose labels match sel
+// ("Kind/name"), values ConfigMaps, ClusterAddons, ClusterStackReleases and Flux objects, to
+// their objectState.
+func generatedObjects(ctx context.Context, g Gomega, ns string, sel client.MatchingLabels) map[string]objectState {
+	labels := client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue}
+	for k, v := range sel {
+		labels[k] = v
+	}
+	out := map[string]objectState{}
+	for _, l := range []struct {
+		kind     string
+		list     client.ObjectList
+		fluxSpec func(client.Object) any // nil: only the operator writes it
+	}{
+		{"ConfigMap", &corev1.ConfigMapList{}, nil},
+		{"ClusterAddon", &csv1.ClusterAddonList{}, nil},
+		{"ClusterStackRelease", &csv1.ClusterStackReleaseList{}, nil},
+		{"HelmRelease", &helmv2.HelmReleaseList{}, func(o client.Object) any { return o.(*helmv2.HelmRelease).Spec }},
+		{"Kustomization", &kustomizev1.KustomizationList{}, func(o client.Object) any { return o.(*kustomizev1.Kustomization).Spec }},
+		{"GitRepository", &sourcev1.GitRepositoryList{}, func(o client.Object) any { return o.(*sourcev1.GitRepository).Spec }},
+		{"HelmChart", &sourcev1.HelmChartList{}, func(o client.Object) any { return o.(*sourcev1.HelmChart).Spec }},
+	} {
+		g.Expect(k8s.List(ctx, l.list, client.InNamespace(ns), labels)).To(Succeed())
+		g.Expect(apimeta.EachListItem(l.list, func(o runtime.Object) error {
+			m := o.(client.Object)
+			s := objectState{UID: m.GetUID(), Generation: m.GetGeneration(), Written: "resourceVersion " + m.GetResourceVersion()}
+			if l.fluxSpec != nil {
+				b, err := json.Marshal(map[string]any{"labels": m.GetLabels(), "annotations": m.GetAnnotations(),
+					"ownerReferences": m.GetOwnerReferences(), "spec": l.fluxSpec(m)})
+				if err != nil {
+					return err
+				}
+				s.Written = string(b)
+			}
+			out[l.kind+"/"+m.GetName()] = s
+			return nil
+		})).To(Succeed())
+	}
+	return out
+}
+
+// deliveredObjects maps the DaemonSets, Deployments and ConfigMaps Flux delivered into a
+// workload cluster (labelled by helm-controller or kustomize-controller) to their UIDs: an
+// uninstall and install again, or a prune and apply again, gives an object a new one.
+func deliveredObjects(ctx context.Context, g Gomega, wl client.Client) map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, label := range []string{"helm.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/name"} {
+		for kind, list := range map[string]client.ObjectList{
+			"DaemonSet": &appsv1.DaemonSetList{}, "Deployment": &appsv1.DeploymentList{}, "ConfigMap": &corev1.ConfigMapList{},
+		} {
+			g.Expect(wl.List(ctx, list, client.HasLabels{label})).To(Succeed())
+			g.Expect(apimeta.EachListItem(list, func(o runtime.Object) error {
+				m := o.(client.Object)
+				out[kind+" "+m.GetNamespace()+"/"+m.GetName()] = m.GetUID()
+				return nil
+			})).To(Succeed())
+		}
+	}
+	return out
 }

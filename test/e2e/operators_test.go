@@ -29,7 +29,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
-// Issue 12 (delivery, status, downgrade, Disabled): a ManagementOperator delivers one of the
+// Delivery, status, downgrade, Disabled: a ManagementOperator delivers one of the
 // plane's fixture operators into the management cluster through Flux (GitRepository at the
 // version's tag, Kustomization with wait), where kube-controller-manager, the scheduler and kwok
 // make its Deployment Available for real, and reports it with ClusterOperator semantics.
@@ -37,6 +37,10 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 	const (
 		name     = "demo-infra-provider"
 		delivery = "operator-delivery" // the identity Flux installs operators with
+		// interval is the ManagementOperator's spec.interval (the least the API allows): the
+		// operator reconciles it (lists its tags, decides what to apply) at least this often. A
+		// Consistently that watches for a version applied against a decision lasts two intervals.
+		interval = 10 * time.Second
 	)
 	var (
 		opNS string // the fixture operator's own namespace
@@ -62,7 +66,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 				Source:             csv1.OperatorSource{Git: &csv1.OperatorGitSource{URL: fx.URL, Path: plane.FixtureOperatorPath}},
 				Kustomize:          &csv1.OperatorKustomize{},
 				ServiceAccountName: delivery,
-				Interval:           &metav1.Duration{Duration: 10 * time.Second},
+				Interval:           &metav1.Duration{Duration: interval},
 				Timeout:            &metav1.Duration{Duration: 30 * time.Second},
 			},
 		})).To(Succeed())
@@ -180,10 +184,12 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			g.Expect(c.Reason).To(Equal(csv1.ReasonRequirementsNotMet))
 			GinkgoWriter.Printf("ClusterAddon: %s\n", c.Message)
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		// The release checks its requirements at every reconcile (the stack's interval, and on
+		// events): two of them.
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(addonFluxSpecs(ctx, g, reqNS, "needs-v11")).To(Equal(before), "the Flux objects stay byte-identical while the release's requirements are not met")
 			g.Expect(getAddon(ctx, g, reqNS, "needs-v11").Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
-		}, 8*time.Second, time.Second).Should(Succeed())
+		}, 2*stackInterval, time.Second).Should(Succeed())
 	})
 
 	It("upgrades: Progressing while it rolls out, Available kept, the version moved only when the new Deployment serves; an operator restart changes nothing", func(ctx SpecContext) {
@@ -252,14 +258,14 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			g.Expect(gitTag(g)).To(Equal("v1.1.0"))
 			g.Expect(delivered(getOp(g))).To(Equal("v1.1.0"))
 			g.Expect(deployment(g).Labels).To(HaveKeyWithValue("app.kubernetes.io/version", "v1.1.0"))
-		}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
+		}, 2*interval, 500*time.Millisecond).Should(Succeed())
 		setVersion(ctx, "v1.1.0")
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getOp(g)).To(haveOperatorCondition(csv1.DegradedCondition, metav1.ConditionFalse))
 		}).Should(Succeed())
 	})
 
-	It("does not apply an upgrade beyond what a release in use allows, unless forced", func(ctx SpecContext) {
+	It("does not apply an upgrade beyond what a release in use allows", func(ctx SpecContext) {
 		// Cluster needs-v11 uses a release requiring ">=1.1.0", which a pre-release is not in.
 		setVersion(ctx, "v1.2.0-broken")
 		Eventually(ctx, func(g Gomega) {
@@ -272,9 +278,21 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(gitTag(g)).To(Equal("v1.1.0"))
 			g.Expect(delivered(getOp(g))).To(Equal("v1.1.0"))
-		}, 5*time.Second, 500*time.Millisecond).Should(Succeed())
+		}, 2*interval, 500*time.Millisecond).Should(Succeed())
+	})
 
+	It("applies it when forced, recording the risk, and reports a version that never rolls out Degraded after the grace period, with the old version still serving", func(ctx SpecContext) {
+		// The rollout of the broken version starts when the override lets it through: the fault.
+		gw := watchGrace(ctx, "ManagementOperator "+name, func(ctx context.Context) (*metav1.Condition, bool, error) {
+			mo := &csv1.ManagementOperator{}
+			if err := k8s.Get(ctx, key, mo); err != nil {
+				return nil, false, err
+			}
+			return apimeta.FindStatusCondition(mo.Status.Conditions, csv1.DegradedCondition), mo.Status.DesiredVersion == "v1.2.0-broken", nil
+		})
+		stop := sampleOperator(ctx, key)
 		By("forcing it with spec.overrideStackRequirements: applied, the risk recorded")
+		forced := time.Now()
 		patchOperator(ctx, name, func(mo *csv1.ManagementOperator) { mo.Spec.OverrideStackRequirements = true })
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(gitTag(g)).To(Equal("v1.2.0-broken"))
@@ -285,16 +303,14 @@ var _ = Describe("Management operators delivered by Flux", Ordered, func() {
 			g.Expect(mo.Status.History[0].Version).To(Equal("v1.2.0-broken"))
 			g.Expect(mo.Status.History[0].AcceptedRisks).NotTo(BeEmpty())
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-	})
 
-	It("reports a version that never rolls out Degraded after the grace period, with the old version still serving", func(ctx SpecContext) {
-		stop := sampleOperator(ctx, key)
-		setVersion(ctx, "v1.2.0-broken")
+		By("the broken version never rolls out: Degraded once the grace period passed")
 		Eventually(ctx, func(g Gomega) {
 			mo := getOp(g)
 			g.Expect(mo).To(haveOperatorCondition(csv1.DegradedCondition, metav1.ConditionTrue))
 			GinkgoWriter.Printf("Degraded: %s\n", apimeta.FindStatusCondition(mo.Status.Conditions, csv1.DegradedCondition).Message)
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		gw.Check(forced)
 		samples := stop()
 		for _, s := range samples {
 			Expect(s.available).To(Equal(metav1.ConditionTrue), "v1.1.0 keeps serving: %+v", s)

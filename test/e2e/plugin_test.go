@@ -20,6 +20,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/plugin"
+	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
 
 // The kubectl plugin (cmd/kubectl-clusterstack), built and run as a user runs it (kubectl finds it
@@ -47,7 +48,7 @@ var _ = Describe("The kubectl plugin", Ordered, func() {
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
 	// runOK runs the plugin, expects exit code 0 and no ANSI escapes (stdout is a pipe), and
-	// prints the command and its output (for the README).
+	// prints the command and its output (for docs/kubectl-plugin.md).
 	runOK := func(ctx context.Context, args ...string) string {
 		GinkgoHelper()
 		out, errOut, code := run(ctx, args...)
@@ -222,7 +223,7 @@ var _ = Describe("The kubectl plugin", Ordered, func() {
 	It("colours only on a terminal, and not with NO_COLOR", func(ctx SpecContext) {
 		script, err := exec.LookPath("script")
 		if err != nil {
-			Skip("no script(1) to run the plugin on a pseudo-terminal")
+			testenv.SkipOrFail(GinkgoT(), "no script(1) to run the plugin on a pseudo-terminal")
 		}
 		onTTY := func(env ...string) string {
 			cmd := exec.CommandContext(ctx, script, "-qec", "kubectl clusterstack --kubeconfig "+pl.Kubeconfig()+" tree -n "+ns, "/dev/null")

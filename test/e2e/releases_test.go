@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -18,18 +19,52 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-func clusterClassExists(ctx SpecContext, ns, v string) func() bool {
-	return func() bool {
-		cc := &unstructured.Unstructured{}
-		cc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"})
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, cc) == nil
+// What presence reports of an object.
+const (
+	// present: the object exists and is not being deleted.
+	present = "present"
+	// beingDeleted: the object exists with a deletionTimestamp (its finalizers still run).
+	beingDeleted = "being deleted"
+	// absent: the object does not exist.
+	absent = "absent"
+)
+
+// presence reports whether the object key exists (present), is being deleted, or is absent, or
+// the error that kept it from telling: an object being deleted is neither kept nor gone yet.
+func presence(ctx context.Context, key client.ObjectKey, obj client.Object) func() string {
+	return func() string {
+		switch err := k8s.Get(ctx, key, obj); {
+		case apierrors.IsNotFound(err):
+			return absent
+		case err != nil:
+			return "unknown: " + err.Error()
+		case obj.GetDeletionTimestamp() != nil:
+			return beingDeleted
+		default:
+			return present
+		}
 	}
 }
 
-func releaseExists(ctx SpecContext, ns, v string) func() bool {
-	return func() bool {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, &csv1.ClusterStackRelease{}) == nil
-	}
+// clusterClassPresence is the presence of the ClusterClass of version v of the reference stack.
+func clusterClassPresence(ctx context.Context, ns, v string) func() string {
+	cc := &unstructured.Unstructured{}
+	cc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"})
+	return presence(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, cc)
+}
+
+// releasePresence is the presence of the ClusterStackRelease of version v of the reference stack.
+func releasePresence(ctx context.Context, ns, v string) func() string {
+	return presence(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, &csv1.ClusterStackRelease{})
+}
+
+// awaitGone deletes obj (unless it is gone already) and waits, up to timeout, until it no longer
+// exists: its finalizers ran.
+func awaitGone(ctx context.Context, obj client.Object, timeout time.Duration) {
+	GinkgoHelper()
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+	Eventually(ctx, presence(ctx, client.ObjectKeyFromObject(obj), obj)).WithTimeout(timeout).
+		Should(Equal(absent), "%T %s deleted", obj, client.ObjectKeyFromObject(obj))
 }
 
 var _ = Describe("Releases: pinned versions, garbage collection and deletion", Ordered, func() {
@@ -54,7 +89,7 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + v}, repo)).To(Succeed())
 				g.Expect(repo.Spec.Reference.Tag).To(Equal(tagPrefix + v))
 			}).Should(Succeed())
-			Eventually(ctx, clusterClassExists(ctx, ns, v)).Should(BeTrue())
+			Eventually(ctx, clusterClassPresence(ctx, ns, v)).Should(Equal(present))
 		}
 		Eventually(ctx, func(g Gomega) {
 			cs := getStack(ctx, g, ns)
@@ -72,18 +107,18 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 			cs := getStack(ctx, g, ns)
 			g.Expect(cs.Status.Releases).To(ContainElement(And(HaveField("Name", tagPrefix+"v1"), HaveField("Reasons", ContainElement("InUse")))))
 		}).Should(Succeed())
-		Consistently(ctx, releaseExists(ctx, ns, "v1"), 10*time.Second, time.Second).Should(BeTrue(), "a release in use is never removed")
-		Expect(clusterClassExists(ctx, ns, "v1")()).To(BeTrue())
+		Consistently(ctx, releasePresence(ctx, ns, "v1"), 10*time.Second, time.Second).Should(Equal(present), "a release in use is never removed")
+		Expect(clusterClassPresence(ctx, ns, "v1")()).To(Equal(present))
 
 		By("moving the Cluster to v2, v1 is no longer used and goes, with its Flux objects and ClusterClass")
 		moveCluster(ctx, ns, "r1", "v2")
-		Eventually(ctx, releaseExists(ctx, ns, "v1")).Should(BeFalse())
+		Eventually(ctx, releasePresence(ctx, ns, "v1")).Should(Equal(absent))
 		Eventually(ctx, func() bool {
 			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + "v1"}, &sourcev1.GitRepository{})
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
-		Eventually(ctx, clusterClassExists(ctx, ns, "v1")).Should(BeFalse())
-		Expect(clusterClassExists(ctx, ns, "v2")()).To(BeTrue())
+		Eventually(ctx, clusterClassPresence(ctx, ns, "v1")).Should(Equal(absent))
+		Expect(clusterClassPresence(ctx, ns, "v2")()).To(Equal(present))
 	})
 
 	It("waits to delete a ClusterStack that Clusters still use, and says why", func(ctx SpecContext) {
@@ -93,15 +128,15 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.ReleasesResolvedCondition, metav1.ConditionFalse, "deletion waits", tagPrefix+"v2", "r1"))
 		}).Should(Succeed())
-		Consistently(ctx, releaseExists(ctx, ns, "v2"), 5*time.Second, time.Second).Should(BeTrue())
+		Consistently(ctx, releasePresence(ctx, ns, "v2"), 5*time.Second, time.Second).Should(Equal(present))
 
 		By("deleting the Cluster, the ClusterStack and its release go")
-		Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r1"}})).To(Succeed())
+		awaitGone(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r1"}}, 2*time.Minute)
 		Eventually(ctx, func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, &csv1.ClusterStack{}))
 		}).Should(BeTrue())
-		Eventually(ctx, releaseExists(ctx, ns, "v2")).Should(BeFalse())
-		Eventually(ctx, clusterClassExists(ctx, ns, "v2")).Should(BeFalse())
+		Eventually(ctx, releasePresence(ctx, ns, "v2")).Should(Equal(absent))
+		Eventually(ctx, clusterClassPresence(ctx, ns, "v2")).Should(Equal(absent))
 	})
 })
 
@@ -129,7 +164,7 @@ var _ = Describe("Releases: auto-subscribe", Ordered, func() {
 			rel := getRelease(ctx, g, ns, "v20")
 			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		Eventually(ctx, releaseExists(ctx, ns, newestVersion)).Should(BeFalse(), "the previous latest, unused and no rollback target (rollbackReleases 0), is garbage-collected")
+		Eventually(ctx, releasePresence(ctx, ns, newestVersion)).Should(Equal(absent), "the previous latest, unused and no rollback target (rollbackReleases 0), is garbage-collected")
 	})
 })
 
@@ -160,7 +195,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unreachable"}, s)).To(Succeed())
 			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v1", "127.0.0.1:1"))
 		}).Should(Succeed())
-		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+		awaitGone(ctx, cs, 2*time.Minute)
 	})
 
 	It("says so when the cluster-class chart fails to render, naming the Flux object and the template", func(ctx SpecContext) {
@@ -171,7 +206,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 			rel := getRelease(ctx, g, ns, "v8")
 			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+tagPrefix+"v8-cluster-class", "cluster-class.yaml"))
 		}).Should(Succeed())
-		Expect(k8s.Delete(ctx, cs)).To(Succeed())
+		awaitGone(ctx, cs, 2*time.Minute)
 	})
 
 	It("says which file is wrong in a malformed stack, keeps what was delivered and recovers when fixed", func(ctx SpecContext) {
@@ -182,7 +217,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getRelease(ctx, g, ns, "v7")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
-		Expect(clusterClassExists(ctx, ns, "v7")()).To(BeTrue())
+		Expect(clusterClassPresence(ctx, ns, "v7")()).To(Equal(present))
 
 		By("moving the tag to a commit without cluster-class/")
 		publishVersion(ctx, "v7", withoutClusterClass)
@@ -191,7 +226,9 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 			g.Expect(rel).To(haveCondition(csv1.StackValidCondition, metav1.ConditionFalse, "cluster-class", tagPrefix+"v7"))
 			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-class"))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		Consistently(ctx, clusterClassExists(ctx, ns, "v7"), 5*time.Second, time.Second).Should(BeTrue(), "nothing already delivered is removed")
+		// Flux fetches the moved tag and rebuilds the cluster-class chart at the release's
+		// interval (the stack's): two of them.
+		Consistently(ctx, clusterClassPresence(ctx, ns, "v7"), 2*stackInterval, time.Second).Should(Equal(present), "nothing already delivered is removed")
 
 		By("fixing the tag, the release recovers by itself")
 		publishVersion(ctx, "v7", nil)

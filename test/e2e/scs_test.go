@@ -23,7 +23,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/chartrepo"
 )
 
-// Issue 15, point 3: stacks laid out like the three stacks of the Sovereign Cloud Stack
+// Stacks laid out like the three stacks of the Sovereign Cloud Stack
 // cluster-stacks repository (fixtures in internal/stack/testdata/scs that mimic them; none of
 // SCS's files) are published unchanged, their v1beta1 and stand-in ClusterClasses are built
 // into Clusters by Cluster API's topology controller, and their addons are delivered:

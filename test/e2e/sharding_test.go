@@ -19,7 +19,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-// Sharding by label (README, Sharding): the plane's operator is the main instance
+// Sharding by label (docs/sharding.md): the plane's operator is the main instance
 // (--watch-label-selector='!clusterstack.io/shard', --manage-stacks); two more instances are
 // shards a and b (--watch-label-selector=clusterstack.io/shard=<x> --manage-stacks=false), each
 // with its own lease. The fleet is split by the Clusters' clusterstack.io/shard label.

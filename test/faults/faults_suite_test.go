@@ -5,16 +5,31 @@
 // operator replica taking over the leader lease, and a management API that answers slowly and
 // with errors (bootstrap/faultproxy in front of the operator's client). Each scenario checks
 // that the fleet converges afterwards, that nothing was lost or done twice (every generated
-// object exactly once with the expected content, the Helm release history of every workload
-// cluster, no object removed or recreated), and that status was honest throughout (sampled).
+// object exactly once with the expected content, the values ConfigMap's data as the release
+// renders it for its Cluster, the Helm release history of every workload cluster, no object
+// removed or recreated), and that status was honest throughout (sampled every second: nothing
+// Degraded before the grace period counted from the fault, every Degraded message naming the
+// cluster, the component, the Flux object and what Flux reported for it). After the management API server
+// restarts, the operator writes nothing but its lease renewals (the API server's audit log is
+// the witness).
+//
+// It runs without Cluster API's core manager by default: localinfra builds each Cluster's
+// topology itself. The faults it injects are into the operator, Flux, Git and the API servers,
+// none into CAPI, and the end-to-end suite beside it covers the operator with CAPI's topology
+// controller. CAPI's manager idles cheaply (about 0.08 CPU-s a minute more on an idle plane),
+// but with Clusters its topology and Cluster controllers and its connection to every workload
+// cluster cost the same scenarios about a fifth more CPU (measured with 3 Clusters: 141 CPU-s
+// against 115), on the 2-core machine that runs this suite beside the end-to-end suite.
+// FAULTS_WITH_CAPI=true runs it with CAPI; the report and the output say which ran.
 //
 // Settings (environment):
 //
 //	FAULTS_SEED      seed of every random choice (printed; set it to replay a run)
-//	FAULTS_CLUSTERS  number of Clusters of the fleet in the first scenario (20)
+//	FAULTS_CLUSTERS  number of Clusters of the fleet in the first scenario (10)
 //	FAULTS_LATER_CLUSTERS  how many of them the later scenarios keep (8)
-//	FAULTS_WITH_CAPI run Cluster API's core manager in the plane (false: localinfra's topology, faster)
-//	FAULTS_REPORT    file the scenario table is written to (markdown), besides the test output
+//	FAULTS_WITH_CAPI run Cluster API's core manager in the plane (false: localinfra's topology)
+//	FAULTS_REPORT    file the scenario table is written to (markdown, with the commit, date,
+//	                 machine, seed, fleet and wall time), besides the test output
 package faults
 
 import (
@@ -34,6 +49,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
@@ -43,7 +59,7 @@ func TestFaults(t *testing.T) {
 	SetDefaultEventuallyTimeout(4 * time.Minute)
 	SetDefaultEventuallyPollingInterval(500 * time.Millisecond)
 	EnforceDefaultTimeoutsWhenUsingContexts()
-	suite, reporter := testenv.GinkgoConfiguration()
+	suite, reporter := testenv.GinkgoConfiguration("faults")
 	RunSpecs(t, "ClusterStack operator fault injection", suite, reporter)
 }
 
@@ -85,7 +101,28 @@ var (
 	fl *fleet
 	// report collects one row per scenario.
 	report = &scenarioReport{}
+	// withCAPI runs Cluster API's core manager in the plane (FAULTS_WITH_CAPI).
+	withCAPI = os.Getenv("FAULTS_WITH_CAPI") == "true"
+	// components are the value templates of each published version, by version: what the
+	// release renders into a Cluster's values ConfigMap.
+	components = map[string][]render.Component{}
 )
+
+// Fleet sizes (FAULTS_CLUSTERS, FAULTS_LATER_CLUSTERS): enough Clusters that half a fleet is in
+// flight when a fault hits and the rest keeps converging beside a Cluster that cannot, few
+// enough that the suite's idle workload clusters do not take the machine.
+var (
+	fleetSize  = envInt("FAULTS_CLUSTERS", 10)
+	laterFleet = min(fleetSize, envInt("FAULTS_LATER_CLUSTERS", 8))
+)
+
+// planeKind says whether the plane runs Cluster API's core manager, and why not by default.
+func planeKind() string {
+	if withCAPI {
+		return "with Cluster API's core manager (FAULTS_WITH_CAPI=true): its topology controller builds the Clusters"
+	}
+	return "without Cluster API's core manager (FAULTS_WITH_CAPI=true to run it): localinfra builds the Clusters' topology; no fault is injected into CAPI, the end-to-end suite covers the operator with CAPI, and CAPI costs these scenarios about a fifth more CPU"
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -104,7 +141,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	if v, err := strconv.ParseUint(os.Getenv("FAULTS_SEED"), 10, 64); err == nil {
 		seed = v
 	}
-	fmt.Fprintf(GinkgoWriter, "fault suite seed %d (replay: FAULTS_SEED=%d make test-faults)\n", seed, seed)
+	report.start, report.fleet, report.later = time.Now(), fleetSize, laterFleet
+	fmt.Fprintf(GinkgoWriter, "fault suite seed %d (replay: FAULTS_SEED=%d make test-faults); fleet of %d Clusters, %d after scenario 1; plane %s\n",
+		seed, seed, fleetSize, laterFleet, planeKind())
 	AddReportEntry("seed", seed)
 
 	stateDir, err := os.MkdirTemp("", "clusterstack-faults-")
@@ -114,12 +153,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	pl, err = plane.Start(ctx, plane.Options{
 		StateDir:             stateDir,
 		WithOperator:         true,
-		WithCAPI:             os.Getenv("FAULTS_WITH_CAPI") == "true",
+		WithCAPI:             withCAPI,
 		SkipFixtureOperators: true,
 		// Two replicas with leader election, as the Helm chart installs it; the operator talks
 		// to the API server through the fault proxy (which injects nothing until asked).
 		OperatorReplicas: 2,
 		OperatorAPIProxy: true,
+		// The API server's audit log names every write of the operator (scenario 5).
+		AuditWritesOf: []string{plane.OperatorUser},
 		OperatorArgs: []string{
 			"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
 			"--leader-elect", "--leader-elect-lease-duration=" + leaseDuration.String(),
@@ -132,6 +173,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	repoRoot = pl.RepoRoot()
 	k8s, err = pl.NewClient(csv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
+	startSecretWatch(ctx)
 	fmt.Fprintf(GinkgoWriter, "local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
 
 	_, err = pl.Git().CreateRepo(stacksRepo)
@@ -141,7 +183,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 	Expect(pl.CreateTenantNamespace(ctx, ns)).To(Succeed())
 
-	fl = newFleet(envInt("FAULTS_CLUSTERS", 20))
+	fl = newFleet(fleetSize)
 	fl.create(ctx)
 }, NodeTimeout(15*time.Minute))
 
@@ -156,10 +198,15 @@ var _ = AfterSuite(func() {
 	if path := os.Getenv("FAULTS_REPORT"); path != "" {
 		Expect(os.WriteFile(path, []byte(report.Markdown()), 0o644)).To(Succeed())
 	}
+	// Credentials: no value of a Secret seen during the suite in any generated object, status,
+	// Event or operator log.
+	leaks, leakErr := secretLeaks()
 	if CurrentSpecReport().Failed() || os.Getenv("FAULTS_KEEP_LOGS") != "" {
 		fmt.Fprintf(GinkgoWriter, "logs kept in %s\n", pl.LogDir())
 	}
 	Expect(pl.Stop()).To(Succeed())
+	Expect(leakErr).NotTo(HaveOccurred())
+	Expect(leaks.Leaks).To(BeEmpty(), leaks.Summary())
 })
 
 var _ = ReportAfterEach(func(r SpecReport) {
@@ -186,6 +233,9 @@ func publishVersion(ctx context.Context, v string) {
 	Expect(stack.SetChartVersion(sd, v)).To(Succeed())
 	appendTo(sd, "cluster-addon/cni/overwrite.yaml", "  stackVersion: \""+v+"\"\n")
 	appendTo(sd, "cluster-addon/cluster-info/configmap.yaml", "  stack-version: \""+v+"\"\n")
+	st, err := stack.Load(sd)
+	Expect(err).NotTo(HaveOccurred(), "load version %s", v)
+	components[v] = st.RenderComponents()
 	Expect(pl.Git().Publish(ctx, stacksRepo, dir, ".", releaseOf(v))).To(Succeed())
 }
 

@@ -53,17 +53,23 @@ var (
 	}}}
 	withoutWebhook = map[string]any{"webhook": map[string]any{"enabled": false}}
 	withExtension  = map[string]any{"runtimeExtension": map[string]any{"extensionConfig": map[string]any{"create": true}}}
+	withClientCA   = map[string]any{"runtimeExtension": map[string]any{"clientCASecret": "capi-client-ca"}}
 	withOwnIssuer  = map[string]any{"webhook": map[string]any{"certManager": map[string]any{"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": "corp-ca"}}}}
 	withEveryFlag  = map[string]any{
 		"defaultServiceAccount": "clusterstack-flux", "managementNamespace": "ops",
 		"degradedGracePeriod": "2m", "addonTimeout": "10m", "logLevel": "debug",
+		"proposals": map[string]any{"apiHosts": []any{"api.github.example.com", "gitea.example.com:8443"}, "apiTimeout": "20s",
+			"gitTimeout": "2m", "checkoutSizeLimit": "32Mi", "hostConcurrency": 3},
+		"tmpSizeLimit":     "8Gi",
 		"extraArgs":        []any{"--webhook-host=0.0.0.0"},
 		"runtimeExtension": map[string]any{"serve": false},
+		"flux":             map[string]any{"lockdown": "required", "namespace": "flux", "allowedShards": []any{"shard1", "shard2"}},
+		"render":           map[string]any{"maxConcurrent": 8, "maxConcurrentPerNamespace": 3},
 	}
 	valueSets = map[string]map[string]any{
 		"defaults": nil, "provided certificate": providedCert, "ServiceMonitor": withServiceMonitor,
 		"no webhook": withoutWebhook, "ExtensionConfig": withExtension, "own issuer": withOwnIssuer,
-		"every flag": withEveryFlag,
+		"every flag": withEveryFlag, "Runtime Extension client CA": withClientCA,
 	}
 )
 
@@ -108,9 +114,10 @@ func TestChartCopiesAreInSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := map[string]string{ // chart file -> source, relative to the repository root
-		install.ChartDir + "/files/role.yaml":                 "config/rbac/role.yaml",
-		install.ChartDir + "/files/leader_election_role.yaml": "config/rbac/leader_election_role.yaml",
-		install.ChartDir + "/files/tenant_cluster_role.yaml":  "config/tenant/cluster_role.yaml",
+		install.ChartDir + "/files/role.yaml":                  "config/rbac/role.yaml",
+		install.ChartDir + "/files/leader_election_role.yaml":  "config/rbac/leader_election_role.yaml",
+		install.ChartDir + "/files/tenant_cluster_role.yaml":   "config/tenant/cluster_role.yaml",
+		install.ChartDir + "/files/dashboard_viewer_role.yaml": "config/dashboard/cluster_role.yaml",
 	}
 	for _, b := range bases {
 		pairs[install.ChartDir+"/crds/"+filepath.Base(b)] = "config/crd/bases/" + filepath.Base(b)
@@ -172,8 +179,8 @@ func TestChartRenders(t *testing.T) {
 					t.Errorf("a %s by default", kind)
 				}
 			}
-			if len(r.CRDs) != 4 {
-				t.Errorf("%d CRDs, want the operator's 4", len(r.CRDs))
+			if want, err := filepath.Glob("../../config/crd/bases/*.yaml"); err != nil || len(r.CRDs) != len(want) {
+				t.Errorf("%d CRDs, want the operator's %d of config/crd/bases (%v)", len(r.CRDs), len(want), err)
 			}
 			if !strings.Contains(r.Notes, "rollout status deployment/clusterstack-operator") {
 				t.Errorf("NOTES.txt says nothing of the Deployment:\n%s", r.Notes)
@@ -244,6 +251,22 @@ func TestChartRenders(t *testing.T) {
 			if svc != "clusterstack-operator-webhook" || ec.GetAnnotations()["runtime.cluster.x-k8s.io/inject-ca-from-secret"] != ns+"/"+secret {
 				t.Errorf("ExtensionConfig calls %q with CA from %q, want the webhook Service and %s/%s", svc, ec.GetAnnotations(), ns, secret)
 			}
+			// Only tenant namespaces' Clusters are held by the hook (config/runtimeextension too).
+			if sel, _, _ := unstructured.NestedStringMap(ec.Object, "spec", "namespaceSelector", "matchLabels"); sel["clusterstack.io/tenant"] != "true" || len(sel) != 1 {
+				t.Errorf("ExtensionConfig namespaceSelector matchLabels %v, want clusterstack.io/tenant=true", sel)
+			}
+		}},
+		{"Runtime Extension client CA: mounted and passed", withClientCA, func(t *testing.T, r *install.Rendered) {
+			spec := decode[appsv1.Deployment](t, r.Find("Deployment", "")).Spec.Template.Spec
+			wantArgs(t, spec.Containers[0].Args, "--runtime-extension-client-ca-file=/etc/clusterstack/runtime-extension-client-ca/ca.crt")
+			definedFlags(t, spec.Containers[0].Args)
+			if !slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == "capi-client-ca"
+			}) || !slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.MountPath == "/etc/clusterstack/runtime-extension-client-ca"
+			}) {
+				t.Errorf("the client CA Secret is not mounted: volumes %v, mounts %v", spec.Volumes, spec.Containers[0].VolumeMounts)
+			}
 		}},
 		{"own issuer: no self-signed Issuer", withOwnIssuer, func(t *testing.T, r *install.Rendered) {
 			if r.Find("Issuer", "") != nil {
@@ -258,8 +281,15 @@ func TestChartRenders(t *testing.T) {
 			c := decode[appsv1.Deployment](t, r.Find("Deployment", "")).Spec.Template.Spec.Containers[0]
 			wantArgs(t, c.Args, "--default-service-account=clusterstack-flux", "--management-namespace=ops",
 				"--degraded-grace-period=2m", "--addon-timeout=10m", "--zap-log-level=debug",
-				"--runtime-extension=false", "--webhook-host=0.0.0.0")
+				"--runtime-extension=false", "--webhook-host=0.0.0.0", "--flux-lockdown=required", "--flux-namespace=flux",
+				"--allowed-flux-shards=shard1,shard2", "--max-concurrent-renders=8", "--max-concurrent-renders-per-namespace=3",
+				"--forge-api-hosts=api.github.example.com,gitea.example.com:8443", "--forge-api-timeout=20s",
+				"--git-operation-timeout=2m", "--fleet-checkout-size-limit=32Mi", "--forge-host-concurrency=3")
 			definedFlags(t, c.Args)
+			tmp := decode[appsv1.Deployment](t, r.Find("Deployment", "")).Spec.Template.Spec.Volumes[0]
+			if tmp.Name != "tmp" || tmp.EmptyDir == nil || tmp.EmptyDir.SizeLimit == nil || tmp.EmptyDir.SizeLimit.String() != "8Gi" {
+				t.Errorf("the manager's /tmp volume %+v, want an emptyDir with sizeLimit 8Gi", tmp)
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,6 +341,77 @@ func TestChartReleasesDoNotCollide(t *testing.T) {
 	crb := decode[rbacv1.ClusterRoleBinding](t, b.Find("ClusterRoleBinding", ""))
 	if crb.RoleRef.Name != "second-operator" || crb.Subjects[0].Name != "second-operator" || crb.Subjects[0].Namespace != "other" {
 		t.Errorf("second release's ClusterRoleBinding %+v does not bind its own ServiceAccount to its own ClusterRole", crb)
+	}
+}
+
+// TestChartBindsOnlyItsServiceAccountToItsRoles: with every value set, and for a second release
+// under another name, every RoleBinding and ClusterRoleBinding the chart renders binds the
+// manager's ServiceAccount, and nothing else, to a Role or ClusterRole the chart renders itself
+// other than the tenant ClusterRole. With TestChartMatchesConfigDefault (the rules of those
+// roles are config/rbac's) the chart grants the operator what internal/manifests' RBAC test
+// holds config/ to: nothing more.
+func TestChartBindsOnlyItsServiceAccountToItsRoles(t *testing.T) {
+	type release struct{ name, namespace string }
+	cases := map[string]struct {
+		release
+		values map[string]any
+	}{
+		"second release": {release{"second", "other"}, map[string]any{"fullnameOverride": "second-operator", "tenant": map[string]any{"create": false}}},
+	}
+	for name, values := range valueSets {
+		cases[name] = struct {
+			release
+			values map[string]any
+		}{release{install.DefaultReleaseName, install.DefaultNamespace}, values}
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := install.Render(chartDir(t), tc.name, tc.namespace, tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := decode[appsv1.Deployment](t, r.Find("Deployment", ""))
+			sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: d.Spec.Template.Spec.ServiceAccountName, Namespace: d.Namespace}
+			tenant, _, _ := unstructured.NestedString(tc.values, "tenant", "clusterRoleName")
+			if tenant == "" {
+				tenant = "clusterstack-tenant"
+			}
+			type binding struct {
+				what     string
+				ns       string
+				ref      rbacv1.RoleRef
+				subjects []rbacv1.Subject
+			}
+			var bindings []binding
+			for _, o := range r.All("ClusterRoleBinding") {
+				b := decode[rbacv1.ClusterRoleBinding](t, o)
+				bindings = append(bindings, binding{"ClusterRoleBinding " + b.Name, "", b.RoleRef, b.Subjects})
+			}
+			for _, o := range r.All("RoleBinding") {
+				b := decode[rbacv1.RoleBinding](t, o)
+				bindings = append(bindings, binding{"RoleBinding " + b.Namespace + "/" + b.Name, b.Namespace, b.RoleRef, b.Subjects})
+			}
+			if len(bindings) == 0 {
+				t.Fatal("the chart renders no binding: the manager could do nothing")
+			}
+			for _, b := range bindings {
+				if !slices.Equal(b.subjects, []rbacv1.Subject{sa}) {
+					t.Errorf("%s binds %+v, want the manager's ServiceAccount %+v only", b.what, b.subjects, sa)
+				}
+				own := false
+				switch b.ref.Kind {
+				case "ClusterRole":
+					own = b.ref.Name != tenant && slices.ContainsFunc(r.All("ClusterRole"), func(o *unstructured.Unstructured) bool { return o.GetName() == b.ref.Name })
+				case "Role":
+					own = b.ns != "" && slices.ContainsFunc(r.All("Role"), func(o *unstructured.Unstructured) bool {
+						return o.GetName() == b.ref.Name && o.GetNamespace() == b.ns
+					})
+				}
+				if !own || b.ref.APIGroup != rbacv1.GroupName {
+					t.Errorf("%s binds %s %s, which is not one of the roles the chart renders for the manager", b.what, b.ref.Kind, b.ref.Name)
+				}
+			}
+		})
 	}
 }
 
@@ -366,16 +467,21 @@ func wantArgs(t *testing.T, args []string, want ...string) {
 	}
 }
 
-// flagRE finds the flags cmd/main.go defines (flag.StringVar(&x, "name", ...)).
-var flagRE = regexp.MustCompile(`flag\.[A-Za-z]+Var\(&[A-Za-z]+, "([a-z-]+)"`)
+// flagRE finds the flags the manager's files define (flag.StringVar(&x, "name", ...), or
+// fs.DurationVar(&f.x.y, "name", ...) on a FlagSet).
+var flagRE = regexp.MustCompile(`(?:flag|fs)\.[A-Za-z]+Var\(&[A-Za-z.]+, "([a-z-]+)"`)
 
 // definedFlags: every argument the chart passes is a flag of the manager (cmd/main.go, or
 // controller-runtime's zap flags).
 func definedFlags(t *testing.T, args []string) {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), "cmd", "main.go"))
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, name := range []string{"main.go", "forgeflags.go"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "cmd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
 	defined := map[string]bool{"zap-log-level": true, "zap-devel": true, "zap-encoder": true, "zap-stacktrace-level": true, "zap-time-encoding": true}
 	for _, m := range flagRE.FindAllStringSubmatch(string(src), -1) {

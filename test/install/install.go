@@ -34,7 +34,7 @@ const (
 	// GitRepository and a HelmRelease of ChartDir; config/flux/kustomize: the same GitRepository
 	// and a Kustomization of config/default), relative to the repository root.
 	FluxDir = "config/flux"
-	// DefaultReleaseName and DefaultNamespace are the release the README's install uses; with
+	// DefaultReleaseName and DefaultNamespace are the release docs/installing.md installs; with
 	// them the chart names its objects as config/default does where it can.
 	DefaultReleaseName = "clusterstack-operator"
 	DefaultNamespace   = "clusterstack-system"

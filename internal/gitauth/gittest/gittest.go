@@ -1,6 +1,7 @@
 // Package gittest builds small Git repositories with the git command and serves them over
 // loopback HTTP with git http-backend and over loopback SSH with git-upload-pack, for tests that
-// list tags without reaching the network.
+// list tags without reaching the network; and it serves hostile reference advertisements (tens
+// of MiB of long tag names) over both, for tests of the listing's bounds.
 package gittest
 
 import (

@@ -45,6 +45,29 @@ func SSHKey(t testing.TB, passphrase string) ([]byte, ssh.Signer) {
 // It returns the listening address ("127.0.0.1:port"); the listener closes with the test.
 func ServeSSH(t testing.TB, root string, hostKey ssh.Signer, client ssh.PublicKey) string {
 	t.Helper()
+	uploadPack := filepath.Join(Git(t, root, "--exec-path"), "git-upload-pack")
+	return serveSSH(t, hostKey, client, func(ch ssh.Channel, path string) uint32 {
+		cmd := exec.Command(uploadPack, filepath.Join(root, filepath.Clean("/"+path)))
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return 127
+		}
+		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
+		if err := cmd.Start(); err != nil {
+			return 127
+		}
+		go func() { _, _ = io.Copy(stdin, ch); _ = stdin.Close() }()
+		if err := cmd.Wait(); err != nil {
+			return 1
+		}
+		return 0
+	})
+}
+
+// serveSSH accepts SSH connections on loopback as ServeSSH describes and calls run for each
+// exec of "git-upload-pack '<path>'", with the session's channel; run returns the exit status.
+func serveSSH(t testing.TB, hostKey ssh.Signer, client ssh.PublicKey, run func(ch ssh.Channel, path string) uint32) string {
+	t.Helper()
 	cfg := &ssh.ServerConfig{
 		PublicKeyCallback: func(c ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
 			if c.User() == "git" && bytes.Equal(k.Marshal(), client.Marshal()) {
@@ -59,7 +82,6 @@ func ServeSSH(t testing.TB, root string, hostKey ssh.Signer, client ssh.PublicKe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	uploadPack := filepath.Join(Git(t, root, "--exec-path"), "git-upload-pack")
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -82,7 +104,7 @@ func ServeSSH(t testing.TB, root string, hostKey ssh.Signer, client ssh.PublicKe
 					if err != nil {
 						continue
 					}
-					go serveSession(ch, creqs, root, uploadPack)
+					go serveSession(ch, creqs, run)
 				}
 			}()
 		}
@@ -91,7 +113,7 @@ func ServeSSH(t testing.TB, root string, hostKey ssh.Signer, client ssh.PublicKe
 }
 
 // serveSession runs git-upload-pack for the one exec request of an SSH session.
-func serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, root, uploadPack string) {
+func serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, run func(ch ssh.Channel, path string) uint32) {
 	defer func() { _ = ch.Close() }()
 	for req := range reqs {
 		if req.Type != "exec" {
@@ -105,21 +127,7 @@ func serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, root, uploadPack str
 		}
 		_ = req.Reply(true, nil)
 		path := strings.Trim(strings.TrimPrefix(p.Command, "git-upload-pack "), "'")
-		cmd := exec.Command(uploadPack, filepath.Join(root, filepath.Clean("/"+path)))
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return
-		}
-		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
-		status := uint32(0)
-		if err := cmd.Start(); err != nil {
-			status = 127
-		} else {
-			go func() { _, _ = io.Copy(stdin, ch); _ = stdin.Close() }()
-			if err := cmd.Wait(); err != nil {
-				status = 1
-			}
-		}
+		status := run(ch, path)
 		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
 		return
 	}

@@ -134,6 +134,6 @@ with -o json or -o yaml, a stable machine-readable structure.`,
 	o.flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: text)")
 	root.AddCommand(newTreeCommand(o), newWhyCommand(o), newValuesCommand(o), newUpdatesCommand(o),
-		newLintCommand(o), newTemplateCommand(o))
+		newDiffCommand(o), newDashboardCommand(o), newLintCommand(o), newTemplateCommand(o))
 	return root
 }

@@ -24,13 +24,13 @@ const (
 
 // fetchArtifact downloads a source-controller artifact, checks its digest and unpacks it into
 // dir. A URL on a cluster-internal Service name is read through the API server's service proxy;
-// any other (or one whose host hostOverride replaces) directly.
-func fetchArtifact(ctx context.Context, cfg *rest.Config, artifactURL, dig, hostOverride, dir string) error {
+// any other (or one whose host hostOverride replaces, or any with direct) directly.
+func fetchArtifact(ctx context.Context, cfg *rest.Config, artifactURL, dig, hostOverride string, direct bool, dir string) error {
 	u, err := url.Parse(artifactURL)
 	if err != nil {
 		return fmt.Errorf("artifact URL %q: %w", artifactURL, err)
 	}
-	if hostOverride != "" || !clusterInternal(u.Hostname()) {
+	if hostOverride != "" || direct || !clusterInternal(u.Hostname()) {
 		f := fetch.New(fetch.WithRetries(1), fetch.WithHostnameOverwrite(hostOverride), fetch.WithMaxDownloadSize(maxArtifactSize),
 			fetch.WithUntar(tar.WithMaxUntarSize(maxUntarSize)))
 		if err := f.FetchWithContext(ctx, artifactURL, dig, dir); err != nil {

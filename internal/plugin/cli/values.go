@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/overrides"
 	"github.com/clusterstack-io/clusterstack-operator/internal/plugin"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
@@ -29,6 +31,9 @@ import (
 type valuesOptions struct {
 	stackDir     string
 	artifactHost string
+	// directArtifacts fetches artifacts from their URL also when it names a cluster-internal
+	// Service (the dashboard's in-cluster mode, which resolves such names).
+	directArtifacts bool
 }
 
 func newValuesCommand(o *options) *cobra.Command {
@@ -80,6 +85,18 @@ func (o *options) gatherValues(ctx context.Context, name string, vo *valuesOptio
 	if err != nil {
 		return plugin.ValuesInput{}, err
 	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return plugin.ValuesInput{}, err
+	}
+	return valuesInput(ctx, c, cfg, ns, name, vo, fetchStack)
+}
+
+// stackFetcher loads the stack of a release (fetchStack; the dashboard keeps what it loaded).
+type stackFetcher func(ctx context.Context, c client.Client, cfg *rest.Config, rel *csv1.ClusterStackRelease, vo *valuesOptions) (*stack.Stack, error)
+
+// valuesInput reads what `values` needs of Cluster ns/name with c.
+func valuesInput(ctx context.Context, c client.Client, cfg *rest.Config, ns, name string, vo *valuesOptions, fetch stackFetcher) (plugin.ValuesInput, error) {
 	in := plugin.ValuesInput{Namespace: ns, Cluster: name, Releases: map[string]plugin.ReleaseValues{}}
 	key := client.ObjectKey{Namespace: ns, Name: name}
 	cluster := &clusterv1.Cluster{}
@@ -93,6 +110,7 @@ func (o *options) gatherValues(ctx context.Context, name string, vo *valuesOptio
 		return in, err
 	}
 	in.Addon = addon
+	var err error
 	if in.Objects, err = renderObjects(ctx, c, cluster); err != nil {
 		return in, err
 	}
@@ -111,10 +129,6 @@ func (o *options) gatherValues(ctx context.Context, name string, vo *valuesOptio
 	if vo.stackDir != "" {
 		dirStack, dirErr = stack.Load(vo.stackDir)
 	}
-	cfg, err := o.restConfig()
-	if err != nil {
-		return in, err
-	}
 	for _, relName := range releases {
 		rv := plugin.ReleaseValues{Release: render.Release{Name: relName}}
 		rel := &csv1.ClusterStackRelease{}
@@ -130,6 +144,23 @@ func (o *options) gatherValues(ctx context.Context, name string, vo *valuesOptio
 			return in, err
 		} else if ok {
 			rv.ConfigMap = cm
+			for _, oname := range overrides.ParseNames(cm.Annotations[csv1.OverridesAnnotation]) {
+				ov := &csv1.ClusterAddonOverride{}
+				found, err := getOrNil(ctx, c, client.ObjectKey{Namespace: ns, Name: oname}, ov)
+				if err != nil {
+					return in, err
+				}
+				if !found {
+					rv.OverrideNotes = append(rv.OverrideNotes, fmt.Sprintf("release %s: ConfigMap %s was rendered with ClusterAddonOverride %s, which no longer exists (the operator renders again without it)", relName, cm.Name, oname))
+					continue
+				}
+				ros, err := overrides.ToRender([]*csv1.ClusterAddonOverride{ov})
+				if err != nil {
+					rv.OverrideNotes = append(rv.OverrideNotes, fmt.Sprintf("release %s: %v", relName, err))
+					continue
+				}
+				rv.Overrides = append(rv.Overrides, ros...)
+			}
 		}
 		switch {
 		case vo.stackDir != "" && dirErr != nil:
@@ -139,7 +170,7 @@ func (o *options) gatherValues(ctx context.Context, name string, vo *valuesOptio
 		case !relFound:
 			rv.StackError = "ClusterStackRelease " + relName + " not found"
 		default:
-			st, err := fetchStack(ctx, c, cfg, rel, vo.artifactHost)
+			st, err := fetch(ctx, c, cfg, rel, vo)
 			if err != nil {
 				rv.StackError = err.Error()
 			}
@@ -186,22 +217,36 @@ func referenced(ctx context.Context, c client.Client, cluster *clusterv1.Cluster
 }
 
 // fetchStack loads the stack of a release from its GitRepository's artifact.
-func fetchStack(ctx context.Context, c client.Client, cfg *rest.Config, rel *csv1.ClusterStackRelease, hostOverride string) (*stack.Stack, error) {
+func fetchStack(ctx context.Context, c client.Client, cfg *rest.Config, rel *csv1.ClusterStackRelease, vo *valuesOptions) (*stack.Stack, error) {
+	art, err := releaseArtifact(ctx, c, rel)
+	if err != nil {
+		return nil, err
+	}
+	return loadArtifactStack(ctx, cfg, rel, art, vo)
+}
+
+// releaseArtifact is the artifact of the release's GitRepository.
+func releaseArtifact(ctx context.Context, c client.Client, rel *csv1.ClusterStackRelease) (*fluxmeta.Artifact, error) {
 	repo := &sourcev1.GitRepository{}
 	key := client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}
 	if err := c.Get(ctx, key, repo); err != nil {
 		return nil, fmt.Errorf("get GitRepository %s: %w", key, err)
 	}
-	art := repo.Status.Artifact
-	if art == nil {
+	if repo.Status.Artifact == nil {
 		return nil, fmt.Errorf("GitRepository %s has no artifact yet", key)
 	}
+	return repo.Status.Artifact, nil
+}
+
+// loadArtifactStack downloads the artifact and loads the release's stack from it.
+func loadArtifactStack(ctx context.Context, cfg *rest.Config, rel *csv1.ClusterStackRelease, art *fluxmeta.Artifact, vo *valuesOptions) (*stack.Stack, error) {
+	key := client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}
 	dir, err := os.MkdirTemp("", "kubectl-clusterstack-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if err := fetchArtifact(ctx, cfg, art.URL, art.Digest, hostOverride, dir); err != nil {
+	if err := fetchArtifact(ctx, cfg, art.URL, art.Digest, vo.artifactHost, vo.directArtifacts, dir); err != nil {
 		return nil, fmt.Errorf("fetch the artifact of GitRepository %s (revision %s): %w", key, art.Revision, err)
 	}
 	st, err := stack.Load(filepath.Join(dir, filepath.FromSlash(rel.Spec.Source.Path)))

@@ -1,0 +1,92 @@
+package redact
+
+import "strings"
+
+// Mask is what a hidden value is shown as.
+const Mask = "***"
+
+// Masks of a hidden value that changed, as `kubectl diff` shows a changed Secret value: the two
+// sides differ, neither is shown.
+const (
+	MaskBefore = "*** (before)"
+	MaskAfter  = "*** (after)"
+)
+
+// minSecretLen is the shortest value hidden wherever it appears in a text: shorter ones would
+// turn ordinary words and numbers into "***" without protecting anything.
+const minSecretLen = 4
+
+// sensitiveWords are the words whose presence in the last segment of a values key marks a
+// credential (compared without case and without '-', '_' and '.').
+var sensitiveWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "credential", "bearer", "kubeconfig"}
+
+// referenceSuffixes end keys that name where a credential is rather than hold it
+// ("existingSecretName", "passwordKey", "tokenPath", "secretRef", "secretEnabled").
+var referenceSuffixes = []string{"name", "names", "ref", "path", "file", "key", "keys", "enabled", "namespace", "mount", "mountpath"}
+
+// SensitiveKey reports whether the last segment of a values key ("db.password", "auth_token",
+// "tls.key", "cloudCredentials", "openstack[0].apiKey") names a credential, so that its value is
+// shown as Mask: it contains one of sensitiveWords (case, '-', '_' and '.' ignored) and does not
+// end with a word naming a reference (Name, Ref, Path, Key, ...), or it is "key" itself (tls.key).
+func SensitiveKey(key string) bool {
+	// A list element counts as the list: "apiKeys[0]" is the key "apiKeys".
+	for strings.HasSuffix(key, "]") && strings.LastIndex(key, "[") > 0 {
+		key = key[:strings.LastIndex(key, "[")]
+	}
+	last := key
+	if i := strings.LastIndexAny(key, ".]"); i >= 0 {
+		last = key[i+1:]
+	}
+	norm := strings.NewReplacer("-", "", "_", "", ".", "").Replace(strings.ToLower(last))
+	if norm == "key" {
+		return true
+	}
+	for _, w := range sensitiveWords {
+		if !strings.Contains(norm, w) {
+			continue
+		}
+		for _, suffix := range referenceSuffixes {
+			if strings.HasSuffix(norm, suffix) && !strings.HasSuffix(w, suffix) && len(norm) > len(suffix) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Scrubber hides known secret values (those a rendered Secret holds, those under a sensitive
+// key) wherever they appear in a text, and drops URL credentials.
+type Scrubber struct {
+	secrets []string
+}
+
+// Add registers a value to hide; values shorter than four bytes are not hidden in texts (they
+// are still masked where they are the value of a Secret or of a sensitive key).
+func (s *Scrubber) Add(v string) {
+	v = strings.TrimSpace(v)
+	if len(v) < minSecretLen {
+		return
+	}
+	for _, have := range s.secrets {
+		if have == v {
+			return
+		}
+	}
+	s.secrets = append(s.secrets, v)
+	// Longest first, so that a secret containing another is replaced whole.
+	for i := len(s.secrets) - 1; i > 0 && len(s.secrets[i]) > len(s.secrets[i-1]); i-- {
+		s.secrets[i], s.secrets[i-1] = s.secrets[i-1], s.secrets[i]
+	}
+}
+
+// Text returns text with every registered secret replaced by Mask and the credentials of URLs
+// dropped (URLs).
+func (s *Scrubber) Text(text string) string {
+	if s != nil {
+		for _, v := range s.secrets {
+			text = strings.ReplaceAll(text, v, Mask)
+		}
+	}
+	return URLs(text)
+}
