@@ -170,9 +170,13 @@ test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo
 	echo "end-to-end suite: exit status $$e2e_status; fault suite and benchmark tests: exit status $$faults_status"; \
 	[ $$e2e_status -eq 0 ] && [ $$faults_status -eq 0 ]
 
+# QUICK_PKGS are UNIT_PKGS but bootstrap/plane, whose suite starts a whole local plane (Flux,
+# Gitea, a registry: about 4 minutes); make test runs it.
+QUICK_PKGS = $(filter-out %/bootstrap/plane,$(UNIT_PKGS))
+
 .PHONY: test-quick
-test-quick: tools lint ## Lint, then unit and envtest tests without the race detector; no end-to-end, fault or benchmark suite (about 5 min warm on 2 cores).
-	go test $(UNIT_PKGS) -count=1
+test-quick: tools lint ## Lint, then unit and envtest tests without the race detector; no end-to-end, fault, benchmark or local-plane suite (make test runs those).
+	go test $(QUICK_PKGS) -count=1
 
 .PHONY: test-unit
 test-unit: ## Unit and envtest tests only (no end-to-end, no race detector: quicker).

@@ -55,6 +55,9 @@ var _ = Describe("OCI releases on the local plane", Ordered, func() {
 			g.Expect(c).NotTo(BeNil(), "no Ready condition yet")
 			g.Expect(c.ObservedGeneration).To(Equal(repo.Generation))
 			g.Expect(c.Status).NotTo(Equal(metav1.ConditionUnknown), "Ready: %s: %s", c.Reason, c.Message)
+			if c.Status == metav1.ConditionTrue {
+				g.Expect(repo.Status.Artifact).NotTo(BeNil(), "Ready without an artifact yet")
+			}
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		return c
 	}

@@ -7,6 +7,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/errdef"
 )
 
@@ -35,7 +36,14 @@ func Mirror(ctx context.Context, src, dst Target, tag string) (Copied, error) {
 	if err != nil {
 		return Copied{}, err
 	}
-	desc, err := oras.ExtendedCopy(ctx, from, tag, to, tag, oras.DefaultExtendedCopyOptions)
+	// Through memory, not registry to registry: oras-go closes a blob's download stream, when
+	// it is the upload's body, from two goroutines at once (a data race its HTTP/2 client hits).
+	// A release is small; the memory store holds it and its referrers once.
+	mem := memory.New()
+	if _, err := oras.ExtendedCopy(ctx, from, tag, mem, tag, oras.DefaultExtendedCopyOptions); err != nil {
+		return Copied{}, fmt.Errorf("copy %s:%s: %w", from.Reference, tag, err)
+	}
+	desc, err := oras.ExtendedCopy(ctx, mem, tag, to, tag, oras.DefaultExtendedCopyOptions)
 	if err != nil {
 		return Copied{}, fmt.Errorf("copy %s:%s to %s: %w", from.Reference, tag, to.Reference, err)
 	}
@@ -47,7 +55,10 @@ func Mirror(ctx context.Context, src, dst Target, tag string) (Copied, error) {
 		}
 		return out, fmt.Errorf("look for the signature %s:%s: %w", from.Reference, sigTag, err)
 	}
-	if _, err := oras.Copy(ctx, from, sigTag, to, sigTag, oras.DefaultCopyOptions); err != nil {
+	if _, err := oras.Copy(ctx, from, sigTag, mem, sigTag, oras.DefaultCopyOptions); err != nil {
+		return out, fmt.Errorf("copy the signature %s:%s: %w", from.Reference, sigTag, err)
+	}
+	if _, err := oras.Copy(ctx, mem, sigTag, to, sigTag, oras.DefaultCopyOptions); err != nil {
 		return out, fmt.Errorf("copy the signature %s:%s to %s: %w", from.Reference, sigTag, to.Reference, err)
 	}
 	out.Signed = true

@@ -241,7 +241,10 @@ webhooks:
 	It("runs a stack's Flux objects as its spec.serviceAccountName: refused and reported until that account is granted, then delivered", func(ctx SpecContext) {
 		const ns, sa = "tenant-c", "stack-deployer"
 		createNamespace(ctx, ns)
-		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})).To(Succeed())
+		// The namespace's owner allows the account to be named (the opt-in label); what it may
+		// do is still up to RBAC.
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns,
+			Labels: map[string]string{csv1.ServiceAccountOptInLabel: "true"}}})).To(Succeed())
 		cs := newClusterStack(ns, "v1")
 		cs.Spec.ServiceAccountName = sa
 		Expect(k8s.Create(ctx, cs)).To(Succeed())

@@ -128,6 +128,20 @@ func TestGraceCountsFromTheFault(t *testing.T) {
 	h.movedAt["f01"] = start.Add(-time.Minute)
 	lies, _ = honestyLies([]statusSample{degraded("ClusterAddon", "f01", addonMsg, fault.Add(grace/2))}, h, w)
 	g.Expect(lies).To(ContainElement(ContainSubstring("before the grace period")), "not moved in the scenario: counts from the fault")
+
+	// The ClusterStack rolls up a release discovered in the scenario, whose clock runs from
+	// when it was first seen not healthy, before the fault.
+	relMsg := "release aws-base-1-36-v10: component cluster-class: HelmRelease/aws-base-1-36-v10-cluster-class: Helm install failed: context deadline exceeded (not converged for more than 1m0s)"
+	stack := degraded("ClusterStack", stackName, "ClusterStack aws-base-1-36: "+relMsg, fault.Add(grace/2))
+	rel := degraded("ClusterStackRelease", "aws-base-1-36-v10", relMsg, fault.Add(grace/2))
+	progressing := rel
+	progressing.At, progressing.Degraded, progressing.Progressing = fault.Add(grace/2-grace), metav1.ConditionFalse, metav1.ConditionTrue
+	lies, _ = honestyLies([]statusSample{stack, rel}, h, w)
+	early := ContainSubstring("before the grace period")
+	g.Expect(lies).To(ContainElements(And(early, ContainSubstring("ClusterStack ")), And(early, ContainSubstring("ClusterStackRelease "))),
+		"the release was healthy until it was Degraded: it and the stack count from the fault")
+	lies, _ = honestyLies([]statusSample{progressing, stack, rel}, h, w)
+	g.Expect(lies).NotTo(ContainElement(early), "the release was progressing a grace period before: it and the stack's roll-up count from then")
 }
 
 func TestObjectsAreCountedOnce(t *testing.T) {

@@ -398,6 +398,10 @@ type honesty struct {
 	// stopped is the Flux controller stopped during the scenario, if any: a Degraded message
 	// may say that it has not acted on an object instead of quoting Flux's error.
 	stopped string
+	// releaseUnhealthy is when each release was first seen not healthy in the scenario (set by
+	// honestyLies from the samples): a release counts from then if earlier than the fault, and
+	// the ClusterStack, which rolls its releases up, from the earliest.
+	releaseUnhealthy map[string]time.Time
 }
 
 // honestyCheck is what expectHonest checked.
@@ -425,9 +429,36 @@ func (h honesty) since(s statusSample) time.Time {
 				t = m
 			}
 		}
+		for _, u := range h.releaseUnhealthy {
+			if u.Before(t) {
+				t = u
+			}
+		}
 		return t
+	case "ClusterStackRelease":
+		if u, ok := h.releaseUnhealthy[s.Name]; ok && u.Before(h.fault) {
+			return u
+		}
 	}
 	return h.fault
+}
+
+// unhealthyReleases is when each ClusterStackRelease was first sampled not healthy (not
+// Available, Progressing or Degraded) since start: a release discovered in the scenario
+// converges on its own clock from then, and the ClusterStack's roll-up shows it.
+func unhealthyReleases(samples []statusSample, start time.Time) map[string]time.Time {
+	first := map[string]time.Time{}
+	for _, s := range samples {
+		if s.Kind != "ClusterStackRelease" || s.At.Before(start) {
+			continue
+		}
+		if s.Available != metav1.ConditionTrue || s.Progressing == metav1.ConditionTrue || s.Degraded == metav1.ConditionTrue {
+			if t, ok := first[s.Name]; !ok || s.At.Before(t) {
+				first[s.Name] = s.At
+			}
+		}
+	}
+	return first
 }
 
 // expectHonest checks the samples of a scenario: no ClusterAddon or ClusterStack Available=False
@@ -448,6 +479,7 @@ func expectHonest(samples []statusSample, h honesty) honestyCheck {
 
 // honestyLies returns what was dishonest in the samples (see expectHonest) and what it checked.
 func honestyLies(samples []statusSample, h honesty, flux *fluxWatch) (lies []string, checked honestyCheck) {
+	h.releaseUnhealthy = unhealthyReleases(samples, h.start)
 	for _, s := range samples {
 		checked.samples++
 		// A ClusterStack is Available only when its version is available on every Cluster: with
