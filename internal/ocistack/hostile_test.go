@@ -91,3 +91,16 @@ func TestMirrorRefusesLayersThatDoNotMatchTheirDigests(t *testing.T) {
 		t.Fatal("the mirror has the tag although its layer did not match")
 	}
 }
+
+func TestMirrorRefusesALayerLargerThanAReleaseBeforeReadingIt(t *testing.T) {
+	r := &ocitest.Registry{Mode: ocitest.HugeLayer}
+	src := hostile(t, r)
+	dst := startRegistry(t, registry.Options{})
+	_, err := ocistack.Mirror(context.Background(), src, target(dst, "mirror/aws-base"), "aws-base-1-36-v1")
+	if err == nil || !strings.Contains(err.Error(), "a release may hold") {
+		t.Fatalf("Mirror of a manifest announcing a %d-byte layer = %v, want it refused as larger than a release may hold", ocitest.HugeLayerBytes, err)
+	}
+	if served := r.Served.Load(); served > 1<<20 {
+		t.Errorf("the registry served %d bytes: the layer was read", served)
+	}
+}

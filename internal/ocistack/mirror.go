@@ -40,7 +40,17 @@ func Mirror(ctx context.Context, src, dst Target, tag string) (Copied, error) {
 	// it is the upload's body, from two goroutines at once (a data race its HTTP/2 client hits).
 	// A release is small; the memory store holds it and its referrers once.
 	mem := memory.New()
-	if _, err := oras.ExtendedCopy(ctx, from, tag, mem, tag, oras.DefaultExtendedCopyOptions); err != nil {
+	// Every blob is held in memory on the way: one larger than a release's content may be is
+	// refused before it is read (the size a descriptor declares is the size ORAS reads and
+	// verifies).
+	bounded := oras.DefaultExtendedCopyOptions
+	bounded.PreCopy = func(_ context.Context, desc ocispec.Descriptor) error {
+		if desc.Size > MaxContentBytes {
+			return fmt.Errorf("%s (%s) has %d bytes: more than the %d a release may hold", desc.Digest, desc.MediaType, desc.Size, MaxContentBytes)
+		}
+		return nil
+	}
+	if _, err := oras.ExtendedCopy(ctx, from, tag, mem, tag, bounded); err != nil {
 		return Copied{}, fmt.Errorf("copy %s:%s: %w", from.Reference, tag, err)
 	}
 	desc, err := oras.ExtendedCopy(ctx, mem, tag, to, tag, oras.DefaultExtendedCopyOptions)
@@ -55,7 +65,9 @@ func Mirror(ctx context.Context, src, dst Target, tag string) (Copied, error) {
 		}
 		return out, fmt.Errorf("look for the signature %s:%s: %w", from.Reference, sigTag, err)
 	}
-	if _, err := oras.Copy(ctx, from, sigTag, mem, sigTag, oras.DefaultCopyOptions); err != nil {
+	sigOpts := oras.DefaultCopyOptions
+	sigOpts.PreCopy = bounded.PreCopy
+	if _, err := oras.Copy(ctx, from, sigTag, mem, sigTag, sigOpts); err != nil {
 		return out, fmt.Errorf("copy the signature %s:%s: %w", from.Reference, sigTag, err)
 	}
 	if _, err := oras.Copy(ctx, mem, sigTag, to, sigTag, oras.DefaultCopyOptions); err != nil {

@@ -32,6 +32,8 @@ const (
 	// BadLayerDigest serves a well-formed Flux artifact manifest whose layer's bytes do not
 	// match the digest the manifest gives.
 	BadLayerDigest Mode = "BadLayerDigest"
+	// HugeLayer serves a manifest whose layer says it has HugeLayerBytes bytes.
+	HugeLayer Mode = "HugeLayer"
 )
 
 // Registry is a hostile registry.
@@ -91,14 +93,20 @@ func digestOf(b []byte) string {
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
+// HugeLayerBytes is the size of the layer HugeLayer announces (1 GiB).
+const HugeLayerBytes = 1 << 30
+
 // BadManifest is the manifest BadLayerDigest serves, and its digest.
-func BadManifest() ([]byte, string) {
+func BadManifest() ([]byte, string) { return manifestWithLayer(len(announcedLayer)) }
+
+// manifestWithLayer is a Flux artifact manifest announcing announcedLayer's digest with size.
+func manifestWithLayer(size int) ([]byte, string) {
 	m := map[string]any{
 		"schemaVersion": 2,
 		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
 		"config":        map[string]any{"mediaType": "application/vnd.cncf.flux.config.v1+json", "digest": digestOf([]byte("{}")), "size": 2},
 		"layers": []any{map[string]any{"mediaType": "application/vnd.cncf.flux.content.v1.tar+gzip",
-			"digest": digestOf(announcedLayer), "size": len(announcedLayer)}},
+			"digest": digestOf(announcedLayer), "size": size}},
 	}
 	b, _ := json.Marshal(m)
 	return b, digestOf(b)
@@ -180,6 +188,9 @@ func (r *Registry) manifest(cw io.Writer, w http.ResponseWriter, req *http.Reque
 		r.slow(cw, w, req, body)
 	default:
 		body, d := BadManifest()
+		if r.Mode == HugeLayer {
+			body, d = manifestWithLayer(HugeLayerBytes)
+		}
 		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
 		w.Header().Set("Docker-Content-Digest", d)
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
