@@ -142,6 +142,11 @@ func TestGraceCountsFromTheFault(t *testing.T) {
 		"the release was healthy until it was Degraded: it and the stack count from the fault")
 	lies, _ = honestyLies([]statusSample{progressing, stack, rel}, h, w)
 	g.Expect(lies).NotTo(ContainElement(early), "the release was progressing a grace period before: it and the stack's roll-up count from then")
+	healthy := progressing
+	healthy.At, healthy.Progressing = fault.Add(-time.Second), metav1.ConditionFalse
+	lies, _ = honestyLies([]statusSample{progressing, healthy, stack, rel}, h, w)
+	g.Expect(lies).To(ContainElements(And(early, ContainSubstring("ClusterStack ")), And(early, ContainSubstring("ClusterStackRelease "))),
+		"the release was healthy again before the fault: its earlier streak does not count")
 }
 
 func TestObjectsAreCountedOnce(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -398,10 +399,10 @@ type honesty struct {
 	// stopped is the Flux controller stopped during the scenario, if any: a Degraded message
 	// may say that it has not acted on an object instead of quoting Flux's error.
 	stopped string
-	// releaseUnhealthy is when each release was first seen not healthy in the scenario (set by
-	// honestyLies from the samples): a release counts from then if earlier than the fault, and
-	// the ClusterStack, which rolls its releases up, from the earliest.
-	releaseUnhealthy map[string]time.Time
+	// releases are the scenario's samples of each ClusterStackRelease, in time order (set by
+	// honestyLies): a release not healthy since before the fault counts from the start of that
+	// streak, and the ClusterStack, which rolls its releases up, from the earliest such start.
+	releases map[string][]statusSample
 }
 
 // honestyCheck is what expectHonest checked.
@@ -429,36 +430,51 @@ func (h honesty) since(s statusSample) time.Time {
 				t = m
 			}
 		}
-		for _, u := range h.releaseUnhealthy {
-			if u.Before(t) {
+		for name := range h.releases {
+			if u := h.unhealthySince(name, s.At); !u.IsZero() && u.Before(t) {
 				t = u
 			}
 		}
 		return t
 	case "ClusterStackRelease":
-		if u, ok := h.releaseUnhealthy[s.Name]; ok && u.Before(h.fault) {
+		if u := h.unhealthySince(s.Name, s.At); !u.IsZero() && u.Before(h.fault) {
 			return u
 		}
 	}
 	return h.fault
 }
 
-// unhealthyReleases is when each ClusterStackRelease was first sampled not healthy (not
-// Available, Progressing or Degraded) since start: a release discovered in the scenario
-// converges on its own clock from then, and the ClusterStack's roll-up shows it.
-func unhealthyReleases(samples []statusSample, start time.Time) map[string]time.Time {
-	first := map[string]time.Time{}
-	for _, s := range samples {
-		if s.Kind != "ClusterStackRelease" || s.At.Before(start) {
-			continue
+// unhealthySince is the start of the streak of samples of release name, up to at, that were
+// not healthy (not Available, Progressing or Degraded); zero when its last sample up to at was
+// healthy. A release discovered in the scenario converges on its own clock from then.
+func (h honesty) unhealthySince(name string, at time.Time) time.Time {
+	var since time.Time
+	for _, s := range h.releases[name] {
+		if s.At.After(at) {
+			break
 		}
-		if s.Available != metav1.ConditionTrue || s.Progressing == metav1.ConditionTrue || s.Degraded == metav1.ConditionTrue {
-			if t, ok := first[s.Name]; !ok || s.At.Before(t) {
-				first[s.Name] = s.At
-			}
+		switch {
+		case s.Available == metav1.ConditionTrue && s.Progressing != metav1.ConditionTrue && s.Degraded != metav1.ConditionTrue:
+			since = time.Time{}
+		case since.IsZero():
+			since = s.At
 		}
 	}
-	return first
+	return since
+}
+
+// releaseSamples are the samples of each ClusterStackRelease since start, in time order.
+func releaseSamples(samples []statusSample, start time.Time) map[string][]statusSample {
+	out := map[string][]statusSample{}
+	for _, s := range samples {
+		if s.Kind == "ClusterStackRelease" && !s.At.Before(start) {
+			out[s.Name] = append(out[s.Name], s)
+		}
+	}
+	for _, ss := range out {
+		sort.SliceStable(ss, func(i, j int) bool { return ss[i].At.Before(ss[j].At) })
+	}
+	return out
 }
 
 // expectHonest checks the samples of a scenario: no ClusterAddon or ClusterStack Available=False
@@ -479,7 +495,7 @@ func expectHonest(samples []statusSample, h honesty) honestyCheck {
 
 // honestyLies returns what was dishonest in the samples (see expectHonest) and what it checked.
 func honestyLies(samples []statusSample, h honesty, flux *fluxWatch) (lies []string, checked honestyCheck) {
-	h.releaseUnhealthy = unhealthyReleases(samples, h.start)
+	h.releases = releaseSamples(samples, h.start)
 	for _, s := range samples {
 		checked.samples++
 		// A ClusterStack is Available only when its version is available on every Cluster: with
