@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/markdown"
 )
 
 // text escapes godoc prose for a Markdown paragraph: code spans (`...`) are kept, and outside
@@ -55,23 +57,10 @@ func escape(s string, inTable bool) string {
 // code formats s as a code span: fenced with more backticks than any run inside it, padded
 // when it starts or ends with a backtick; '|' is escaped when the span is in a table.
 func code(s string, inTable bool) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
 	if inTable {
 		s = strings.ReplaceAll(s, "|", `\|`)
 	}
-	return fence + s + fence
+	return markdown.CodeSpan(s)
 }
 
 // anchor is the fragment GitHub gives a heading: lower case, spaces to '-', punctuation other

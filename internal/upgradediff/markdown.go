@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html"
 	"strings"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/markdown"
 )
 
 // DefaultBudget is the size Markdown bounds a pull request description's diff to by default:
@@ -262,20 +264,7 @@ func code(text string) string {
 	if text == "" {
 		return ""
 	}
-	longest, run := 0, 0
-	for _, r := range text {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(text, "`") || strings.HasSuffix(text, "`") {
-		text = " " + text + " "
-	}
-	return fence + text + fence
+	return markdown.CodeSpan(text)
 }
 
 // mdReplacer escapes what Markdown or HTML would act on in plain text.
