@@ -15,6 +15,7 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -29,6 +30,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxlockdown"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
+	"github.com/clusterstack-io/clusterstack-operator/internal/upgradediff"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
@@ -47,6 +49,14 @@ const (
 )
 
 func main() {
+	// The manager binary is also the isolated worker that renders a proposal's diff
+	// (upgradediff.Isolated): the operator runs it as a child process with bounded memory and time.
+	if len(os.Args) > 1 && os.Args[1] == upgradediff.WorkerArg {
+		if err := upgradediff.ServeWorker(os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	var (
 		metricsAddr, probeAddr, artifactHost      string
 		profilerAddr                              string
@@ -67,6 +77,8 @@ func main() {
 		leaseDuration, renewDeadline, retryPeriod time.Duration
 		tagCacheBytes                             int64
 		tagListings                               int
+		diffTimeout                               time.Duration
+		diffMemory                                string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -128,6 +140,10 @@ func main() {
 		"The most memory (an estimate, in bytes) the cache of Git tag listings holds, all repositories together; the least recently used listing is dropped first. A listing keeps only the tags of the stack's or operator's form: a few KiB per repository.")
 	flag.IntVar(&tagListings, "tag-listings", controllers.DefaultTagListings,
 		"How many Git tag listings run at once, whoever asked for them; the others wait. Each reads at most 16 MiB of reference advertisement as a stream.")
+	flag.DurationVar(&diffTimeout, "proposal-diff-timeout", upgradediff.DefaultWorkerTimeout,
+		"How long the rendered diff of one proposal may take (wall-clock and CPU time of the worker process that renders the stacks' charts and kustomize directories); a proposal whose diff takes longer says so in its description. 0 proposes without a rendered diff.")
+	flag.StringVar(&diffMemory, "proposal-diff-memory", "384Mi",
+		"The most memory (data segment, a Kubernetes quantity) the worker process that renders a proposal's diff may use; at most two run at once, inside the operator's container, so keep twice this well below its memory limit.")
 	forgeOpts := bindForgeFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -195,6 +211,20 @@ func main() {
 		os.Exit(1)
 	}
 	tags := &controllers.TagLister{Reader: mgr.GetAPIReader(), MaxBytes: tagCacheBytes, Listings: tagListings}
+	var differ controllers.Differ
+	if diffTimeout > 0 {
+		mem, err := resource.ParseQuantity(diffMemory)
+		if err != nil || mem.Value() < 64<<20 {
+			fmt.Fprintf(os.Stderr, "--proposal-diff-memory=%s: give a quantity of at least 64Mi (e.g. 384Mi)\n", diffMemory)
+			os.Exit(2)
+		}
+		self, err := os.Executable()
+		if err != nil {
+			setupLog.Error(err, "unable to find the manager binary for the proposal diff worker")
+			os.Exit(1)
+		}
+		differ = upgradediff.Isolated{Path: self, Args: []string{upgradediff.WorkerArg}, Timeout: diffTimeout, Memory: uint64(mem.Value())}
+	}
 	if err := controllers.Setup(context.Background(), mgr, controllers.Config{
 		Grace:                            grace,
 		ProgressInterval:                 progressInterval,
@@ -214,6 +244,7 @@ func main() {
 		ManagementNamespace:              managementNamespace,
 		WatchLabelSelector:               shardSelector,
 		ClusterAddonsOnly:                !manageStacks,
+		Differ:                           differ,
 	}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)

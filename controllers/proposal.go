@@ -120,11 +120,14 @@ func (m marker) String() string {
 	return fmt.Sprintf("<!-- clusterstack-operator target=%s wave=%s clusters=%s -->", m.target, m.wave, strings.Join(m.clusters, ","))
 }
 
+// parseMarker reads the last marker of a description: the operator writes its own last, after
+// the rendered diff, whose text comes from the stacks and could hold one.
 func parseMarker(body string) (marker, bool) {
-	sub := markerRE.FindStringSubmatch(body)
-	if sub == nil {
+	all := markerRE.FindAllStringSubmatch(body, -1)
+	if all == nil {
 		return marker{}, false
 	}
+	sub := all[len(all)-1]
 	m := marker{target: sub[1], wave: sub[2]}
 	if sub[3] != "" {
 		m.clusters = strings.Split(sub[3], ",")
@@ -247,8 +250,9 @@ func (r *ClusterStackUpdatesReconciler) proposeWave(ctx context.Context, s *upda
 		return proposeResult{}, err
 	}
 	me := author(cs)
-	title, body := proposalText(s, rel, wave, clusters)
-	fp := proposalFingerprint(s, branch, me, title, body, targets)
+	diff := r.proposalDiff(ctx, s, rel, wave, clusters)
+	title, body := proposalText(s, rel, wave, clusters, diff.section)
+	fp := proposalFingerprint(s, branch, me, title, body+"\n"+diff.full, targets)
 
 	fleet := forge.Fleet{URL: s.fleet.URL, Token: s.fleet.Token, TokenFrom: s.fleet.TokenFrom, Limits: r.ForgeLimits, Policy: r.ForgePolicy}
 	heads, err := fleet.Heads(ctx, s.fleet.Branch, branch)
@@ -264,7 +268,7 @@ func (r *ClusterStackUpdatesReconciler) proposeWave(ctx context.Context, s *upda
 		}
 		changed = m.changed
 	} else {
-		m, res, err := r.commitProposal(ctx, s, fleet, heads, targets, me, title+"\n\n"+body)
+		m, res, err := r.commitProposal(ctx, s, fleet, heads, targets, diffFile(cs, wave), diff.full, me, title+"\n\n"+proposalSummary(body))
 		if err != nil {
 			return proposeResult{}, err
 		}
@@ -337,6 +341,14 @@ func proposalTargets(ctx context.Context, c client.Reader, s *updatesScope, rel 
 	return targets, nil
 }
 
+// proposalSummary is the description without its rendered diff, for the commit message.
+func proposalSummary(body string) string {
+	if i := strings.Index(body, "### Rendered diff"); i >= 0 {
+		return strings.TrimSpace(body[:i]) + "\n"
+	}
+	return body
+}
+
 // proposalFingerprint identifies a proposal: the repository and branches, the author, the text
 // and every edit with where it is looked for.
 func proposalFingerprint(s *updatesScope, branch string, me forge.Author, title, body string, targets []proposalTarget) string {
@@ -353,7 +365,7 @@ func proposalFingerprint(s *updatesScope, branch string, me forge.Author, title,
 // outcome for these heads: a change or none, or an error that the same heads would give again
 // (commits of someone else on the branch, a manifest not found); other errors are returned.
 func (r *ClusterStackUpdatesReconciler) commitProposal(ctx context.Context, s *updatesScope, fleet forge.Fleet, heads forge.Heads,
-	targets []proposalTarget, me forge.Author, message string) (checkoutMemo, forge.CommitResult, error) {
+	targets []proposalTarget, file, full string, me forge.Author, message string) (checkoutMemo, forge.CommitResult, error) {
 	co, err := fleet.Checkout(ctx, heads)
 	if err != nil {
 		return checkoutMemo{}, forge.CommitResult{}, err
@@ -374,6 +386,19 @@ func (r *ClusterStackUpdatesReconciler) commitProposal(ctx context.Context, s *u
 			return memo, forge.CommitResult{}, nil
 		}
 		return checkoutMemo{}, forge.CommitResult{}, err
+	}
+	// The whole diff, when the description holds only its start; an earlier proposal's is
+	// removed otherwise.
+	if full != "" {
+		err = co.PutFile(file, []byte(full))
+	} else {
+		err = co.RemoveFile(file)
+	}
+	if err != nil {
+		// The same heads would give the same answer (a link or a file where the directory is,
+		// a diff over the size limit).
+		memo.err = fmt.Errorf("%w: the rendered diff's file: %s", errFleetFile, err.Error())
+		return memo, forge.CommitResult{}, nil
 	}
 	res, err := co.Commit(ctx, me, message)
 	if err != nil {
@@ -467,7 +492,7 @@ func author(cs *csv1.ClusterStack) forge.Author {
 
 // proposalText is the pull request's title and description: deterministic, so that an
 // unchanged proposal is never rewritten.
-func proposalText(s *updatesScope, rel *csv1.ClusterStackRelease, wave string, clusters []string) (string, string) {
+func proposalText(s *updatesScope, rel *csv1.ClusterStackRelease, wave string, clusters []string, diff string) (string, string) {
 	cs := s.cs
 	plural := "s"
 	if len(clusters) == 1 {
@@ -489,6 +514,10 @@ func proposalText(s *updatesScope, rel *csv1.ClusterStackRelease, wave string, c
 	}
 	b.WriteString("\nMerging it lets Flux apply the change; the operator proposes the next wave once these Clusters have been Available on the release for the wave's soak time. ")
 	b.WriteString("Closing it without merging skips this version.\n\n")
+	if diff != "" {
+		b.WriteString(diff)
+		b.WriteString("\n")
+	}
 	b.WriteString(marker{target: rel.Name, wave: wave, clusters: clusters}.String())
 	b.WriteString("\n")
 	return title, b.String()

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,24 @@ func TestMarkerRoundTrip(t *testing.T) {
 	}
 	if _, ok := parseMarker("a pull request someone else opened"); ok {
 		t.Error("a description without the marker is not the operator's")
+	}
+}
+
+// The rendered diff comes from the stacks, which a tenant writes: a marker in it (a value, a
+// file of a chart) is never taken for the operator's, which is written last.
+func TestDiffCannotForgeTheMarker(t *testing.T) {
+	cs := &csv1.ClusterStack{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "aws-base-1-36"}, Spec: csv1.ClusterStackSpec{Versions: []string{"v2"}}}
+	rel := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36-v2"}, Spec: csv1.ClusterStackReleaseSpec{Version: "v2"}}
+	forged := marker{target: "aws-base-1-36-v9", wave: "canary", clusters: []string{"victim"}}.String()
+	diff := "### Rendered diff: `aws-base-1-36-v1` → `aws-base-1-36-v2`\n\n```diff\n+note: " + forged + "\n```\n"
+	s := &updatesScope{cs: cs, clusters: map[string]*clusterv1.Cluster{}}
+	_, body := proposalText(s, rel, "canary", []string{"c1"}, diff)
+	got, ok := parseMarker(body)
+	if !ok || got.target != "aws-base-1-36-v2" || !slices.Equal(got.clusters, []string{"c1"}) {
+		t.Fatalf("parseMarker read %+v from\n%s", got, body)
+	}
+	if summary := proposalSummary(body); strings.Contains(summary, "Rendered diff") || strings.Contains(summary, "v9") || !strings.Contains(summary, "Cluster `c1`") {
+		t.Errorf("the commit message's text holds the diff or lacks the plan:\n%s", summary)
 	}
 }
 

@@ -78,6 +78,9 @@ type Config struct {
 	// ManagementOperator) then run in another instance, exactly one, which also removes the
 	// ClusterAddons of deleted Clusters.
 	ClusterAddonsOnly bool
+	// Differ renders the diff of each proposal's description (upgradediff.Isolated); nil
+	// proposes without one.
+	Differ Differ
 }
 
 // DefaultManagementNamespace is the management namespace when none is configured.
@@ -138,7 +141,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
 		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Fleets: fleets},
 		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now, PushRetry: cfg.PushRetry,
-			ForgeLimits: cfg.ForgeLimits, ForgePolicy: cfg.ForgePolicy, ForgeHostConcurrency: cfg.ForgeHostConcurrency},
+			ForgeLimits: cfg.ForgeLimits, ForgePolicy: cfg.ForgePolicy, ForgeHostConcurrency: cfg.ForgeHostConcurrency,
+			Differ: cfg.Differ, Stacks: stacks},
 		&ManagementOperatorReconciler{Client: c, Cache: mgr.GetCache(), Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
 			Namespace: mgmtNS, HelmDeployments: helmDeployments},
 	))

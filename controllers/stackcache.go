@@ -70,19 +70,12 @@ func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path
 		return s.(*stack.Stack), nil
 	}
 
-	dir, err := os.MkdirTemp("", "stack-")
+	root, stackDir, err := c.Fetch(ctx, repo, path)
+	if root != "" {
+		defer func() { _ = os.RemoveAll(root) }()
+	}
 	if err != nil {
 		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	f := fetch.New(fetch.WithRetries(3), fetch.WithHostnameOverwrite(c.HostnameOverride), fetch.WithMaxDownloadSize(64<<20),
-		fetch.WithUntar(tar.WithMaxUntarSize(256<<20)))
-	if err := f.FetchWithContext(ctx, art.URL, art.Digest, dir); err != nil {
-		return nil, &ArtifactError{Err: fmt.Errorf("fetch artifact of GitRepository %s (revision %s): %w", repo.Name, art.Revision, err)}
-	}
-	stackDir := joinPath(dir, path)
-	if fi, err := os.Stat(stackDir); err != nil || !fi.IsDir() {
-		return nil, stack.Problems{{File: path + "/", Message: fmt.Sprintf("no such directory in the repository at %s", art.Revision)}}
 	}
 	s, err := stack.Load(stackDir)
 	if err != nil {
@@ -91,6 +84,30 @@ func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path
 
 	c.entries.Add(key, s, stackCacheTTL)
 	return s, nil
+}
+
+// Fetch downloads the GitRepository's current artifact (at most 64 MiB, unpacked to at most
+// 256 MiB) into a new temporary directory, root, which the caller removes, and returns the
+// directory of the stack at path in it. root is set whenever something was made to remove.
+func (c *StackCache) Fetch(ctx context.Context, repo *sourcev1.GitRepository, path string) (root, stackDir string, err error) {
+	art := repo.Status.Artifact
+	if art == nil {
+		return "", "", &ArtifactError{Err: fmt.Errorf("GitRepository %s has no artifact yet", repo.Name)}
+	}
+	dir, err := os.MkdirTemp("", "stack-")
+	if err != nil {
+		return "", "", err
+	}
+	f := fetch.New(fetch.WithRetries(3), fetch.WithHostnameOverwrite(c.HostnameOverride), fetch.WithMaxDownloadSize(64<<20),
+		fetch.WithUntar(tar.WithMaxUntarSize(256<<20)))
+	if err := f.FetchWithContext(ctx, art.URL, art.Digest, dir); err != nil {
+		return dir, "", &ArtifactError{Err: fmt.Errorf("fetch artifact of GitRepository %s (revision %s): %w", repo.Name, art.Revision, err)}
+	}
+	stackDir = joinPath(dir, path)
+	if fi, err := os.Stat(stackDir); err != nil || !fi.IsDir() {
+		return dir, "", stack.Problems{{File: path + "/", Message: fmt.Sprintf("no such directory in the repository at %s", art.Revision)}}
+	}
+	return dir, stackDir, nil
 }
 
 // clockFunc is a replaceable clock (tests set a fixed one): the clock of an LRUExpireCache, of

@@ -74,6 +74,11 @@ type ClusterStackUpdatesReconciler struct {
 	// turn with the forge within seconds: a slow or hostile forge holds at most this many
 	// workers, for at most its deadlines.
 	ForgeHostConcurrency int
+	// Differ renders the diff each proposal's description shows (upgradediff.Isolated: a worker
+	// process with bounded memory and time); nil proposes without one.
+	Differ Differ
+	// Stacks fetches the releases' artifacts the diff is rendered from.
+	Stacks *StackCache
 
 	// Memory of this process, in LRU caches with expiry (made once, by caches). Each is only an
 	// optimisation or a throttle: after a restart, or for an entry dropped from a full cache, the
@@ -86,9 +91,13 @@ type ClusterStackUpdatesReconciler struct {
 	//   - lookalikes: the look-alike pull requests already reported in an Event;
 	//   - declined: per ClusterStack, the releases its last forge listing showed declined, kept
 	//     while the forge is busy or cannot be read.
-	refused, identities, checkouts, lookalikes, declined *cache.LRUExpireCache
-	hosts                                                *hostBudget
-	cachesOnce                                           sync.Once
+	//   - diffs: per set of inputs (releases, artifacts, Clusters' objects), the proposal's
+	//     rendered diff or why it could not be rendered.
+	refused, identities, checkouts, lookalikes, declined, diffs *cache.LRUExpireCache
+	// diffSlots bounds the diffs rendered at once.
+	diffSlots  chan struct{}
+	hosts      *hostBudget
+	cachesOnce sync.Once
 }
 
 // Bounds of the reconciler's memory.
@@ -118,6 +127,8 @@ func (r *ClusterStackUpdatesReconciler) caches() {
 		r.checkouts = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
 		r.lookalikes = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
 		r.declined = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
+		r.diffs = cache.NewLRUExpireCacheWithClock(maxRemembered, clock)
+		r.diffSlots = make(chan struct{}, diffSlots)
 		n := r.ForgeHostConcurrency
 		if n <= 0 {
 			n = DefaultForgeHostConcurrency

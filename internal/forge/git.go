@@ -319,6 +319,47 @@ func (c *Checkout) WriteFile(name string, data []byte) error {
 	return f.Close()
 }
 
+// PutFile writes a regular file of the work tree, creating it and its directories when they do
+// not exist, with the checks of WriteFile: no path through a symbolic link, no file larger than
+// the checkout size limit.
+func (c *Checkout) PutFile(name string, data []byte) error {
+	if _, err := c.regularFile(name); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
+			return err
+		}
+		return c.WriteFile(name, data)
+	}
+	if int64(len(data)) > c.lim.MaxBytes {
+		return &forgeError{msg: fmt.Sprintf("%s would hold %d bytes, more than the checkout size limit (--fleet-checkout-size-limit)", name, len(data)), err: ErrTooLarge}
+	}
+	if dir := path.Dir(name); dir != "." {
+		// regularFile refused a link anywhere on the path: MkdirAll creates only what is missing.
+		if err := c.root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := c.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// RemoveFile removes a regular file of the work tree; a file that does not exist is no error.
+func (c *Checkout) RemoveFile(name string) error {
+	if _, err := c.regularFile(name); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return c.root.Remove(name)
+}
+
 // ForeignCommit names the head commit of the proposal branch when the operator did not make
 // it, or "" when the branch does not exist or is the operator's. The operator's branch is
 // always one commit of its own on a commit of the base branch (Commit makes nothing else), so

@@ -367,3 +367,54 @@ func TestCheckoutFilesRefuseSymlinks(t *testing.T) {
 		t.Errorf("ReadFile(stack.yaml) = %q, %v", b, err)
 	}
 }
+
+// PutFile creates a file and its directories, or replaces one; RemoveFile removes one. Both
+// refuse paths through symbolic links, wherever they point, and what the checkout limit refuses.
+func TestPutAndRemoveFiles(t *testing.T) {
+	url, work := remote(t)
+	for link, target := range map[string]string{"out": "/tmp", "in": "."} {
+		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitAll(t, work, "links")
+	co, err := Open(context.Background(), fleet(url), "main", "proposals/canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = co.Close() }()
+	const diff = ".clusterstack/diffs/team-a/stack/canary.md"
+	if err := co.PutFile(diff, []byte("first\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.PutFile(diff, []byte("second\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := co.ReadFile(diff); err != nil || string(b) != "second\n" {
+		t.Fatalf("ReadFile(%s) = %q, %v", diff, b, err)
+	}
+	for _, name := range []string{"out/x.md", "in/x.md", "in/new/x.md", "../x.md", "/tmp/x.md", "stack.yaml/x.md"} {
+		if err := co.PutFile(name, []byte("x")); err == nil {
+			t.Errorf("PutFile(%s) succeeded, want a refusal", name)
+		}
+		if err := co.RemoveFile(name); err == nil {
+			t.Errorf("RemoveFile(%s) succeeded, want a refusal", name)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join("/tmp", "x.md")); err == nil {
+		t.Error("a file was written through the link to /tmp")
+	}
+	if err := co.PutFile("big.md", make([]byte, co.lim.MaxBytes+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("PutFile of more than the limit: %v, want ErrTooLarge", err)
+	}
+	if err := co.RemoveFile(diff); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.RemoveFile(diff); err != nil {
+		t.Fatalf("removing a file that is gone: %v, want none", err)
+	}
+	res, err := co.Commit(context.Background(), me, "Propose")
+	if err != nil || res.Changed {
+		t.Fatalf("Commit after the file was put and removed again = %+v, %v; want no change", res, err)
+	}
+}

@@ -58,6 +58,16 @@ func (f files) without(dir string) files {
 
 func writeStack(t *testing.T, f files) *stack.Stack {
 	t.Helper()
+	s, err := stack.Load(writeStackDir(t, f))
+	if err != nil {
+		t.Fatalf("load the test stack: %v", err)
+	}
+	return s
+}
+
+// writeStackDir writes the files into a new stack directory and returns it.
+func writeStackDir(t *testing.T, f files) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "stack")
 	for p, content := range f {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -68,11 +78,7 @@ func writeStack(t *testing.T, f files) *stack.Stack {
 			t.Fatal(err)
 		}
 	}
-	s, err := stack.Load(dir)
-	if err != nil {
-		t.Fatalf("load the test stack: %v", err)
-	}
-	return s
+	return dir
 }
 
 func release(t *testing.T, version string, f files) Release {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +11,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -94,6 +99,64 @@ var _ = Describe("kubectl clusterstack diff", Ordered, func() {
 		Expect(code).To(Equal(0), "exit code 0: no differences; stdout: %s, stderr: %s", out, errOut)
 		Expect(out).To(ContainSubstring("Cluster " + ns + "/" + cluster + "  no differences in values or objects\n"))
 	})
+
+	// The Cluster moves only inside its wave's maintenance window, and keeps its override
+	// across the move. The window opens at the second minute from now, for one minute (the
+	// least the API allows); the Cluster admission webhook is the operator's.
+	It("keeps a ClusterAddonOverride across the upgrade, which waits for the wave's maintenance window", func(ctx SpecContext) {
+		plugin := func(args ...string) string {
+			GinkgoHelper()
+			cmd := exec.CommandContext(ctx, "kubectl", append([]string{"clusterstack", "--kubeconfig", pl.Kubeconfig()}, args...)...)
+			cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "kubectl clusterstack %s: %s", strings.Join(args, " "), out)
+			return string(out)
+		}
+		By("an override of the Cluster's cni values, shown in provenance")
+		Expect(k8s.Create(ctx, &csv1.ClusterAddonOverride{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo-mtu"},
+			Spec: csv1.ClusterAddonOverrideSpec{ClusterName: cluster, Components: []csv1.ComponentOverride{{Name: "cni", Values: apiextensionsv1.JSON{Raw: []byte(`{"mtu":1400}`)}}}}})).To(Succeed())
+		valuesHaveOverride := func(release string) {
+			GinkgoHelper()
+			Eventually(ctx, func(g Gomega) {
+				cm := &corev1.ConfigMap{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.ValuesConfigMapName(cluster, tagPrefix+release)}, cm)).To(Succeed())
+				g.Expect(cm.Annotations).To(HaveKeyWithValue(csv1.OverridesAnnotation, "solo-mtu"))
+				g.Expect(cm.Data).To(ContainElement(ContainSubstring("mtu: 1400")), "values ConfigMap %s", cm.Name)
+			}).WithTimeout(2 * time.Minute).Should(Succeed())
+			out := plugin("values", cluster, "-n", ns)
+			GinkgoWriter.Printf("$ kubectl clusterstack values %s -n %s\n%s\n", cluster, ns, out)
+			Expect(out).To(MatchRegexp(`\n  mtu +1400 +<- override solo-mtu \.spec\.components\[cni\]\.values\.mtu\n`), "the override's value with its provenance, on release %s", release)
+		}
+		valuesHaveOverride("v1")
+
+		By("a maintenance window for every wave, opening at the second minute from now")
+		opens := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
+		cs := &csv1.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+		patch := client.MergeFrom(cs.DeepCopy())
+		cs.Spec.Updates = &csv1.UpdatePolicy{Windows: []csv1.MaintenanceWindow{{
+			Schedule: fmt.Sprintf("%d %d * * *", opens.Minute(), opens.Hour()), Duration: metav1.Duration{Duration: time.Minute}, TimeZone: "UTC"}}}
+		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+
+		By("the move to v2 is refused until the window opens, then goes through")
+		err := patchTopology(ctx, ns, cluster, tagPrefix+"v2", "")
+		Expect(err).To(HaveOccurred(), "a move before the window opens")
+		Expect(err.Error()).To(ContainSubstring("no maintenance window of the wave is open now"))
+		GinkgoWriter.Printf("%s: refused: %v\n", time.Now().UTC().Format(time.TimeOnly), err)
+		Eventually(ctx, func() error { return patchTopology(ctx, ns, cluster, tagPrefix+"v2", "") }).
+			WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the move once the window opens at %s", opens.Format(time.TimeOnly))
+		moved := time.Now().UTC()
+		GinkgoWriter.Printf("%s: moved (the window opened at %s)\n", moved.Format(time.TimeOnly), opens.Format(time.TimeOnly))
+		Expect(moved).To(BeTemporally(">=", opens), "not before the window")
+
+		By("on v2 the override is still in the values, and in provenance")
+		Eventually(ctx, func(g Gomega) {
+			a := getAddon(ctx, g, ns, cluster)
+			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		valuesHaveOverride("v2")
+	}, NodeTimeout(12*time.Minute))
 })
 
 // withCNIClusterRole bumps the cni chart to 1.1.0, adds a ClusterRole to it and has its values

@@ -217,7 +217,7 @@ spec:
 
 		By("a push the forge refuses is reported, and retried once per --push-retry-interval, not at every reconcile")
 		Expect(f.ProtectBranch(ctx, owner, fleetRepo, "clusterstack/**", []string{f.AdminUser()})).To(Succeed())
-		publishStack(ctx, "v2")
+		publishStack(ctx, "v2", withCNIClusterRole)
 		Eventually(ctx, func(g Gomega) {
 			cs := stackStatus(ctx, g)
 			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "push of branch "+branchBase+"canary"))
@@ -255,6 +255,15 @@ spec:
 			"-    - v1   # the first release", "+    - v2   # the first release",
 			"-      name: aws-base-1-36-v1", "+      name: aws-base-1-36-v2",
 		), "only the stack's version and the canary Cluster's class change; comments kept")
+		By("the description shows the rendered diff: the chart bumped, a value of the canary Cluster, the cluster-scoped object first")
+		GinkgoWriter.Printf("description of #%d:\n%s\n", canaryPR.Number, canaryPR.Body)
+		Expect(canaryPR.Body).To(ContainSubstring("| `cni` | Helm | `1.0.0 → 1.1.0` | Changed |"), "the changed chart")
+		Expect(canaryPR.Body).To(ContainSubstring("#### Cluster `gitops/canary-1`: "), "the wave's Cluster, and only it")
+		Expect(canaryPR.Body).NotTo(ContainSubstring("gitops/rest-1"))
+		Expect(canaryPR.Body).To(MatchRegexp("(?s)<summary>gitops/canary-1: values of cni \\(Helm values\\)</summary>.*\n\\+mtu: 9001\n"), "the changed value of the canary Cluster")
+		Expect(canaryPR.Body).To(MatchRegexp("(?s)\\*\\*Cluster-scoped objects and CRDs\\*\\*\n\n- Added ClusterRole `cni-nodes` \\(`cni`\\).*\\*\\*Namespaced objects\\*\\*"),
+			"the cluster-scoped object, before the namespaced ones")
+		Expect(canaryPR.Body).To(MatchRegexp(`<!-- clusterstack-operator [^\n]* -->\s*$`), "the operator's marker last, after the diff")
 		Eventually(ctx, func(g Gomega) {
 			cs := stackStatus(ctx, g)
 			g.Expect(cs.Status.Rollout).NotTo(BeNil())
