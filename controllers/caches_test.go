@@ -207,7 +207,7 @@ func TestTagListerCacheIsBoundedAndExpires(t *testing.T) {
 func TestRefusedPushesExpireOnTheReconcilersClock(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	r := &ClusterStackUpdatesReconciler{Now: clock.Now}
-	r.refusedPushes().Add("team-a/stack", r.now(), r.pushRetry())
+	r.refusedPushes().Add("team-a/stack", refusal{at: r.now()}, r.pushRetry())
 	clock.step(r.pushRetry() - time.Second)
 	if _, ok := r.refusedPushes().Get("team-a/stack"); !ok {
 		t.Error("a refusal is forgotten within pushRetry")

@@ -149,8 +149,13 @@ func (r *ClusterStackUpdatesReconciler) pushRetry() time.Duration {
 	return DefaultPushRetry
 }
 
-// refusedPushes returns the cache of refused pushes (ClusterStack key to the time of the
-// refusal).
+// refusal is a push the forge refused: when, and what the UpdatesProposed condition says of it.
+type refusal struct {
+	at  time.Time
+	msg string
+}
+
+// refusedPushes returns the cache of refused pushes (ClusterStack key to its refusal).
 func (r *ClusterStackUpdatesReconciler) refusedPushes() *cache.LRUExpireCache {
 	r.caches()
 	return r.refused
@@ -712,17 +717,19 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 		return nil
 	}
 	key := client.ObjectKeyFromObject(s.cs).String()
-	if last, ok := r.refusedPushes().Get(key); ok && r.now().Sub(last.(time.Time)) < r.pushRetry() {
-		// The forge refused the last push: do not retry at every event (no retry storm).
-		if c := apimeta.FindStatusCondition(s.cs.Status.Conditions, csv1.UpdatesProposedCondition); c != nil && c.Reason == csv1.ReasonPushRefused {
-			s.cond = *c
-			s.requeueAfter(r.pushRetry() - r.now().Sub(last.(time.Time)))
+	if v, ok := r.refusedPushes().Get(key); ok {
+		// The forge refused the last push: do not retry at every event (no retry storm). The
+		// refusal is reported as it was from memory, not from the cached ClusterStack: the
+		// status that reports it may not have reached the cache when the next event comes.
+		if last, ok := v.(refusal); ok && r.now().Sub(last.at) < r.pushRetry() {
+			s.fail(csv1.ReasonPushRefused, last.msg)
+			s.requeueAfter(r.pushRetry() - r.now().Sub(last.at))
 			return nil
 		}
 	}
 	res, err := r.proposeWave(ctx, s, rel)
 	if errors.Is(err, forge.ErrPushRefused) || errors.Is(err, forge.ErrProtectedTarget) {
-		r.refusedPushes().Add(key, r.now(), r.pushRetry())
+		r.refusedPushes().Add(key, refusal{at: r.now(), msg: forgeText(err, s.fleet.Token)}, r.pushRetry())
 		s.requeueAfter(r.pushRetry())
 	} else {
 		r.refusedPushes().Remove(key)

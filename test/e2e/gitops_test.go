@@ -297,11 +297,21 @@ spec:
 		Consistently(ctx, func(g Gomega) { g.Expect(prs(ctx, g)).To(HaveLen(1)) }).WithTimeout(2*interval).Should(Succeed(), "no new pull request for v2")
 
 		By("a new tag is proposed; a newer one supersedes the open pull request on the same branch")
-		publishStack(ctx, "v3")
+		publishStack(ctx, "v3", withLargeConfigMap)
 		Eventually(ctx, func(g Gomega) {
-			p := openPR(ctx, g, "canary")
-			g.Expect(p.Title).To(ContainSubstring(tagPrefix + "v3"))
+			canaryPR = openPR(ctx, g, "canary")
+			g.Expect(canaryPR.Title).To(ContainSubstring(tagPrefix + "v3"))
 		}).WithTimeout(5 * time.Minute).Should(Succeed()) // a bound: 2m21s were seen with the fault suite's fleet of 20 up
+		By("a diff too large for the description: its start there, the whole of it a file of the branch")
+		const diffFile = ".clusterstack/diffs/" + ns + "/aws-base-1-36/canary.md"
+		Expect(len(canaryPR.Body)).To(BeNumerically("<", 65536), "within GitHub's cap of a description")
+		Expect(canaryPR.Body).To(ContainSubstring("the file `"+diffFile+"` of this pull request's branch"), "where the whole diff is")
+		Expect(canaryPR.Body).To(ContainSubstring("Added ConfigMap `kube-system/large`"), "the summary is never cut")
+		Expect(canaryPR.Body).NotTo(ContainSubstring(largeConfigMapEnd), "the end of the large ConfigMap's diff is cut")
+		diff, err = f.PullRequestDiff(ctx, owner, fleetRepo, canaryPR.Number)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(diff).To(ContainSubstring("+++ b/"+diffFile), "the whole diff is in the branch")
+		Expect(diff).To(ContainSubstring(largeConfigMapEnd), "all of it")
 		publishStack(ctx, "v4")
 		tagged := time.Now()
 		Eventually(ctx, func(g Gomega) {
@@ -315,7 +325,8 @@ spec:
 		Expect(changedLines(diff)).To(ConsistOf(
 			"-    - v1   # the first release", "+    - v4   # the first release",
 			"-      name: aws-base-1-36-v1", "+      name: aws-base-1-36-v4",
-		))
+		), "v4's diff fits its description: the file of v3's is gone from the branch")
+		Expect(canaryPR.Body).NotTo(ContainSubstring(diffFile))
 
 		By("merged through the forge as a person would: Flux applies it, only the canary moves")
 		Expect(f.MergePullRequest(ctx, owner, fleetRepo, canaryPR.Number)).To(Succeed())
@@ -432,6 +443,21 @@ spec:
 })
 
 // changedLines are the removed and added lines of a unified diff (without the file headers).
+// largeConfigMapEnd is the last line of the large ConfigMap's diff (withLargeConfigMap).
+const largeConfigMapEnd = "+  key-1499: the end of a diff too large for the description"
+
+// withLargeConfigMap adds to the cni chart a ConfigMap whose diff alone is larger than a pull
+// request's description may hold (upgradediff.DefaultBudget, 60 KiB).
+func withLargeConfigMap(sd string) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: large\n  namespace: kube-system\ndata:\n")
+	for i := range 1499 {
+		fmt.Fprintf(&b, "  key-%04d: %s\n", i, strings.Repeat("x", 48))
+	}
+	b.WriteString(strings.TrimPrefix(largeConfigMapEnd, "+") + "\n")
+	Expect(os.WriteFile(filepath.Join(sd, "cluster-addon/cni/templates/large.yaml"), []byte(b.String()), 0o644)).To(Succeed())
+}
+
 func changedLines(diff string) []string {
 	var out []string
 	for _, l := range strings.Split(diff, "\n") {
