@@ -35,7 +35,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
 	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Reasons a release is kept, as listed in the ClusterStack's status (see internal/lifecycle).
@@ -145,7 +145,7 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 	latest := ""
 	for _, v := range cs.Spec.Versions {
 		wanted[r.releaseName(cs, v)] = append(wanted[r.releaseName(cs, v)], KeepPinned)
-		if latest == "" || stack.CompareVersions(v, latest) > 0 {
+		if latest == "" || releasename.CompareVersions(v, latest) > 0 {
 			latest = v
 		}
 	}
@@ -161,7 +161,7 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 		s.resolveErr = err // ReleasesResolved reports it; the other steps still run
 		return nil         //nolint:nilerr // recorded in the scope, reported as a condition, retried on the interval
 	}
-	rel, ok := stack.LatestRelease(tags, cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, false)
+	rel, ok := releasename.Latest(tags, cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, false)
 	if !ok {
 		s.resolveErr = fmt.Errorf("no tag in %s matches %s-*: publish a release tag or pin spec.versions",
 			cs.Spec.Source.URL, stackKey(cs))
@@ -169,19 +169,19 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 	}
 	name := r.releaseName(cs, rel.Version)
 	wanted[name] = append(wanted[name], KeepLatest)
-	if latest == "" || stack.CompareVersions(rel.Version, latest) > 0 {
+	if latest == "" || releasename.CompareVersions(rel.Version, latest) > 0 {
 		s.latest = rel.Version
 	}
 	return nil
 }
 
 func (r *ClusterStackReconciler) releaseName(cs *csv1.ClusterStack, version string) string {
-	return stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, version)
+	return releasename.Format(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, version)
 }
 
 // stackKey is the tag prefix of a ClusterStack's releases without the version, e.g. "aws-base-1-36".
 func stackKey(cs *csv1.ClusterStack) string {
-	return strings.TrimSuffix(stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, ""), "-")
+	return strings.TrimSuffix(releasename.Format(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, ""), "-")
 }
 
 // decideKeep gathers, from the cache, what uses each release and decides what is kept.
@@ -230,7 +230,7 @@ func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackSco
 		exists[rel.Name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.keep)) {
-		parsed, err := stack.ParseReleaseName(name)
+		parsed, err := releasename.Parse(name)
 		if err != nil {
 			continue
 		}
@@ -322,13 +322,15 @@ func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope)
 			}
 			sum := old[name] // keeps the aggregation's fields
 			sum.Name = name
-			if rel, err := stack.ParseReleaseName(name); err == nil {
+			if rel, err := releasename.Parse(name); err == nil {
 				sum.Version = rel.Version
 			}
 			sum.Reasons = rs
 			summaries = append(summaries, sum)
 		}
-		sort.Slice(summaries, func(i, j int) bool { return stack.CompareVersions(summaries[i].Version, summaries[j].Version) < 0 })
+		sort.Slice(summaries, func(i, j int) bool {
+			return releasename.CompareVersions(summaries[i].Version, summaries[j].Version) < 0
+		})
 		cs.Status.Releases = summaries
 		sort.Slice(s.missing, func(i, j int) bool { return s.missing[i].Name < s.missing[j].Name })
 		cs.Status.MissingReleases = s.missing
@@ -430,7 +432,7 @@ func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // stacksOfClass maps a ClusterClass name to the ClusterStacks of its namespace it would be a
 // release of (whether or not the release exists).
 func (r *ClusterStackReconciler) stacksOfClass(ctx context.Context, ns, class string) []reconcile.Request {
-	parsed, err := stack.ParseReleaseName(class)
+	parsed, err := releasename.Parse(class)
 	if err != nil {
 		return nil
 	}

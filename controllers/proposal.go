@@ -22,8 +22,8 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fleetedit"
 	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
-	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // errFleetFile: an object to edit has no manifest in the fleet repository.
@@ -292,7 +292,7 @@ func (r *ClusterStackUpdatesReconciler) proposeWave(ctx context.Context, s *upda
 		if open != nil {
 			return proposeResult{pr: *open}, nil
 		}
-		return proposeResult{}, fmt.Errorf("%w: branch %s of %s already moves wave %s to %s; waiting for Flux to apply it", errAlreadyOnBase, s.fleet.Branch, gitauth.RedactURL(s.fleet.URL), wave, s.target)
+		return proposeResult{}, fmt.Errorf("%w: branch %s of %s already moves wave %s to %s; waiting for Flux to apply it", errAlreadyOnBase, s.fleet.Branch, redact.URL(s.fleet.URL), wave, s.target)
 	}
 	if open != nil {
 		if open.Title == title && open.Body == body {
@@ -429,14 +429,14 @@ func editManifests(co *forge.Checkout, s *updatesScope, targets []proposalTarget
 		if !ok {
 			var err error
 			if idx, err = fleetedit.Scan(root, dir, "default", t.ks.Spec.TargetNamespace); err != nil {
-				return fmt.Errorf("%w: scan %s of %s: %s", errFleetFile, dir, gitauth.RedactURL(s.fleet.URL), err.Error())
+				return fmt.Errorf("%w: scan %s of %s: %s", errFleetFile, dir, redact.URL(s.fleet.URL), err.Error())
 			}
 			indexes[key] = idx
 		}
 		loc, err := idx.Lookup(t.edit.Key)
 		if err != nil {
 			return fmt.Errorf("%w: %s %s/%s (applied by Kustomization %s from path %q of %s, branch %s): %s",
-				errFleetFile, t.edit.Key.Kind, t.edit.Key.Namespace, t.edit.Key.Name, key, t.ks.Spec.Path, gitauth.RedactURL(s.fleet.URL), s.fleet.Branch, err.Error())
+				errFleetFile, t.edit.Key.Kind, t.edit.Key.Namespace, t.edit.Key.Name, key, t.ks.Spec.Path, redact.URL(s.fleet.URL), s.fleet.Branch, err.Error())
 		}
 		byFile[loc.Path] = append(byFile[loc.Path], t.edit)
 		fileKS[loc.Path] = t.ks
@@ -468,11 +468,11 @@ func pinnedVersions(cs *csv1.ClusterStack, version string) ([]string, bool) {
 	}
 	out := []string{version}
 	for _, v := range cs.Spec.Versions {
-		if stack.CompareVersions(v, version) > 0 {
+		if releasename.CompareVersions(v, version) > 0 {
 			out = append(out, v)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return stack.CompareVersions(out[i], out[j]) < 0 })
+	sort.Slice(out, func(i, j int) bool { return releasename.CompareVersions(out[i], out[j]) < 0 })
 	return out, true
 }
 

@@ -18,7 +18,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/opstatus"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // tagListTimeout bounds one listing of a repository's tags.
@@ -43,7 +43,7 @@ type TagForm uint8
 
 const (
 	// StackVersionTags: a stack version ("v3", or a channel version such as "v1-alpha.0";
-	// stack.ParseVersion), so that prefix + version is a release tag.
+	// releasename.ParseVersion), so that prefix + version is a release tag.
 	StackVersionTags TagForm = iota + 1
 	// OperatorVersionTags: a ManagementOperator version ("v1.10.3", with an optional pre-release
 	// and build metadata) of at most csv1.MaxVersionLength characters (opstatus.IsVersion).
@@ -63,7 +63,7 @@ type TagSelector struct {
 // ReleaseTags selects the release tags of a stack for a Kubernetes minor:
 // "<provider>-<name>-<major>-<minor>-<version>".
 func ReleaseTags(provider, name, kubernetesMinor string) TagSelector {
-	return TagSelector{Prefix: stack.ReleaseName(provider, name, kubernetesMinor, ""), Form: StackVersionTags}
+	return TagSelector{Prefix: releasename.Format(provider, name, kubernetesMinor, ""), Form: StackVersionTags}
 }
 
 // StackTags selects the release tags of a ClusterStack.
@@ -84,7 +84,7 @@ func (s TagSelector) keeps(tag string) bool {
 	}
 	switch s.Form {
 	case StackVersionTags:
-		_, err := stack.ParseVersion(rest)
+		_, err := releasename.ParseVersion(rest)
 		return err == nil
 	case OperatorVersionTags:
 		return opstatus.IsVersion(rest)

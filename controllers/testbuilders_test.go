@@ -34,7 +34,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Builders of the specs' objects, and stand-ins for what Flux's controllers and a Git server
@@ -113,7 +113,7 @@ func (b *stackBuilder) KubernetesVersion() string { return "v" + b.minor + ".3" 
 
 // Release is the release name (tag) of a version: "acme-gc-1-36-v1".
 func (b *stackBuilder) Release(version string) string {
-	return stack.ReleaseName(b.provider, b.name, b.minor, version)
+	return releasename.Format(b.provider, b.name, b.minor, version)
 }
 
 // tarball is the repository at a tag as source-controller packs it: the stack directory in a

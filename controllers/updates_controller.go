@@ -32,9 +32,9 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/forge"
-	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/rollout"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/updates"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 	"github.com/clusterstack-io/clusterstack-operator/internal/window"
@@ -269,7 +269,7 @@ func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesSc
 	major, minor, _ := strings.Cut(cs.Spec.KubernetesVersion, ".")
 	if err := eachCached(ctx, r.Cache, r.Client, &clusterv1.ClusterList{}, cs.Namespace, "", "", func(c *clusterv1.Cluster) {
 		ns, class := webhooks.ClassRef(c)
-		rel, err := stack.ParseReleaseName(class)
+		rel, err := releasename.Parse(class)
 		if ns != cs.Namespace || err != nil || rel.Provider != cs.Spec.Provider || rel.Name != cs.Spec.Name {
 			return
 		}
@@ -303,7 +303,7 @@ func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesSc
 }
 
 // lagsBehind reports whether rel's Kubernetes minor is more than one below major.minor.
-func lagsBehind(rel stack.Release, major, minor string) bool {
+func lagsBehind(rel releasename.Release, major, minor string) bool {
 	var ma, mi int
 	if _, err := fmt.Sscanf(major+" "+minor, "%d %d", &ma, &mi); err != nil {
 		return false
@@ -330,7 +330,7 @@ func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *update
 		return nil
 	}
 	from := fmt.Sprintf("Secret %s/%s", s.cs.Namespace, p.SecretRef.Name)
-	where := fmt.Sprintf("GitRepository %s (%s)", fleet.Repo, gitauth.RedactURL(fleet.URL))
+	where := fmt.Sprintf("GitRepository %s (%s)", fleet.Repo, redact.URL(fleet.URL))
 	repo, err := forge.ParseRepository(fleet.URL, p.APIURL, from, r.ForgePolicy)
 	if err != nil {
 		s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("%s: %s", where, oneLine(err)))
@@ -391,17 +391,16 @@ func (r *ClusterStackUpdatesReconciler) forgeUser(ctx context.Context, provider 
 		return "", err
 	}
 	if me == "" {
-		return "", fmt.Errorf("%s did not say which user the token belongs to", gitauth.RedactURL(repo.APIURL))
+		return "", fmt.Errorf("%s did not say which user the token belongs to", redact.URL(repo.APIURL))
 	}
 	r.identities.Add(key, me, identityTTL)
 	return me, nil
 }
 
 // forgeText is an error of the forge or of the fleet repository as a status, an Event or a log
-// line may carry it: one line, without URL credentials or the token (gitauth, the stricter of
-// the operator's two redactions).
+// line may carry it: one line, without URL credentials or the token (redact.Secrets).
 func forgeText(err error, token string) string {
-	return gitauth.RedactSecrets(oneLine(err), token)
+	return redact.Secrets(oneLine(err), token)
 }
 
 // token reads the proposal token from the stack's own namespace.
@@ -435,13 +434,13 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 		}
 	}
 	for name := range s.inUse {
-		if rel, err := stack.ParseReleaseName(name); err == nil && (facts.Baseline == "" || stack.CompareVersions(rel.Version, facts.Baseline) > 0) {
+		if rel, err := releasename.Parse(name); err == nil && (facts.Baseline == "" || releasename.CompareVersions(rel.Version, facts.Baseline) > 0) {
 			facts.Baseline = rel.Version
 		}
 	}
 	if facts.Baseline == "" {
 		for _, v := range cs.Spec.Versions {
-			if facts.Baseline == "" || stack.CompareVersions(v, facts.Baseline) > 0 {
+			if facts.Baseline == "" || releasename.CompareVersions(v, facts.Baseline) > 0 {
 				facts.Baseline = v
 			}
 		}
@@ -508,12 +507,12 @@ func (r *ClusterStackUpdatesReconciler) declinedReleases(s *updatesScope) map[st
 }
 
 func compareReleases(a, b string) int {
-	ra, errA := stack.ParseReleaseName(a)
-	rb, errB := stack.ParseReleaseName(b)
+	ra, errA := releasename.Parse(a)
+	rb, errB := releasename.Parse(b)
 	if errA != nil || errB != nil {
 		return strings.Compare(a, b)
 	}
-	return stack.CompareVersions(ra.Version, rb.Version)
+	return releasename.CompareVersions(ra.Version, rb.Version)
 }
 
 // releaseFacts is what the update computation needs of a release.

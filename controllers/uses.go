@@ -14,7 +14,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/lifecycle"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // uses says, per release name of one ClusterStack, what still uses it.
@@ -148,7 +148,7 @@ func (u uses) addFlux(kind string, o client.Object) {
 // releaseStackKey is the tag prefix of a release name without its version ("aws-base-1-36"),
 // or "" when the name is not a release tag.
 func releaseStackKey(release string) string {
-	r, err := stack.ParseReleaseName(release)
+	r, err := releasename.Parse(release)
 	if err != nil {
 		return ""
 	}

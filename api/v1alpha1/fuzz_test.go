@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Fuzzed admission: many generated ClusterStacks, ClusterStackReleases and ClusterAddons, valid
@@ -439,7 +439,7 @@ func (g *fuzzGen) clusterStack() *unstructured.Unstructured {
 	versions := g.versions("spec.versions")
 	if list, ok := versions.([]any); ok && g.r.Intn(3) == 0 {
 		// A version whose release name is just at, or just over, the limit of 63.
-		if n := 63 - len(stack.ReleaseName(provider, stackName, minor, "")) + g.r.Intn(2); n >= 2 && n <= 64 {
+		if n := 63 - len(releasename.Format(provider, stackName, minor, "")) + g.r.Intn(2); n >= 2 && n <= 64 {
 			if v := g.versionOfLen(n); !slices.Contains(list, any(v)) {
 				list = append(list, v)
 				versions = list
@@ -486,12 +486,12 @@ func (g *fuzzGen) clusterStack() *unstructured.Unstructured {
 	}
 	if validSegment(provider) && validSegment(stackName) && validMinor(minor) {
 		for _, v := range list {
-			if rel := stack.ReleaseName(provider, stackName, minor, v.(string)); utf8.RuneCountInString(rel) > 63 {
+			if rel := releasename.Format(provider, stackName, minor, v.(string)); utf8.RuneCountInString(rel) > 63 {
 				g.celFault("spec.versions: release name " + rel + " would be " + strconv.Itoa(utf8.RuneCountInString(rel)) + " characters")
 				break
 			}
 		}
-		if prefix := stack.ReleaseName(provider, stackName, minor, ""); autoSubscribe == true && len(prefix) > 63-16 {
+		if prefix := releasename.Format(provider, stackName, minor, ""); autoSubscribe == true && len(prefix) > 63-16 {
 			g.celFault("spec.provider, spec.name, spec.kubernetesVersion: the release names start with " + prefix + ", " + strconv.Itoa(len(prefix)) + " characters")
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // versionOfLength is a valid stack version ("v1-aaa....0") of n >= 6 characters.
@@ -124,7 +124,7 @@ var _ = Describe("ClusterStack validation", func() {
 		// The autoSubscribe rule allows size(provider)+size(name)+size(kubernetesVersion) <= 44:
 		// with the three '-' and the one before the version, 47, leaving 16.
 		Expect(csv1.MaxReleaseName - 44 - 3).To(Equal(csv1.MinAutoSubscribeVersionRoom))
-		Expect(stack.ReleaseName("aws", "base", "1.33", versionOfLength(49))).To(HaveLen(csv1.MaxReleaseName))
+		Expect(releasename.Format("aws", "base", "1.33", versionOfLength(49))).To(HaveLen(csv1.MaxReleaseName))
 	})
 
 	DescribeTable("keeps identity fields immutable",

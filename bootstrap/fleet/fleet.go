@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 )
 
@@ -169,9 +169,9 @@ func Objects(data []byte) ([]Object, error) {
 }
 
 // Publish commits the content of dir as a new commit on main of the forge's fleet repository
-// (forge.Forge.Owner / Repo), as its administrator: a person, the only one main's protection
+// (gitea.Forge.Owner / Repo), as its administrator: a person, the only one main's protection
 // lets push. It returns the commit, once the forge shows it.
-func Publish(ctx context.Context, f *forge.Forge, dir, message string) (string, error) {
+func Publish(ctx context.Context, f *gitea.Forge, dir, message string) (string, error) {
 	return f.Publish(ctx, f.Owner(), f.Repo(), dir, message)
 }
 
@@ -190,7 +190,7 @@ func Publish(ctx context.Context, f *forge.Forge, dir, message string) (string, 
 //   - Kustomization Name applying the repository's root with prune, and a health check on
 //     every ClusterStack in objs (judged by ClusterStackHealth): it is Ready once Flux applied
 //     the commit and the ClusterStacks deliver every version it pins.
-func Apply(ctx context.Context, c client.Client, f *forge.Forge, objs []Object) error {
+func Apply(ctx context.Context, c client.Client, f *gitea.Forge, objs []Object) error {
 	for _, o := range fluxObjects(f.RepoURL(f.Owner(), f.Repo()), objs) {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("fleet: create %T %s: %w", o, o.GetName(), err)
@@ -208,7 +208,7 @@ func fluxObjects(repoURL string, objs []Object) []client.Object {
 	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: FluxNamespace},
 		Spec: sourcev1.GitRepositorySpec{
 			URL:       repoURL,
-			Reference: &sourcev1.GitRepositoryRef{Branch: forge.DefaultBranch},
+			Reference: &sourcev1.GitRepositoryRef{Branch: gitea.DefaultBranch},
 			Interval:  metav1.Duration{Duration: SourceInterval},
 		}}
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: FluxNamespace},
@@ -243,7 +243,7 @@ func HealthChecks(objs []Object) []meta.NamespacedObjectKindReference {
 // the forge bot's token: the write credential the operator pushes branches and opens pull
 // requests with, kept apart from Flux's read access. Flux creates the namespaces from the
 // fleet, so it waits for each (until ctx is done); Secrets that exist are left as they are.
-func ProposalSecrets(ctx context.Context, c client.Client, f *forge.Forge, objs []Object) error {
+func ProposalSecrets(ctx context.Context, c client.Client, f *gitea.Forge, objs []Object) error {
 	return proposalSecrets(ctx, c, f.BotToken(), objs, time.Second)
 }
 

@@ -29,8 +29,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
 // Binaries are the executables Start runs from Options.BinDir.

@@ -32,8 +32,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -231,7 +232,7 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 // tree, a copy whose cluster-class chart carries the release's version (as a release step
 // sets it; validation checks it), else the tree itself.
 func stackTreeFor(stacksDir, tag string) (string, error) {
-	rel, err := stack.ParseReleaseName(tag)
+	rel, err := releasename.Parse(tag)
 	if err != nil {
 		return stacksDir, nil //nolint:nilerr // not a release tag: the tree itself
 	}
@@ -259,7 +260,7 @@ func stackTreeFor(stacksDir, tag string) (string, error) {
 // <provider>/<name>/<major>-<minor> as in stacks/, else the first directory (in lexical order)
 // whose stack metadata (stack.yaml or csctl.yaml) names the same provider, stack name and
 // Kubernetes minor version, as in SCS's providers/<provider>/<name> layout; "" when none.
-func stackDirOf(stacksDir string, rel stack.Release) (string, error) {
+func stackDirOf(stacksDir string, rel releasename.Release) (string, error) {
 	sub := filepath.Join(rel.Provider, rel.Name, fmt.Sprintf("%d-%d", rel.Major, rel.Minor))
 	if _, err := os.Stat(filepath.Join(stacksDir, sub)); err == nil {
 		return sub, nil
@@ -343,7 +344,7 @@ The operator's pull requests (spec.updates.proposals, Secret %s in the ClusterSt
 `, f.Owner(), f.Repo(), fleet.FluxNamespace, fleet.Name,
 			f.URL(), f.AdminUser(), f.AdminPassword(), f.AdminUser(),
 			repoURL,
-			f.AdminUser(), f.AdminUser(), forge.EmailDomain, withUser(repoURL, f.AdminUser(), f.AdminPassword()), f.Repo(),
+			f.AdminUser(), f.AdminUser(), gitea.EmailDomain, withUser(repoURL, f.AdminUser(), f.AdminPassword()), f.Repo(),
 			fleet.ProposalSecret, f.BotUser())
 	}
 	if ops := p.FixtureOperators(); len(ops) > 0 {

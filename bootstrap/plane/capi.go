@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/manifests"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
 const (

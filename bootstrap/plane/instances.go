@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 )
 
 // operatorInstance is an extra instance of the operator (StartOperatorInstance).

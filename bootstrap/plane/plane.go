@@ -91,14 +91,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/faultproxy"
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/kubesim"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/localinfra"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/registry"
 	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
 )
 
@@ -174,8 +174,8 @@ type Options struct {
 
 	// WithForge starts a Gitea forge (package forge; bin/gitea and bin/gitea-assets from
 	// `make tools`) with its state in <state-dir>/forge and its log in <state-dir>/logs/gitea.log:
-	// the repository forge.DefaultRepo of the administrator forge.DefaultAdminUser, the bot
-	// forge.DefaultBotUser with write access and an API token, and main protected so that only
+	// the repository gitea.DefaultRepo of the administrator gitea.DefaultAdminUser, the bot
+	// gitea.DefaultBotUser with write access and an API token, and main protected so that only
 	// the administrator pushes to it. It starts alongside the other components; Start returns
 	// once it is ready. See Plane.Forge.
 	WithForge bool
@@ -243,7 +243,7 @@ type Plane struct {
 	client     client.Client
 	env        *envtest.Environment
 	git        *gitserver.Server
-	forge      *forge.Forge
+	forge      *gitea.Forge
 	oci        *registry.Server
 	registry   *proc.Registry
 	infra      *localinfra.Reconciler
@@ -415,7 +415,7 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		}
 	}
 	if opts.WithForge {
-		if missing := forge.Missing(opts.BinDir); len(missing) > 0 {
+		if missing := gitea.Missing(opts.BinDir); len(missing) > 0 {
 			return nil, fmt.Errorf("plane: %s missing in %s (WithForge): run `make tools`", strings.Join(missing, ", "), opts.BinDir)
 		}
 	}
@@ -465,7 +465,7 @@ func Start(ctx context.Context, opts Options) (_ *Plane, retErr error) {
 		forgeCtx, cancelForge := context.WithCancel(ctx)
 		forgeDone := make(chan error, 1)
 		go func() {
-			f, err := forge.Start(forgeCtx, forge.Options{
+			f, err := gitea.Start(forgeCtx, gitea.Options{
 				BinDir:   opts.BinDir,
 				StateDir: filepath.Join(opts.StateDir, "forge"),
 				LogFile:  filepath.Join(p.LogDir(), "gitea.log"),
@@ -1217,7 +1217,7 @@ func (p *Plane) RepoRoot() string { return p.opts.RepoRoot }
 func (p *Plane) Git() *gitserver.Server { return p.git }
 
 // Forge is the plane's Gitea forge; nil without Options.WithForge.
-func (p *Plane) Forge() *forge.Forge { return p.forge }
+func (p *Plane) Forge() *gitea.Forge { return p.forge }
 
 // OCIRegistry is the plane's OCI registry (Options.WithRegistry), nil without it.
 func (p *Plane) OCIRegistry() *registry.Server { return p.oci }

@@ -32,7 +32,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 )
 
 // Binary is the registry's executable in the tools directory.

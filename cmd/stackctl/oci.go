@@ -14,6 +14,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stackcli"
 )
@@ -165,7 +166,7 @@ func releaseTag(dir, version, tag string) (string, error) {
 	if version == "" {
 		version = s.ClusterClass.Version
 	}
-	if _, err := stack.ParseVersion(version); err != nil {
+	if _, err := releasename.ParseVersion(version); err != nil {
 		return "", fmt.Errorf("%w: give --version", err)
 	}
 	return s.ReleaseName(version), nil
@@ -282,7 +283,7 @@ func mirrorGit(ctx context.Context, dir string, dst ocistack.Target, only []stri
 		if len(want) > 0 && !want[tag.Name] {
 			continue
 		}
-		if _, err := stack.ParseVersion(strings.TrimPrefix(tag.Name, s.ReleaseName(""))); err != nil {
+		if _, err := releasename.ParseVersion(strings.TrimPrefix(tag.Name, s.ReleaseName(""))); err != nil {
 			continue
 		}
 		found++

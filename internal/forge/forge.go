@@ -10,7 +10,7 @@
 // every response body and every checkout a size. The token is never sent over plain http
 // (except to a loopback address when Policy allows it), never to a host but the fleet
 // repository's own or one the platform allows, and every error the package returns is
-// redacted (gitauth.RedactError) and says the HTTP status and a short reason, never a raw
+// redacted (redact.Error) and says the HTTP status and a short reason, never a raw
 // response body.
 package forge
 
@@ -35,6 +35,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 )
 
 // Pull request states as the operator reports them.
@@ -175,7 +176,7 @@ type Policy struct {
 func ParseRepository(cloneURL, apiURL, tokenFrom string, policy Policy) (Repository, error) {
 	u, err := url.Parse(cloneURL)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return Repository{}, fmt.Errorf("fleet repository URL %q is not an http(s) URL: pull requests need the forge's web address (an ssh:// source needs spec.updates.proposals.apiURL and an https mirror)", gitauth.RedactURL(cloneURL))
+		return Repository{}, fmt.Errorf("fleet repository URL %q is not an http(s) URL: pull requests need the forge's web address (an ssh:// source needs spec.updates.proposals.apiURL and an https mirror)", redact.URL(cloneURL))
 	}
 	if err := gitauth.RefusePlainHTTP(cloneURL, tokenFrom, policy.AllowLoopbackHTTP); err != nil {
 		return Repository{}, fmt.Errorf("fleet repository URL: %w", err)
@@ -185,7 +186,7 @@ func ParseRepository(cloneURL, apiURL, tokenFrom string, policy Policy) (Reposit
 	if apiURL != "" {
 		a, err := url.Parse(apiURL)
 		if err != nil || a.Host == "" || (a.Scheme != "https" && a.Scheme != "http") || a.User != nil {
-			return Repository{}, fmt.Errorf("spec.updates.proposals.apiURL %q is not an http(s) URL without userinfo", gitauth.RedactURL(apiURL))
+			return Repository{}, fmt.Errorf("spec.updates.proposals.apiURL %q is not an http(s) URL without userinfo", redact.URL(apiURL))
 		}
 		if err := gitauth.RefusePlainHTTP(apiURL, tokenFrom, policy.AllowLoopbackHTTP); err != nil {
 			return Repository{}, fmt.Errorf("spec.updates.proposals.apiURL: %w", err)
@@ -205,7 +206,7 @@ func ParseRepository(cloneURL, apiURL, tokenFrom string, policy Policy) (Reposit
 	}
 	parts := strings.Split(path, "/")
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return Repository{}, fmt.Errorf("fleet repository URL %q does not end in <owner>/<repository>", gitauth.RedactURL(cloneURL))
+		return Repository{}, fmt.Errorf("fleet repository URL %q does not end in <owner>/<repository>", redact.URL(cloneURL))
 	}
 	return Repository{APIURL: base, Owner: parts[0], Name: parts[1]}, nil
 }
@@ -265,7 +266,7 @@ func New(provider csv1.ForgeProvider, repo Repository, token string, o Options) 
 	t := &apiTransport{next: next, timeout: lim.APITimeout}
 	opts := []gitprovider.ClientOption{gitprovider.WithPreChainTransportHook(func(http.RoundTripper) http.RoundTripper { return t })}
 	fail := func(err error) error {
-		return apiError(fmt.Sprintf("connect to the forge API at %s", gitauth.RedactURL(repo.APIURL)), nil, err, lim.APITimeout, token)
+		return apiError(fmt.Sprintf("connect to the forge API at %s", redact.URL(repo.APIURL)), nil, err, lim.APITimeout, token)
 	}
 	switch provider {
 	case csv1.ForgeGitea:
@@ -328,7 +329,7 @@ func (g *giteaClient) call(ctx context.Context, what string, f func() (*giteasdk
 
 func (g *giteaClient) Me(ctx context.Context) (string, error) {
 	var login string
-	err := g.call(ctx, "ask "+gitauth.RedactURL(g.repo.APIURL)+" which user the token belongs to", func() (*giteasdk.Response, error) {
+	err := g.call(ctx, "ask "+redact.URL(g.repo.APIURL)+" which user the token belongs to", func() (*giteasdk.Response, error) {
 		u, resp, err := g.c.GetMyUserInfo()
 		if err == nil {
 			login = u.UserName
@@ -340,7 +341,7 @@ func (g *giteaClient) Me(ctx context.Context) (string, error) {
 
 func (g *giteaClient) PullRequests(ctx context.Context, headPrefix string) ([]PullRequest, error) {
 	var out []PullRequest
-	err := g.call(ctx, fmt.Sprintf("list pull requests of %s on %s", g.repo.FullName(), gitauth.RedactURL(g.repo.APIURL)), func() (*giteasdk.Response, error) {
+	err := g.call(ctx, fmt.Sprintf("list pull requests of %s on %s", g.repo.FullName(), redact.URL(g.repo.APIURL)), func() (*giteasdk.Response, error) {
 		for page := 1; page <= maxPages; page++ {
 			prs, resp, err := g.c.ListRepoPullRequests(g.repo.Owner, g.repo.Name, giteasdk.ListPullRequestsOptions{
 				ListOptions: giteasdk.ListOptions{Page: page, PageSize: 50}, State: giteasdk.StateAll,
@@ -481,7 +482,7 @@ func (g *githubClient) call(ctx context.Context, what string, f func(context.Con
 
 func (g *githubClient) Me(ctx context.Context) (string, error) {
 	var login string
-	err := g.call(ctx, "ask "+gitauth.RedactURL(g.repo.APIURL)+" which user the token belongs to", func(ctx context.Context) (*gh.Response, error) {
+	err := g.call(ctx, "ask "+redact.URL(g.repo.APIURL)+" which user the token belongs to", func(ctx context.Context) (*gh.Response, error) {
 		u, resp, err := g.c.Users.Get(ctx, "")
 		if err == nil {
 			login = u.GetLogin()
@@ -614,7 +615,7 @@ func apiError(what string, resp *http.Response, err error, timeout time.Duration
 	default:
 		msg = fmt.Sprintf("%s: %s", what, shortText(transportError(err)))
 	}
-	return gitauth.RedactError(&forgeError{msg: msg, err: err}, token)
+	return redact.Error(&forgeError{msg: msg, err: err}, token)
 }
 
 // forgeError carries the message of apiError and the original error for errors.Is.

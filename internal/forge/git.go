@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 )
 
 // ErrForeignCommits is returned when the proposal branch has commits by someone else than the
@@ -113,7 +114,7 @@ func (f Fleet) gitError(ctx context.Context, what string, err error, lim Limits)
 	case errors.Is(err, ErrTooLarge):
 		return &forgeError{msg: fmt.Sprintf("%s: more than %d bytes (the checkout size limit, --fleet-checkout-size-limit)", what, lim.MaxBytes), err: ErrTooLarge}
 	}
-	return gitauth.RedactError(fmt.Errorf("%s: %s", what, strings.TrimSpace(err.Error())), f.Token)
+	return redact.Error(fmt.Errorf("%s: %s", what, strings.TrimSpace(err.Error())), f.Token)
 }
 
 // Checkout is a shallow clone of the fleet repository's base branch, with the proposal
@@ -446,7 +447,7 @@ func (c *Checkout) Commit(ctx context.Context, me Author, message string) (Commi
 		if err = c.b.mark(err); errors.Is(opCtx.Err(), context.DeadlineExceeded) || errors.Is(err, ErrTooLarge) {
 			return CommitResult{}, c.fleet.gitError(opCtx, what, err, c.lim)
 		}
-		msg := gitauth.RedactSecrets(strings.TrimSpace(err.Error()), c.fleet.Token)
+		msg := redact.Secrets(strings.TrimSpace(err.Error()), c.fleet.Token)
 		if refused(msg) {
 			return CommitResult{}, fmt.Errorf("%w: push of branch %s to %s: %s", ErrPushRefused, c.Branch, r.SafeURL(), msg)
 		}

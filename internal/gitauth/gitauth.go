@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -42,6 +41,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 )
 
 // Keys of a Flux-format Git credentials Secret.
@@ -124,7 +125,7 @@ type Remote struct {
 	tlsConfig  *tls.Config // https only; nil means the default
 	customCA   bool
 	clientCert bool
-	secrets    []string // values to hide from error texts
+	secrets    redact.Scrubber // values to hide from error texts
 }
 
 // NewRemote resolves the credentials to reach rawURL. secretName names the credentials Secret
@@ -140,9 +141,9 @@ func NewRemote(rawURL, secretName string, data map[string][]byte) (*Remote, erro
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the URL, userinfo included
 		}
-		return nil, fmt.Errorf("invalid repository URL %s: %s", RedactURL(rawURL), RedactText(err.Error()))
+		return nil, fmt.Errorf("invalid repository URL %s: %s", redact.URL(rawURL), redact.URLs(err.Error()))
 	}
-	safeURL := RedactURL(rawURL)
+	safeURL := redact.URL(rawURL)
 	scheme := strings.ToLower(u.Scheme)
 	if u.Host == "" {
 		return nil, fmt.Errorf("invalid repository URL %s: no host", safeURL)
@@ -152,7 +153,7 @@ func NewRemote(rawURL, secretName string, data map[string][]byte) (*Remote, erro
 	clean := *u
 	clean.User = nil
 	clean.Scheme = scheme
-	r := &Remote{url: clean.String(), shown: RedactURL(clean.String()), scheme: scheme, method: Anonymous}
+	r := &Remote{url: clean.String(), shown: redact.URL(clean.String()), scheme: scheme, method: Anonymous}
 	// Both URL parts can be credentials (a token is often given as the user name), and so can
 	// the query (a token parameter), which error texts may echo.
 	r.addSecrets(urlPass, u.RawQuery)
@@ -356,7 +357,7 @@ func (a *sshAuth) ClientConfig() (*ssh.ClientConfig, error) {
 func (r *Remote) URL() string { return r.url }
 
 // SafeURL returns the repository URL without userinfo and with its query, if any, replaced by
-// "***" (RedactURL): the form for statuses, events, logs and errors.
+// "***" (redact.URL): the form for statuses, events, logs and errors.
 func (r *Remote) SafeURL() string { return r.shown }
 
 // Method returns how the remote authenticates.
@@ -381,22 +382,13 @@ func (r *Remote) GoString() string { return r.String() }
 // stays nil. errors.Is still sees the original error's chain; the original text is not reachable
 // through errors.Unwrap.
 func (r *Remote) Redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &redactedError{msg: r.redactString(err.Error()), err: err}
+	return r.secrets.Error(err)
 }
 
 func (r *Remote) redactString(s string) string {
-	return redactText(s, r.secrets)
+	return r.secrets.Text(s)
 }
 
 func (r *Remote) addSecrets(values ...string) {
-	for _, v := range values {
-		if len(v) >= minSecretLen {
-			r.secrets = append(r.secrets, v)
-		}
-	}
-	// Longest first, so that a secret containing another is hidden whole.
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	r.secrets.Add(values...)
 }

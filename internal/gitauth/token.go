@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 )
 
 // TokenUser is the user name sent with a forge token as the password of HTTP basic auth (Gitea
@@ -29,12 +30,12 @@ func plainHTTPError(from, shown string) error {
 func RefusePlainHTTP(rawURL, from string, allowLoopback bool) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("invalid URL %s", RedactURL(rawURL))
+		return fmt.Errorf("invalid URL %s", redact.URL(rawURL))
 	}
 	if !strings.EqualFold(u.Scheme, "http") || (allowLoopback && IsLoopback(u.Hostname())) {
 		return nil
 	}
-	return plainHTTPError(from, RedactURL(rawURL))
+	return plainHTTPError(from, redact.URL(rawURL))
 }
 
 // IsLoopback reports whether host (without port) is a loopback IP address (127.0.0.0/8, ::1)
@@ -56,21 +57,21 @@ func IsLoopback(host string) bool {
 func NewTokenRemote(rawURL, from, token string, allowLoopbackHTTP bool) (*Remote, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("invalid repository URL %s", RedactURL(rawURL))
+		return nil, fmt.Errorf("invalid repository URL %s", redact.URL(rawURL))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "https" && scheme != "http" {
-		return nil, fmt.Errorf("unsupported URL scheme %q in %s: a forge token is sent over https", u.Scheme, RedactURL(rawURL))
+		return nil, fmt.Errorf("unsupported URL scheme %q in %s: a forge token is sent over https", u.Scheme, redact.URL(rawURL))
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("the repository URL %s has userinfo: the token is sent from %s, remove the userinfo from the URL", RedactURL(rawURL), from)
+		return nil, fmt.Errorf("the repository URL %s has userinfo: the token is sent from %s, remove the userinfo from the URL", redact.URL(rawURL), from)
 	}
 	if err := RefusePlainHTTP(rawURL, from, allowLoopbackHTTP); err != nil {
 		return nil, err
 	}
 	clean := *u
 	clean.Scheme = scheme
-	r := &Remote{url: clean.String(), shown: RedactURL(clean.String()), scheme: scheme, method: Anonymous}
+	r := &Remote{url: clean.String(), shown: redact.URL(clean.String()), scheme: scheme, method: Anonymous}
 	r.addSecrets(u.RawQuery)
 	for _, vs := range u.Query() {
 		r.addSecrets(vs...)
@@ -85,28 +86,3 @@ func NewTokenRemote(rawURL, from, token string, allowLoopbackHTTP bool) (*Remote
 // AuthMethod returns the go-git authentication of the remote (nil when anonymous), for the
 // Git operations the package does not do itself (clone, fetch, push).
 func (r *Remote) AuthMethod() transport.AuthMethod { return r.auth }
-
-// RedactSecrets returns s with the userinfo of every URL it contains removed (RedactText) and
-// every occurrence of the given values (in the forms a URL or an HTTP client may have escaped
-// them into) replaced with "***". Values shorter than four characters are left: they would turn
-// ordinary words into "***" without protecting anything.
-func RedactSecrets(s string, secrets ...string) string {
-	sorted := make([]string, 0, len(secrets))
-	for _, v := range secrets {
-		if len(v) >= minSecretLen {
-			sorted = append(sorted, v)
-		}
-	}
-	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
-	return redactText(s, sorted)
-}
-
-// RedactError returns err with its text redacted as RedactSecrets does; nil stays nil.
-// errors.Is still sees the original error's chain; the original text is not reachable through
-// errors.Unwrap.
-func RedactError(err error, secrets ...string) error {
-	if err == nil {
-		return nil
-	}
-	return &redactedError{msg: RedactSecrets(err.Error(), secrets...), err: err}
-}

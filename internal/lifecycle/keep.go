@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Reasons a release is kept, as listed in the ClusterStack's status.
@@ -96,7 +96,7 @@ func RollbackTargets(wanted map[string][]string, existing []Release, n int) []st
 		if len(reasons) == 1 && reasons[0] == Candidate {
 			continue // a candidate is not delivered yet: rollback targets are counted from what is
 		}
-		if r, err := stack.ParseReleaseName(name); err == nil && (newest == "" || stack.CompareVersions(r.Version, newest) > 0) {
+		if r, err := releasename.Parse(name); err == nil && (newest == "" || releasename.CompareVersions(r.Version, newest) > 0) {
 			newest = r.Version
 		}
 	}
@@ -105,11 +105,11 @@ func RollbackTargets(wanted map[string][]string, existing []Release, n int) []st
 	}
 	var older []Release
 	for _, r := range existing {
-		if r.Works && stack.CompareVersions(r.Version, newest) < 0 {
+		if r.Works && releasename.CompareVersions(r.Version, newest) < 0 {
 			older = append(older, r)
 		}
 	}
-	sort.Slice(older, func(i, j int) bool { return stack.CompareVersions(older[i].Version, older[j].Version) > 0 })
+	sort.Slice(older, func(i, j int) bool { return releasename.CompareVersions(older[i].Version, older[j].Version) > 0 })
 	var out []string
 	for i := 0; i < len(older) && i < n; i++ {
 		out = append(out, older[i].Name)

@@ -9,7 +9,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Tree is the output of `tree`: ClusterStacks, their releases, the Clusters using each release,
@@ -132,7 +132,7 @@ func buildStack(cs *csv1.ClusterStack, in TreeInput) StackNode {
 			return r
 		}
 		r := &ReleaseNode{Name: name, State: StateNotFound}
-		if p, err := stack.ParseReleaseName(name); err == nil {
+		if p, err := releasename.Parse(name); err == nil {
 			r.Version = p.Version
 		}
 		releases[name] = r
@@ -194,7 +194,7 @@ func buildStack(cs *csv1.ClusterStack, in TreeInput) StackNode {
 		n.Releases = append(n.Releases, *r)
 	}
 	slices.SortFunc(n.Releases, func(a, b ReleaseNode) int {
-		if c := stack.CompareVersions(a.Version, b.Version); c != 0 {
+		if c := releasename.CompareVersions(a.Version, b.Version); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
@@ -231,13 +231,13 @@ func buildCluster(c *clusterv1.Cluster, a *csv1.ClusterAddon, flux FluxIndex) Cl
 
 // StackKey is the tag prefix of a ClusterStack's releases without the version ("aws-base-1-36").
 func StackKey(cs *csv1.ClusterStack) string {
-	return strings.TrimSuffix(stack.ReleaseName(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, ""), "-")
+	return strings.TrimSuffix(releasename.Format(cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, ""), "-")
 }
 
 // ReleaseStackKey is StackKey of the stack a release name belongs to, "" when the name is no
 // release tag.
 func ReleaseStackKey(release string) string {
-	r, err := stack.ParseReleaseName(release)
+	r, err := releasename.Parse(release)
 	if err != nil {
 		return ""
 	}

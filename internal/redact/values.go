@@ -12,10 +12,6 @@ const (
 	MaskAfter  = "*** (after)"
 )
 
-// minSecretLen is the shortest value hidden wherever it appears in a text: shorter ones would
-// turn ordinary words and numbers into "***" without protecting anything.
-const minSecretLen = 4
-
 // sensitiveWords are the words whose presence in the last segment of a values key marks a
 // credential (compared without case and without '-', '_' and '.').
 var sensitiveWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "credential", "bearer", "kubeconfig"}
@@ -53,40 +49,4 @@ func SensitiveKey(key string) bool {
 		return true
 	}
 	return false
-}
-
-// Scrubber hides known secret values (those a rendered Secret holds, those under a sensitive
-// key) wherever they appear in a text, and drops URL credentials.
-type Scrubber struct {
-	secrets []string
-}
-
-// Add registers a value to hide; values shorter than four bytes are not hidden in texts (they
-// are still masked where they are the value of a Secret or of a sensitive key).
-func (s *Scrubber) Add(v string) {
-	v = strings.TrimSpace(v)
-	if len(v) < minSecretLen {
-		return
-	}
-	for _, have := range s.secrets {
-		if have == v {
-			return
-		}
-	}
-	s.secrets = append(s.secrets, v)
-	// Longest first, so that a secret containing another is replaced whole.
-	for i := len(s.secrets) - 1; i > 0 && len(s.secrets[i]) > len(s.secrets[i-1]); i-- {
-		s.secrets[i], s.secrets[i-1] = s.secrets[i-1], s.secrets[i]
-	}
-}
-
-// Text returns text with every registered secret replaced by Mask and the credentials of URLs
-// dropped (URLs).
-func (s *Scrubber) Text(text string) string {
-	if s != nil {
-		for _, v := range s.secrets {
-			text = strings.ReplaceAll(text, v, Mask)
-		}
-	}
-	return URLs(text)
 }

@@ -33,19 +33,3 @@ func TestSensitiveKey(t *testing.T) {
 		}
 	}
 }
-
-func TestScrubber(t *testing.T) {
-	var s Scrubber
-	s.Add("s3cr3t-value")
-	s.Add("s3cr3t-value-longer")
-	s.Add("abc") // too short to hide in texts
-	got := s.Text("a: s3cr3t-value-longer\nb: s3cr3t-value\nc: abc\nurl: https://user:pw@git.example.com/x\n")
-	want := "a: ***\nb: ***\nc: abc\nurl: https://git.example.com/x\n"
-	if got != want {
-		t.Errorf("Text = %q, want %q", got, want)
-	}
-	var nilScrubber *Scrubber
-	if got := nilScrubber.Text("https://u:p@h/x"); got != "https://h/x" {
-		t.Errorf("nil Scrubber: %q", got)
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 var topVersionLine = regexp.MustCompile(`^version:[ \t]*([^#\n]*?)[ \t]*(#.*)?$`)
@@ -14,9 +16,9 @@ var topVersionLine = regexp.MustCompile(`^version:[ \t]*([^#\n]*?)[ \t]*(#.*)?$`
 // release step does before tagging (like SCS csctl): the ClusterClass is named
 // "{{ .Release.Name }}-{{ .Chart.Version }}", so the chart version must be the release
 // version. Only the top-level version line is rewritten (comments and layout stay); a
-// Chart.yaml without one gets it appended. version must be a stack version (ParseVersion).
+// Chart.yaml without one gets it appended. version must be a stack version (releasename.ParseVersion).
 func SetChartVersion(dir, version string) error {
-	if _, err := ParseVersion(version); err != nil {
+	if _, err := releasename.ParseVersion(version); err != nil {
 		return err
 	}
 	rel := ClusterClassDir + "/" + ChartFile

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 )
 
@@ -42,7 +43,7 @@ func Lint(dir, version string) []Problem {
 		lt.ps.add(p)
 	}
 	if version != "" {
-		if _, err := ParseVersion(version); err != nil {
+		if _, err := releasename.ParseVersion(version); err != nil {
 			lt.ps.addf("", "release version: %v", err)
 			version = ""
 		}
@@ -77,7 +78,7 @@ func (lt *linter) lintClusterClass() {
 			return // reported by load
 		}
 		want := ""
-		if _, err := ParseVersion(c.Version); err != nil {
+		if _, err := releasename.ParseVersion(c.Version); err != nil {
 			lt.ps.addf(chartRel, "version %q is not a stack version (v<N>, or v<N>-<channel>.<patch>): the ClusterClass and the release tag are named after it", c.Version)
 		} else if lt.metadataOK() {
 			want = lt.s.ReleaseName(c.Version)
@@ -145,7 +146,7 @@ func (lt *linter) lintClusterClass() {
 // message names the tag to publish instead.
 func (lt *linter) versionMismatch(chartVersion string) string {
 	msg := fmt.Sprintf("version %q does not match release version %q", chartVersion, lt.version)
-	if CompareVersions(chartVersion, lt.version) != 0 {
+	if releasename.CompareVersions(chartVersion, lt.version) != 0 {
 		return msg
 	}
 	msg += " (the same version spelled differently: the tag, the chart version and the ClusterClass name must spell it alike"

@@ -18,6 +18,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/requirements"
 )
@@ -133,12 +134,12 @@ type Requirement struct {
 
 // HelmReleaseName is the Helm release name of the cluster-class chart: "aws-base-1-36".
 func (s *Stack) HelmReleaseName() string {
-	return strings.TrimSuffix(ReleaseName(s.Provider, s.Name, s.KubernetesMinor, ""), "-")
+	return strings.TrimSuffix(releasename.Format(s.Provider, s.Name, s.KubernetesMinor, ""), "-")
 }
 
 // ReleaseName is the tag / ClusterClass name of the given version of this stack.
 func (s *Stack) ReleaseName(version string) string {
-	return ReleaseName(s.Provider, s.Name, s.KubernetesMinor, version)
+	return releasename.Format(s.Provider, s.Name, s.KubernetesMinor, version)
 }
 
 // Component returns the addon component with the given name.
@@ -317,7 +318,7 @@ func (l *stackReader) setMetadata(s *Stack, file, provider, name, version, provi
 	switch {
 	case provider == "":
 		l.ps.addf(file, "%s is missing", providerKey)
-	case !nameSegmentRE.MatchString(provider):
+	case !releasename.ValidSegment(provider):
 		l.ps.addf(file, "%s %q must be lower-case letters and digits only (it is the first '-'-separated part of release names)", providerKey, provider)
 	default:
 		s.Provider = provider
@@ -325,7 +326,7 @@ func (l *stackReader) setMetadata(s *Stack, file, provider, name, version, provi
 	switch {
 	case name == "":
 		l.ps.addf(file, "%s is missing", nameKey)
-	case !nameSegmentRE.MatchString(name):
+	case !releasename.ValidSegment(name):
 		l.ps.addf(file, "%s %q must be lower-case letters and digits only (it is the second '-'-separated part of release names)", nameKey, name)
 	default:
 		s.Name = name
@@ -334,7 +335,7 @@ func (l *stackReader) setMetadata(s *Stack, file, provider, name, version, provi
 		l.ps.addf(file, "%s is missing", versionKey)
 		return
 	}
-	normalized, minor, err := ParseKubernetesVersion(version)
+	normalized, minor, err := releasename.ParseKubernetesVersion(version)
 	if err != nil {
 		if minorOnlyRE.MatchString(version) {
 			l.ps.addf(file, "%s %q is not a patch version: give the exact Kubernetes version, e.g. %s.3", versionKey, version, strings.TrimPrefix(version, "v"))

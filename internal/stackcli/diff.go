@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/upgradediff"
@@ -81,11 +82,11 @@ func (r StackRef) load() (*stack.Stack, string, func(), error) {
 // is a stack version, else the version of rev when rev is a release tag or a stack version.
 func releaseOf(s *stack.Stack, rev string) render.Release {
 	version := ""
-	if _, err := stack.ParseVersion(s.ClusterClass.Version); err == nil {
+	if _, err := releasename.ParseVersion(s.ClusterClass.Version); err == nil {
 		version = s.ClusterClass.Version
-	} else if r, err := stack.ParseReleaseName(rev); err == nil {
+	} else if r, err := releasename.Parse(rev); err == nil {
 		version = r.Version
-	} else if _, err := stack.ParseVersion(rev); err == nil {
+	} else if _, err := releasename.ParseVersion(rev); err == nil {
 		version = rev
 	}
 	name := s.ReleaseName(version)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -219,7 +220,7 @@ func StackAt(dir, rev string) (*stack.Stack, string, func(), error) {
 
 // releaseTag is the release tag of version rev of the stack in dir's work tree.
 func releaseTag(dir, rev string) (string, bool) {
-	if _, err := stack.ParseVersion(rev); err != nil {
+	if _, err := releasename.ParseVersion(rev); err != nil {
 		return "", false
 	}
 	s, err := stack.Load(dir)

@@ -13,7 +13,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // maxListed is how many degraded or progressing subjects a condition message names.
@@ -158,7 +158,7 @@ func availableVersion(f Facts, releaseAvailable map[string]bool, o observed) str
 		if !releaseAvailable[rel.Name] || o.pending[rel.Name] || (f.Fleet.Clusters.Total > 0 && !o.delivered[rel.Name]) {
 			continue
 		}
-		if v == "" || stack.CompareVersions(rel.Spec.Version, v) > 0 {
+		if v == "" || releasename.CompareVersions(rel.Spec.Version, v) > 0 {
 			v = rel.Spec.Version
 		}
 	}

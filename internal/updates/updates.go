@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Release is what is known of an existing ClusterStackRelease.
@@ -112,26 +112,26 @@ func Target(r Result) string {
 }
 
 // candidates are the tags that may be updates, oldest first, each once.
-func candidates(f Facts) []stack.Release {
+func candidates(f Facts) []releasename.Release {
 	minor := strings.TrimPrefix(f.KubernetesMinor, "v")
 	seen := map[string]bool{}
-	var out []stack.Release
+	var out []releasename.Release
 	for _, tag := range f.Tags {
-		r, err := stack.ParseReleaseName(tag)
+		r, err := releasename.Parse(tag)
 		if err != nil || r.Provider != f.Provider || r.Name != f.Name || r.KubernetesMinor() != minor || seen[tag] {
 			continue
 		}
-		v, _ := stack.ParseVersion(r.Version) // valid: ParseReleaseName checked it
+		v, _ := releasename.ParseVersion(r.Version) // valid: releasename.Parse checked it
 		if !v.Stable() && v.Channel != f.Channel {
 			continue
 		}
-		if f.InUse[tag] || (f.Baseline != "" && stack.CompareVersions(r.Version, f.Baseline) <= 0) {
+		if f.InUse[tag] || (f.Baseline != "" && releasename.CompareVersions(r.Version, f.Baseline) <= 0) {
 			continue
 		}
 		seen[tag] = true
 		out = append(out, r)
 	}
-	stack.SortReleases(out)
+	releasename.Sort(out)
 	return out
 }
 
@@ -146,7 +146,7 @@ func discovered(f Facts, name string) metav1.Time {
 
 // risksOf lists what holds release r back, in a fixed order, and how long until the minimum
 // age is reached (0 when it is not what holds it back).
-func risksOf(f Facts, r stack.Release, found metav1.Time) ([]csv1.UpdateRisk, time.Duration) {
+func risksOf(f Facts, r releasename.Release, found metav1.Time) ([]csv1.UpdateRisk, time.Duration) {
 	name := r.String()
 	var risks []csv1.UpdateRisk
 	add := func(risk *csv1.UpdateRisk) {
@@ -196,7 +196,7 @@ func minimumAgeRisk(f Facts, name string, found metav1.Time) (*csv1.UpdateRisk, 
 }
 
 // declinedRisk: a pull request proposing the release was closed without merging.
-func declinedRisk(f Facts, r stack.Release) *csv1.UpdateRisk {
+func declinedRisk(f Facts, r releasename.Release) *csv1.UpdateRisk {
 	url, ok := f.Declined[r.String()]
 	if !ok {
 		return nil

@@ -1,7 +1,7 @@
 package updates
 
 import (
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // Upgrades returns the releases a Cluster using release current may move to next, newest
@@ -9,25 +9,25 @@ import (
 // the same Kubernetes minor with a newer version or for the next minor (the moves the Cluster
 // webhook allows). current itself is never listed.
 func Upgrades(current string, validated []string) []string {
-	cur, err := stack.ParseReleaseName(current)
+	cur, err := releasename.Parse(current)
 	if err != nil {
 		return nil
 	}
-	var out []stack.Release
+	var out []releasename.Release
 	for _, name := range validated {
-		r, err := stack.ParseReleaseName(name)
+		r, err := releasename.Parse(name)
 		if err != nil || r.Provider != cur.Provider || r.Name != cur.Name || r.Major != cur.Major || name == current {
 			continue
 		}
 		switch {
-		case r.Minor == cur.Minor && stack.CompareVersions(r.Version, cur.Version) > 0:
+		case r.Minor == cur.Minor && releasename.CompareVersions(r.Version, cur.Version) > 0:
 		case r.Minor == cur.Minor+1:
 		default:
 			continue
 		}
 		out = append(out, r)
 	}
-	stack.SortReleases(out)
+	releasename.Sort(out)
 	names := make([]string, 0, len(out))
 	for i := len(out) - 1; i >= 0; i-- {
 		names = append(names, out[i].String())

@@ -29,8 +29,8 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/rollout"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/window"
 )
 
@@ -156,14 +156,14 @@ func ValidateUnpublishedRelease(c *clusterv1.Cluster, cs *csv1.ClusterStack, tag
 	if slices.Contains(tags, name) {
 		return nil
 	}
-	var published []stack.Release
+	var published []releasename.Release
 	for _, t := range tags {
-		r, err := stack.ParseReleaseName(t)
+		r, err := releasename.Parse(t)
 		if err == nil && r.Provider == cs.Spec.Provider && r.Name == cs.Spec.Name && r.KubernetesMinor() == cs.Spec.KubernetesVersion {
 			published = append(published, r)
 		}
 	}
-	stack.SortReleases(published)
+	releasename.Sort(published)
 	slices.Reverse(published)
 	var names []string
 	for i := 0; i < len(published) && i < 5; i++ {
@@ -200,7 +200,7 @@ func parseMinor(v string) (major, minor int, err error) {
 // release is always allowed, so that a failed upgrade can be undone at once. A window that
 // does not parse counts as closed, naming what is wrong.
 func ValidateMoveTiming(c *clusterv1.Cluster, from, to *csv1.ClusterStackRelease, cs *csv1.ClusterStack, now time.Time) field.ErrorList {
-	if cs == nil || from == nil || to == nil || from.Name == to.Name || stack.CompareVersions(to.Spec.Version, from.Spec.Version) < 0 && from.Spec.KubernetesVersion == to.Spec.KubernetesVersion {
+	if cs == nil || from == nil || to == nil || from.Name == to.Name || releasename.CompareVersions(to.Spec.Version, from.Spec.Version) < 0 && from.Spec.KubernetesVersion == to.Spec.KubernetesVersion {
 		return nil
 	}
 	back := fmt.Sprintf("moving back to an older release is always allowed (the Cluster uses %s)", from.Name)

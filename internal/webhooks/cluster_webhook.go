@@ -14,7 +14,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 )
 
 // ClusterPath is the path the Cluster webhook is served on (controller-runtime's
@@ -86,7 +86,7 @@ func (v *ClusterValidator) ValidateCreate(ctx context.Context, c *clusterv1.Clus
 // a ClusterStack of the Cluster's namespace would deliver it, its tag must be published.
 func (v *ClusterValidator) unpublished(ctx context.Context, c *clusterv1.Cluster) (field.ErrorList, []string) {
 	ns, name := ClassRef(c)
-	parsed, err := stack.ParseReleaseName(name)
+	parsed, err := releasename.Parse(name)
 	if v.Tags == nil || ns != c.Namespace || err != nil {
 		return nil, nil
 	}

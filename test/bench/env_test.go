@@ -20,7 +20,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 )
 
 // benchEnv is what the benchmark runs on: a real kube-apiserver and etcd (envtest) with the

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 )
 
 // The fan-out part of the benchmark: what the operator writes for N Clusters, and when (the

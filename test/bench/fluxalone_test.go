@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
 )
 
 // Flux alone, the first phase of BenchmarkRealFlux: the real helm- and kustomize-controller

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -49,7 +49,7 @@ var _ = Describe("Attacks on proposals", Ordered, func() {
 		mallory      = "mallory"
 	)
 	var (
-		f      *forge.Forge
+		f      *gitea.Forge
 		owner  string
 		branch = "clusterstack/" + victimNS + "/aws-base-1-36/remaining"
 	)
@@ -122,7 +122,7 @@ spec:
 		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fleet-bot", Namespace: ns},
 			StringData: map[string]string{"token": token}})).To(Succeed())
 		Expect(k8s.Create(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plane.FluxNamespace},
-			Spec: sourcev1.GitRepositorySpec{URL: url, Reference: &sourcev1.GitRepositoryRef{Branch: forge.DefaultBranch},
+			Spec: sourcev1.GitRepositorySpec{URL: url, Reference: &sourcev1.GitRepositoryRef{Branch: gitea.DefaultBranch},
 				Interval: metav1.Duration{Duration: 5 * time.Second}}})).To(Succeed())
 		Expect(k8s.Create(ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plane.FluxNamespace},
 			Spec: kustomizev1.KustomizationSpec{
@@ -140,14 +140,14 @@ spec:
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cs)).To(Succeed())
 		return cs
 	}
-	prs := func(ctx context.Context, g Gomega) []forge.PullRequest {
+	prs := func(ctx context.Context, g Gomega) []gitea.PullRequest {
 		list, err := f.PullRequests(ctx, owner, victimFleet, "all")
 		g.Expect(err).NotTo(HaveOccurred())
 		return list
 	}
 	// botPR is the one pull request the bot opened, open, from branch.
-	botPR := func(ctx context.Context, g Gomega) forge.PullRequest {
-		var mine []forge.PullRequest
+	botPR := func(ctx context.Context, g Gomega) gitea.PullRequest {
+		var mine []gitea.PullRequest
 		for _, p := range prs(ctx, g) {
 			if p.Author == f.BotUser() && p.State == "open" {
 				mine = append(mine, p)
@@ -187,7 +187,7 @@ spec:
 			"stack.yaml":       stackYAML(victimNS, "aws-base-1-36", "base", "v1"),
 			"clusters/c1.yaml": clusterYAML(tagPrefix + "v1"),
 		})
-		Expect(f.ProtectBranch(ctx, owner, victimFleet, forge.DefaultBranch, []string{f.AdminUser()})).To(Succeed())
+		Expect(f.ProtectBranch(ctx, owner, victimFleet, gitea.DefaultBranch, []string{f.AdminUser()})).To(Succeed())
 		Expect(f.AddCollaborator(ctx, owner, victimFleet, f.BotUser(), "write")).To(Succeed())
 		applyFleet(ctx, victimFleet, f.RepoURL(owner, victimFleet), victimNS, f.BotToken(), false)
 		Eventually(ctx, func(g Gomega) {
@@ -203,20 +203,20 @@ spec:
 		m, err := f.CreateUser(ctx, mallory)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(m.Fork(ctx, owner, victimFleet)).To(Succeed())
-		_, err = m.ChangeFiles(ctx, victimFleet, forge.DefaultBranch, branch, "Roll out v2", map[string]string{
+		_, err = m.ChangeFiles(ctx, victimFleet, gitea.DefaultBranch, branch, "Roll out v2", map[string]string{
 			"clusters/c1.yaml":   clusterYAML(tagPrefix + "v2"),
 			"clusters/mine.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mallory\n  namespace: " + victimNS + "\ndata:\n  owned: \"yes\"\n",
 		})
 		Expect(err).NotTo(HaveOccurred())
 		title := victimNS + "/aws-base-1-36: roll out " + tagPrefix + "v2 to wave remaining (1 Cluster)"
 		body := "Routine rollout.\n\n<!-- clusterstack-operator target=" + tagPrefix + "v2 wave=remaining clusters=c1 -->\n"
-		lookalike, err := m.OpenPullRequest(ctx, owner, victimFleet, branch, forge.DefaultBranch, title, body)
+		lookalike, err := m.OpenPullRequest(ctx, owner, victimFleet, branch, gitea.DefaultBranch, title, body)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("look-alike pull request #%d %s from %s:%s\n", lookalike.Number, lookalike.HTMLURL, mallory, branch)
 
 		By("the wave comes due: the operator opens its own pull request and names the look-alike as ignored")
 		publishStack(ctx, "v2")
-		var own forge.PullRequest
+		var own gitea.PullRequest
 		Eventually(ctx, func(g Gomega) {
 			own = botPR(ctx, g)
 			g.Expect(own.Number).NotTo(Equal(lookalike.Number))
@@ -265,9 +265,9 @@ spec:
 	It("never sends the token over plain http", func(ctx SpecContext) {
 		By("the tenant's fleet repository is served over plain http on a non-loopback address")
 		addr := nonLoopbackAddr()
-		gitea, err := url.Parse(f.URL())
+		giteaURL, err := url.Parse(f.URL())
 		Expect(err).NotTo(HaveOccurred())
-		p := startForgeProxy(addr, gitea, nil)
+		p := startForgeProxy(addr, giteaURL, nil)
 		DeferCleanup(p.Close)
 		publishFleet(ctx, httpFleet, map[string]string{"stack.yaml": stackYAML(httpNS, "aws-base-1-36", "base", "v1")})
 		fleetURL := p.URL() + "/" + owner + "/" + httpFleet + ".git"
@@ -290,9 +290,9 @@ spec:
 
 	It("keeps other tenants' updates and proposals fresh while a tarpit forge holds its tenant's", func(ctx SpecContext) {
 		By(fmt.Sprintf("%d ClusterStacks of one tenant whose fleet repository's forge accepts the token's requests and then only trickles", tarpitStacks))
-		gitea, err := url.Parse(f.URL())
+		giteaURL, err := url.Parse(f.URL())
 		Expect(err).NotTo(HaveOccurred())
-		tp := startForgeProxy("127.0.0.1:0", gitea, func(r *http.Request) bool { return r.Header.Get("Authorization") != "" })
+		tp := startForgeProxy("127.0.0.1:0", giteaURL, func(r *http.Request) bool { return r.Header.Get("Authorization") != "" })
 		DeferCleanup(tp.Close)
 		files := map[string]string{}
 		for i := range tarpitStacks {

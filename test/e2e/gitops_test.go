@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -44,7 +44,7 @@ var _ = Describe("The GitOps loop", Ordered, func() {
 		branchBase = "clusterstack/" + ns + "/aws-base-1-36/"
 	)
 	var (
-		f     *forge.Forge
+		f     *gitea.Forge
 		owner string
 		fleet string // work tree of the fleet repository, as a person keeps it
 	)
@@ -113,13 +113,13 @@ spec:
 			}
 		})
 	}
-	prs := func(ctx context.Context, g Gomega) []forge.PullRequest {
+	prs := func(ctx context.Context, g Gomega) []gitea.PullRequest {
 		list, err := f.PullRequests(ctx, owner, fleetRepo, "all")
 		g.Expect(err).NotTo(HaveOccurred())
 		return list
 	}
-	openPR := func(ctx context.Context, g Gomega, wave string) forge.PullRequest {
-		var open []forge.PullRequest
+	openPR := func(ctx context.Context, g Gomega, wave string) gitea.PullRequest {
+		var open []gitea.PullRequest
 		for _, p := range prs(ctx, g) {
 			if p.State == "open" {
 				open = append(open, p)
@@ -164,7 +164,7 @@ spec:
 		Expect(os.WriteFile(filepath.Join(fleet, "clusters", "rest.yaml"), []byte(clusterYAML("rest-1", "rest")+"---\n"+clusterYAML("rest-2", "rest")), 0o644)).To(Succeed())
 		_, err = f.Publish(ctx, owner, fleetRepo, fleet, "Fleet: the gitops namespace on v1")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(f.ProtectBranch(ctx, owner, fleetRepo, forge.DefaultBranch, []string{f.AdminUser()})).To(Succeed())
+		Expect(f.ProtectBranch(ctx, owner, fleetRepo, gitea.DefaultBranch, []string{f.AdminUser()})).To(Succeed())
 		Expect(f.AddCollaborator(ctx, owner, fleetRepo, f.BotUser(), "write")).To(Succeed())
 
 		// The bot's write credential, apart from Flux's (anonymous) read access.
@@ -178,7 +178,7 @@ spec:
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}})).To(Succeed())
 		Expect(k8s.Create(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "gitops-fleet", Namespace: plane.FluxNamespace},
-			Spec: sourcev1.GitRepositorySpec{URL: f.RepoURL(owner, fleetRepo), Reference: &sourcev1.GitRepositoryRef{Branch: forge.DefaultBranch},
+			Spec: sourcev1.GitRepositorySpec{URL: f.RepoURL(owner, fleetRepo), Reference: &sourcev1.GitRepositoryRef{Branch: gitea.DefaultBranch},
 				Interval: metav1.Duration{Duration: 5 * time.Second}}})).To(Succeed())
 		Expect(k8s.Create(ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "gitops-fleet", Namespace: plane.FluxNamespace},
 			Spec: kustomizev1.KustomizationSpec{
@@ -211,7 +211,7 @@ spec:
 		defer func() { printWavePhases(phases()) }()
 
 		By("the bot cannot push to the default branch: the forge refuses it")
-		err := f.CommitFile(ctx, owner, fleetRepo, forge.DefaultBranch, "stack.yaml", "hijack: true\n", "bot pushes to main", true)
+		err := f.CommitFile(ctx, owner, fleetRepo, gitea.DefaultBranch, "stack.yaml", "hijack: true\n", "bot pushes to main", true)
 		Expect(err).To(HaveOccurred())
 		GinkgoWriter.Printf("bot's commit to main: %v\n", err)
 
@@ -244,7 +244,7 @@ spec:
 		Expect(f.UnprotectBranch(ctx, owner, fleetRepo, "clusterstack/**")).To(Succeed())
 
 		By("once the forge accepts the push: exactly one pull request, for the canary wave")
-		var canaryPR forge.PullRequest
+		var canaryPR gitea.PullRequest
 		Eventually(ctx, func(g Gomega) { canaryPR = openPR(ctx, g, "canary") }).WithTimeout(2 * time.Minute).Should(Succeed())
 		GinkgoWriter.Printf("push accepted %s after the refusal\n", time.Since(refusedAt).Round(time.Second))
 		Expect(canaryPR.Title).To(ContainSubstring("roll out aws-base-1-36-v2 to wave canary"))
@@ -349,7 +349,7 @@ spec:
 			cs := stackStatus(ctx, g)
 			g.Expect(cs.Status.Rollout.Waves[0].SoakingSince).To(Equal(since))
 		}).Should(Succeed())
-		var remainingPR forge.PullRequest
+		var remainingPR gitea.PullRequest
 		Eventually(ctx, func(g Gomega) { remainingPR = openPR(ctx, g, "remaining") }).WithTimeout(3 * time.Minute).Should(Succeed())
 		opened := time.Now()
 		Expect(opened.Sub(since.Time)).To(BeNumerically(">=", soak-time.Second), "the next wave waits for the soak time")
@@ -408,7 +408,7 @@ spec:
 	It("halts the rollout when a Cluster of a wave fails, and proposes nothing further", func(ctx SpecContext) {
 		By("a release whose CNI chart cannot be installed is proposed to the canary wave and merged")
 		publishStack(ctx, "v5", withUninstallableChart)
-		var canaryPR forge.PullRequest
+		var canaryPR gitea.PullRequest
 		Eventually(ctx, func(g Gomega) {
 			canaryPR = openPR(ctx, g, "canary")
 			g.Expect(canaryPR.Title).To(ContainSubstring(tagPrefix + "v5"))

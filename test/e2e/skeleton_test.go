@@ -29,7 +29,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
@@ -56,7 +56,7 @@ func waitFleetApplied(ctx context.Context, commit string) {
 	Eventually(ctx, func(g Gomega) {
 		ks := &kustomizev1.Kustomization{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fleet.FluxNamespace, Name: fleet.Name}, ks)).To(Succeed())
-		g.Expect(ks.Status.LastAppliedRevision).To(Equal(forge.DefaultBranch+"@sha1:"+commit), "Flux applied the published commit")
+		g.Expect(ks.Status.LastAppliedRevision).To(Equal(gitea.DefaultBranch+"@sha1:"+commit), "Flux applied the published commit")
 		ready := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Kustomization %s Ready: %s", fleet.Name, ready.Message)
@@ -118,7 +118,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, f
 	It("applies the fleet repository with Flux: Kustomization Ready on the published commit, objects labelled", func(ctx SpecContext) {
 		ks := &kustomizev1.Kustomization{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fleet.FluxNamespace, Name: fleet.Name}, ks)).To(Succeed())
-		Expect(ks.Status.LastAppliedRevision).To(Equal(forge.DefaultBranch + "@sha1:" + commit))
+		Expect(ks.Status.LastAppliedRevision).To(Equal(gitea.DefaultBranch + "@sha1:" + commit))
 		Expect(apimeta.IsStatusConditionTrue(ks.Status.Conditions, meta.ReadyCondition)).To(BeTrue(), "%v", ks.Status.Conditions)
 		Expect(ks.Spec.HealthChecks).To(ConsistOf(HaveField("Name", "aws-base-1-36")))
 		Expect(ks.Spec.HealthChecks[0].Kind).To(Equal("ClusterStack"))

@@ -21,6 +21,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/plugin"
+	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/rollout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
@@ -255,7 +256,7 @@ func readDiffCluster(ctx context.Context, c client.Client, cl *clusterv1.Cluster
 	if dc.current == "" {
 		return dc, fmt.Errorf("cluster %s/%s names no ClusterClass (spec.topology.classRef): it uses no release", cl.Namespace, cl.Name)
 	}
-	if _, err := stack.ParseReleaseName(dc.current); err != nil {
+	if _, err := releasename.Parse(dc.current); err != nil {
 		return dc, fmt.Errorf("cluster %s/%s: its ClusterClass %s is no stack release: %w", cl.Namespace, cl.Name, dc.current, err)
 	}
 	objs, err := renderObjects(ctx, c, cl)
@@ -269,13 +270,13 @@ func readDiffCluster(ctx context.Context, c client.Client, cl *clusterv1.Cluster
 // releaseName is the release target names: target itself, or for a stack version ("v2") the
 // release of that version of the stack current is a release of.
 func releaseName(target, current string) (string, error) {
-	if _, err := stack.ParseVersion(target); err != nil {
-		if _, err := stack.ParseReleaseName(target); err != nil {
+	if _, err := releasename.ParseVersion(target); err != nil {
+		if _, err := releasename.Parse(target); err != nil {
 			return "", fmt.Errorf("--to %s is neither a release name (aws-base-1-36-v2) nor a stack version (v2)", target)
 		}
 		return target, nil
 	}
-	cur, err := stack.ParseReleaseName(current)
+	cur, err := releasename.Parse(current)
 	if err != nil {
 		return "", err
 	}
@@ -310,7 +311,7 @@ func waveClusters(ctx context.Context, c client.Client, cs *csv1.ClusterStack, w
 	var out []*clusterv1.Cluster
 	for i := range list.Items {
 		cl := &list.Items[i]
-		rel, err := stack.ParseReleaseName(cl.Spec.Topology.ClassRef.Name)
+		rel, err := releasename.Parse(cl.Spec.Topology.ClassRef.Name)
 		if err != nil || (cl.Spec.Topology.ClassRef.Namespace != "" && cl.Spec.Topology.ClassRef.Namespace != cs.Namespace) ||
 			rel.Provider != cs.Spec.Provider || rel.Name != cs.Spec.Name || rel.KubernetesMinor() != cs.Spec.KubernetesVersion {
 			continue
@@ -349,7 +350,7 @@ func (s *releaseSources) load(ctx context.Context, name, sibling string) (upgrad
 	if r, ok := s.loaded[name]; ok {
 		return r, nil
 	}
-	parsed, err := stack.ParseReleaseName(name)
+	parsed, err := releasename.Parse(name)
 	if err != nil {
 		return upgradediff.Release{}, err
 	}

@@ -1,4 +1,8 @@
-package stack
+// Package releasename names the releases of a stack: the Git tag (and ClusterClass name)
+// "<provider>-<stack>-<k8s major>-<k8s minor>-<version>", the stack versions in it and their
+// order, and Kubernetes patch versions. It is a leaf package: reading or comparing a release
+// name does not pull in the stack loader (internal/stack) and its Helm and kustomize engines.
+package releasename
 
 import (
 	"fmt"
@@ -57,6 +61,10 @@ var (
 	numberRE      = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
 )
 
+// ValidSegment reports whether s may be the provider or the stack name of a release name:
+// lower-case letters and digits only (they are '-'-separated parts of the name).
+func ValidSegment(s string) bool { return nameSegmentRE.MatchString(s) }
+
 // ParseVersion parses a stack version ("v1", "v0-sha.abc1234", "v1-alpha.0", "v1-alpha-0").
 func ParseVersion(version string) (StackVersion, error) {
 	m := versionRE.FindStringSubmatch(version)
@@ -70,11 +78,11 @@ func ParseVersion(version string) (StackVersion, error) {
 	return StackVersion{Major: major, Channel: m[2], Patch: m[3]}, nil
 }
 
-// ReleaseName builds the tag / ClusterClass name of a release:
-// ReleaseName("aws", "base", "1.36", "v1") == "aws-base-1-36-v1". kubernetesMinor may be
+// Format builds the tag / ClusterClass name of a release:
+// Format("aws", "base", "1.36", "v1") == "aws-base-1-36-v1". kubernetesMinor may be
 // given as "1.36", "v1.36", "1-36" or as a full version "1.36.3". It does not validate its
-// arguments; use ParseReleaseName on the result for that.
-func ReleaseName(provider, name, kubernetesMinor, version string) string {
+// arguments; use Parse on the result for that.
+func Format(provider, name, kubernetesMinor, version string) string {
 	minor := strings.TrimPrefix(kubernetesMinor, "v")
 	minor = strings.ReplaceAll(minor, ".", "-")
 	if parts := strings.Split(minor, "-"); len(parts) > 2 {
@@ -83,10 +91,10 @@ func ReleaseName(provider, name, kubernetesMinor, version string) string {
 	return provider + "-" + name + "-" + minor + "-" + version
 }
 
-// ParseReleaseName parses a release tag such as "aws-base-1-36-v1" or
+// Parse parses a release name (tag) such as "aws-base-1-36-v1" or
 // "openstack-scs-1-35-v0-sha.abc1234". Provider and stack name are lower-case alphanumeric
 // (no '-'); major and minor are decimal; the version must satisfy ParseVersion.
-func ParseReleaseName(tag string) (Release, error) {
+func Parse(tag string) (Release, error) {
 	parts := strings.SplitN(tag, "-", 5)
 	if len(parts) != 5 {
 		return Release{}, fmt.Errorf("release name %q is not <provider>-<stack>-<major>-<minor>-<version>", tag)
@@ -153,9 +161,9 @@ func (v StackVersion) semver() *semver.Version {
 	return sv
 }
 
-// SortReleases sorts releases in place, oldest first: by provider, stack name, Kubernetes
+// Sort sorts releases in place, oldest first: by provider, stack name, Kubernetes
 // major and minor, then CompareVersions.
-func SortReleases(rs []Release) {
+func Sort(rs []Release) {
 	sort.SliceStable(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
 		if a.Provider != b.Provider {
@@ -174,13 +182,13 @@ func SortReleases(rs []Release) {
 	})
 }
 
-// LatestRelease picks the newest release of provider/name for a Kubernetes minor ("1.36")
+// Latest picks the newest release of provider/name for a Kubernetes minor ("1.36")
 // among tags. Tags that are no release names, or of another stack or minor, are ignored, and
 // so are channel versions unless includeChannels is set. ok is false when none is left.
-func LatestRelease(tags []string, provider, name, kubernetesMinor string, includeChannels bool) (latest Release, ok bool) {
+func Latest(tags []string, provider, name, kubernetesMinor string, includeChannels bool) (latest Release, ok bool) {
 	want := strings.TrimPrefix(kubernetesMinor, "v")
 	for _, tag := range tags {
-		r, err := ParseReleaseName(tag)
+		r, err := Parse(tag)
 		if err != nil || r.Provider != provider || r.Name != name || r.KubernetesMinor() != want {
 			continue
 		}

@@ -1,11 +1,11 @@
-package stack
+package releasename
 
 import (
 	"reflect"
 	"testing"
 )
 
-func TestReleaseName(t *testing.T) {
+func TestFormat(t *testing.T) {
 	tests := []struct {
 		provider, name, minor, version, want string
 	}{
@@ -16,13 +16,13 @@ func TestReleaseName(t *testing.T) {
 		{"openstack", "scs", "1.35", "v0-sha.abc1234", "openstack-scs-1-35-v0-sha.abc1234"},
 	}
 	for _, tt := range tests {
-		if got := ReleaseName(tt.provider, tt.name, tt.minor, tt.version); got != tt.want {
-			t.Errorf("ReleaseName(%q, %q, %q, %q) = %q, want %q", tt.provider, tt.name, tt.minor, tt.version, got, tt.want)
+		if got := Format(tt.provider, tt.name, tt.minor, tt.version); got != tt.want {
+			t.Errorf("Format(%q, %q, %q, %q) = %q, want %q", tt.provider, tt.name, tt.minor, tt.version, got, tt.want)
 		}
 	}
 }
 
-func TestParseReleaseName(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		tag     string
 		want    Release
@@ -44,25 +44,25 @@ func TestParseReleaseName(t *testing.T) {
 		{tag: "my_provider-base-1-36-v1", wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := ParseReleaseName(tt.tag)
+		got, err := Parse(tt.tag)
 		if tt.wantErr {
 			if err == nil {
-				t.Errorf("ParseReleaseName(%q) = %+v, want an error", tt.tag, got)
+				t.Errorf("Parse(%q) = %+v, want an error", tt.tag, got)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("ParseReleaseName(%q): %v", tt.tag, err)
+			t.Errorf("Parse(%q): %v", tt.tag, err)
 			continue
 		}
 		if got != tt.want {
-			t.Errorf("ParseReleaseName(%q) = %+v, want %+v", tt.tag, got, tt.want)
+			t.Errorf("Parse(%q) = %+v, want %+v", tt.tag, got, tt.want)
 		}
 		if got.String() != tt.tag {
 			t.Errorf("%+v.String() = %q, want %q", got, got.String(), tt.tag)
 		}
 	}
-	r, _ := ParseReleaseName("aws-base-1-36-v3")
+	r, _ := Parse("aws-base-1-36-v3")
 	if r.KubernetesMinor() != "1.36" || r.HelmReleaseName() != "aws-base-1-36" {
 		t.Errorf("KubernetesMinor/HelmReleaseName = %q/%q", r.KubernetesMinor(), r.HelmReleaseName())
 	}
@@ -95,39 +95,39 @@ func TestCompareVersions(t *testing.T) {
 	}
 }
 
-func TestSortAndLatestRelease(t *testing.T) {
+func TestSortAndLatest(t *testing.T) {
 	tags := []string{
 		"aws-base-1-36-v2", "aws-base-1-36-v10", "aws-base-1-36-v9", "aws-base-1-35-v11",
 		"aws-base-1-36-v11-alpha.0", "aws-other-1-36-v99", "not-a-tag", "aws-base-1-36-v1",
 	}
-	latest, ok := LatestRelease(tags, "aws", "base", "1.36", false)
+	latest, ok := Latest(tags, "aws", "base", "1.36", false)
 	if !ok || latest.Version != "v10" {
-		t.Errorf("LatestRelease(stable) = %+v, %v, want v10", latest, ok)
+		t.Errorf("Latest(stable) = %+v, %v, want v10", latest, ok)
 	}
-	latest, ok = LatestRelease(tags, "aws", "base", "1.36", true)
+	latest, ok = Latest(tags, "aws", "base", "1.36", true)
 	if !ok || latest.Version != "v11-alpha.0" {
-		t.Errorf("LatestRelease(with channels) = %+v, %v, want v11-alpha.0", latest, ok)
+		t.Errorf("Latest(with channels) = %+v, %v, want v11-alpha.0", latest, ok)
 	}
-	if _, ok := LatestRelease(tags, "aws", "base", "1.34", true); ok {
-		t.Error("LatestRelease found a release of a minor without any")
+	if _, ok := Latest(tags, "aws", "base", "1.34", true); ok {
+		t.Error("Latest found a release of a minor without any")
 	}
 
 	var rs []Release
 	for _, tag := range []string{"aws-base-1-36-v10", "aws-base-1-36-v2", "aws-base-1-35-v3", "aws-base-1-36-v2-rc.1"} {
-		r, err := ParseReleaseName(tag)
+		r, err := Parse(tag)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rs = append(rs, r)
 	}
-	SortReleases(rs)
+	Sort(rs)
 	var got []string
 	for _, r := range rs {
 		got = append(got, r.String())
 	}
 	want := []string{"aws-base-1-35-v3", "aws-base-1-36-v2-rc.1", "aws-base-1-36-v2", "aws-base-1-36-v10"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("SortReleases = %v, want %v", got, want)
+		t.Errorf("Sort = %v, want %v", got, want)
 	}
 }
 
@@ -148,6 +148,14 @@ func TestParseKubernetesVersion(t *testing.T) {
 		n, m, err := ParseKubernetesVersion(tt.in)
 		if (err != nil) != tt.wantErr || n != tt.normalized || m != tt.minor {
 			t.Errorf("ParseKubernetesVersion(%q) = %q, %q, %v", tt.in, n, m, err)
+		}
+	}
+}
+
+func TestValidSegment(t *testing.T) {
+	for s, want := range map[string]bool{"aws": true, "scs2": true, "": false, "AWS": false, "my_provider": false, "my-provider": false} {
+		if got := ValidSegment(s); got != want {
+			t.Errorf("ValidSegment(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package forge_test
+package gitea_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	opforge "github.com/clusterstack-io/clusterstack-operator/internal/forge"
 )
 
@@ -36,12 +36,12 @@ func TestForkPullRequestsAreNotTheOperators(t *testing.T) {
 	if err := m.Fork(ctx, owner, repo); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.ChangeFiles(ctx, repo, forge.DefaultBranch, branch, "Roll out v2", map[string]string{
+	if _, err := m.ChangeFiles(ctx, repo, gitea.DefaultBranch, branch, "Roll out v2", map[string]string{
 		"stack.yaml": "versions: [v2]\n", "mine.yaml": "kind: ConfigMap\n",
 	}); err != nil {
 		t.Fatal(err)
 	}
-	fork, err := m.OpenPullRequest(ctx, owner, repo, branch, forge.DefaultBranch, "roll out v2", "<!-- clusterstack-operator target=x wave=remaining clusters= -->")
+	fork, err := m.OpenPullRequest(ctx, owner, repo, branch, gitea.DefaultBranch, "roll out v2", "<!-- clusterstack-operator target=x wave=remaining clusters= -->")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestForkPullRequestsAreNotTheOperators(t *testing.T) {
 	// The bot pushes the same branch name to the fleet repository and opens its own.
 	policy := opforge.Policy{AllowLoopbackHTTP: true}
 	fleet := opforge.Fleet{URL: f.RepoURL(owner, repo), Token: f.BotToken(), TokenFrom: "the bot's token", Policy: policy}
-	co, err := opforge.Open(ctx, fleet, forge.DefaultBranch, branch)
+	co, err := opforge.Open(ctx, fleet, gitea.DefaultBranch, branch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestForkPullRequestsAreNotTheOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, err := c.Create(ctx, "roll out v2", "body", branch, forge.DefaultBranch)
+	own, err := c.Create(ctx, "roll out v2", "body", branch, gitea.DefaultBranch)
 	if err != nil {
 		t.Fatal(err)
 	}

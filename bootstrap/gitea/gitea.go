@@ -1,4 +1,4 @@
-// Package forge runs a real Git forge, Gitea, on loopback for the local management plane and
+// Package gitea runs a real Git forge, Gitea, on loopback for the local management plane and
 // the tests of pull-request flows: the GitOps loop proposes changes to a fleet repository as
 // pull requests that a person reviews and merges.
 //
@@ -10,7 +10,7 @@
 //     registration, anonymous reading, basic authentication and API tokens, push-to-create;
 //   - `gitea migrate` and `gitea admin user create --admin` for the administrator
 //     ([DefaultAdminUser]), a person with a password;
-//   - `gitea web`, as a process of package internal/proc (its own process group, SIGKILL when
+//   - `gitea web`, as a process of package bootstrap/proc (its own process group, SIGKILL when
 //     the plane process dies), checked healthy through /api/healthz;
 //   - through the REST API: the bot user ([DefaultBotUser], an ordinary user) with an API token
 //     scoped to write repositories, the repository [DefaultRepo] owned by the administrator
@@ -21,7 +21,7 @@
 // The helpers act as that person, with the administrator's credentials: [Forge.Publish]
 // commits a directory to main with the git command-line client (isolated from the user's
 // Git configuration); the pull-request helpers use the REST API with net/http.
-package forge
+package gitea
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
-	"github.com/clusterstack-io/clusterstack-operator/internal/proc"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/proc"
 )
 
 const (

@@ -1,4 +1,4 @@
-package forge_test
+package gitea_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 
-	"github.com/clusterstack-io/clusterstack-operator/bootstrap/forge"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/internal/checkout"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
@@ -31,10 +31,10 @@ func binDir(t *testing.T) string {
 	return filepath.Join(root, "bin")
 }
 
-func startForge(t *testing.T) *forge.Forge {
+func startForge(t *testing.T) *gitea.Forge {
 	t.Helper()
 	bin := binDir(t)
-	if missing := forge.Missing(bin); len(missing) > 0 {
+	if missing := gitea.Missing(bin); len(missing) > 0 {
 		testenv.SkipOrFail(t, "the forge needs Gitea built by `make tools`: missing in %s: %s", bin, strings.Join(missing, ", "))
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -44,7 +44,7 @@ func startForge(t *testing.T) *forge.Forge {
 	defer cancel()
 	state := t.TempDir()
 	started := time.Now()
-	f, err := forge.Start(ctx, forge.Options{BinDir: bin, StateDir: state, Logger: testr.New(t)})
+	f, err := gitea.Start(ctx, gitea.Options{BinDir: bin, StateDir: state, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatalf("Start: %v (log: %s)", err, filepath.Join(state, "gitea.log"))
 	}
@@ -122,14 +122,14 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 // botURL is the clone URL of the repository with the bot's user name and token.
-func botURL(f *forge.Forge) string {
+func botURL(f *gitea.Forge) string {
 	u, _ := url.Parse(f.RepoURL(f.Owner(), f.Repo()))
 	u.User = url.UserPassword(f.BotUser(), f.BotToken())
 	return u.String()
 }
 
 // botAPI sends a request to the REST API with the bot's token and decodes the JSON answer.
-func botAPI(t *testing.T, f *forge.Forge, method, path string, in, out any, want int) {
+func botAPI(t *testing.T, f *gitea.Forge, method, path string, in, out any, want int) {
 	t.Helper()
 	var body *bytes.Reader
 	if in != nil {
@@ -165,21 +165,21 @@ func botAPI(t *testing.T, f *forge.Forge, method, path string, in, out any, want
 }
 
 // openPullRequest opens a pull request from head to main as the bot.
-func openPullRequest(t *testing.T, f *forge.Forge, head, title string) int64 {
+func openPullRequest(t *testing.T, f *gitea.Forge, head, title string) int64 {
 	t.Helper()
 	var pr struct {
 		Number int64 `json:"number"`
 	}
 	botAPI(t, f, http.MethodPost, "/repos/"+f.Owner()+"/"+f.Repo()+"/pulls",
-		map[string]string{"head": head, "base": forge.DefaultBranch, "title": title, "body": "proposed by the bot"}, &pr, http.StatusCreated)
+		map[string]string{"head": head, "base": gitea.DefaultBranch, "title": title, "body": "proposed by the bot"}, &pr, http.StatusCreated)
 	return pr.Number
 }
 
 // botBranch clones main, writes files on a new branch, commits and pushes it as the bot.
-func botBranch(t *testing.T, f *forge.Forge, branch string, files map[string]string) {
+func botBranch(t *testing.T, f *gitea.Forge, branch string, files map[string]string) {
 	t.Helper()
 	work := filepath.Join(t.TempDir(), "clone")
-	mustGit(t, "", "clone", "--quiet", "--branch", forge.DefaultBranch, botURL(f), work)
+	mustGit(t, "", "clone", "--quiet", "--branch", gitea.DefaultBranch, botURL(f), work)
 	mustGit(t, work, "checkout", "--quiet", "-b", branch)
 	writeFiles(t, work, files)
 	mustGit(t, work, "add", "--all")
@@ -192,7 +192,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	owner, repo := f.Owner(), f.Repo()
-	if owner != forge.DefaultAdminUser || repo != forge.DefaultRepo || f.BotUser() != forge.DefaultBotUser {
+	if owner != gitea.DefaultAdminUser || repo != gitea.DefaultRepo || f.BotUser() != gitea.DefaultBotUser {
 		t.Fatalf("owner/repo = %s/%s, bot %s", owner, repo, f.BotUser())
 	}
 
@@ -201,8 +201,8 @@ func TestForgePullRequestFlow(t *testing.T) {
 		Login string `json:"login"`
 	}
 	botAPI(t, f, http.MethodGet, "/user", nil, &me, http.StatusOK)
-	if me.Login != forge.DefaultBotUser {
-		t.Fatalf("GET /user with the bot's token: login %q, want %q", me.Login, forge.DefaultBotUser)
+	if me.Login != gitea.DefaultBotUser {
+		t.Fatalf("GET /user with the bot's token: login %q, want %q", me.Login, gitea.DefaultBotUser)
 	}
 
 	// The administrator creates main, although it is protected.
@@ -212,10 +212,10 @@ func TestForgePullRequestFlow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	if head, err := f.Head(ctx, owner, repo, forge.DefaultBranch); err != nil || head != first {
+	if head, err := f.Head(ctx, owner, repo, gitea.DefaultBranch); err != nil || head != first {
 		t.Fatalf("Head(main) = %q, %v; want %q", head, err, first)
 	}
-	if _, err := f.Head(ctx, owner, repo, "nope"); !forge.IsNotFound(err) {
+	if _, err := f.Head(ctx, owner, repo, "nope"); !gitea.IsNotFound(err) {
 		t.Fatalf("Head of a missing branch: %v, want a not-found error", err)
 	}
 
@@ -231,7 +231,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 		t.Fatalf("the bot's push to main: %v, want a refusal naming the protected branch", err)
 	}
 	t.Logf("the bot's push to main was refused: %v", err)
-	if head, _ := f.Head(ctx, owner, repo, forge.DefaultBranch); head != first {
+	if head, _ := f.Head(ctx, owner, repo, gitea.DefaultBranch); head != first {
 		t.Fatalf("main moved to %s after a refused push", head)
 	}
 
@@ -255,7 +255,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 		t.Fatalf("PullRequests: %v", err)
 	}
 	if len(prs) != 1 || prs[0].Number != n || prs[0].Head != "feature" || prs[0].Base != "main" ||
-		prs[0].State != "open" || prs[0].Merged || prs[0].Author != forge.DefaultBotUser || prs[0].Title != "Move one to version 2" ||
+		prs[0].State != "open" || prs[0].Merged || prs[0].Author != gitea.DefaultBotUser || prs[0].Title != "Move one to version 2" ||
 		!strings.HasPrefix(prs[0].HTMLURL, f.URL()+"/") {
 		t.Fatalf("open pull requests = %+v, want #%d from feature to main by the bot", prs, n)
 	}
@@ -276,7 +276,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 	if !merged.Merged || merged.State != "closed" || merged.MergeCommit == "" {
 		t.Fatalf("merged pull request = %+v", merged)
 	}
-	head, err := f.Head(ctx, owner, repo, forge.DefaultBranch)
+	head, err := f.Head(ctx, owner, repo, gitea.DefaultBranch)
 	if err != nil || head != merged.MergeCommit {
 		t.Fatalf("Head(main) = %q, %v; want the merge commit %q", head, err, merged.MergeCommit)
 	}
@@ -311,7 +311,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 	if open, err := f.PullRequests(ctx, owner, repo, ""); err != nil || len(open) != 0 {
 		t.Fatalf("open pull requests = %+v, %v; want none", open, err)
 	}
-	if h, _ := f.Head(ctx, owner, repo, forge.DefaultBranch); h != head {
+	if h, _ := f.Head(ctx, owner, repo, gitea.DefaultBranch); h != head {
 		t.Fatalf("main moved to %s when a pull request was closed", h)
 	}
 
@@ -322,7 +322,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second Publish: %v", err)
 	}
-	if h, _ := f.Head(ctx, owner, repo, forge.DefaultBranch); h != second || second == head {
+	if h, _ := f.Head(ctx, owner, repo, gitea.DefaultBranch); h != second || second == head {
 		t.Fatalf("Head(main) = %s after Publish returned %s (before: %s)", h, second, head)
 	}
 	mustGit(t, check, "pull", "--quiet", "--ff-only")
@@ -334,7 +334,7 @@ func TestForgePullRequestFlow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Publish to a new repository: %v", err)
 	}
-	if h, err := f.Head(ctx, owner, "pushed", forge.DefaultBranch); err != nil || h != created {
+	if h, err := f.Head(ctx, owner, "pushed", gitea.DefaultBranch); err != nil || h != created {
 		t.Fatalf("Head of the pushed-to-create repository = %q, %v; want %q", h, err, created)
 	}
 	t.Logf("gitea web RSS after the flow: %s", rss(f.Process().Pid()))
@@ -342,14 +342,14 @@ func TestForgePullRequestFlow(t *testing.T) {
 
 func TestMissing(t *testing.T) {
 	dir := t.TempDir()
-	if got := forge.Missing(dir); strings.Join(got, ",") != "gitea,gitea-assets" {
+	if got := gitea.Missing(dir); strings.Join(got, ",") != "gitea,gitea-assets" {
 		t.Fatalf("Missing(empty dir) = %v", got)
 	}
 	writeFiles(t, dir, map[string]string{"gitea": "", "gitea-assets/options/x": "", "gitea-assets/templates/x": ""})
-	if got := forge.Missing(dir); len(got) != 0 {
+	if got := gitea.Missing(dir); len(got) != 0 {
 		t.Fatalf("Missing = %v, want none", got)
 	}
-	if _, err := forge.Start(context.Background(), forge.Options{BinDir: t.TempDir(), StateDir: t.TempDir()}); err == nil ||
+	if _, err := gitea.Start(context.Background(), gitea.Options{BinDir: t.TempDir(), StateDir: t.TempDir()}); err == nil ||
 		!strings.Contains(err.Error(), "make tools") {
 		t.Fatalf("Start without Gitea: %v, want an error naming `make tools`", err)
 	}
