@@ -871,68 +871,43 @@ func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Objec
 
 // pruneStale deletes the cluster's Flux objects that no component of the release wants, and
 // those of the components a delete step of the release's BeforeClusterUpgrade stage removes
-// during an upgrade (the plan's Remove).
+// during an upgrade (the plan's Remove), as fluxgen.PruneDecision decides.
 func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, want map[string]bool) error {
 	objs, err := r.ownedFluxObjects(ctx, s.addon)
 	if err != nil {
 		return err
 	}
-	removing := map[string]bool{}
+	in := fluxgen.PruneInput{Cluster: s.cluster.Name, Want: want, Components: s.release.Status.Components}
 	if s.plan != nil {
-		for _, c := range s.plan.Remove {
-			removing[c] = true
-		}
+		in.Removing = s.plan.Remove
 	}
-	// A component the release still has, of the same kind, under another object name (the
-	// naming scheme changed): the new object takes over the installed resources, so the old one
-	// is suspended before it is deleted, and Flux neither uninstalls nor prunes them.
-	renamed := map[string]bool{}
-	// The Flux kind the release delivers each of today's object names as: an object of the other
-	// kind under such a name is a component whose kind the release changed, which
-	// removeOtherKind deletes when the component's turn comes; it serves until then.
-	kindOfName := map[string]string{}
-	for _, c := range s.release.Status.Components {
-		kind := fluxKind(c.Kind)
-		renamed[kind+"/"+fluxgen.LabelValue(c.Name)] = true
-		kindOfName[fluxgen.AddonObjectName(s.cluster.Name, c.Name)] = kind
+	existing := make([]fluxgen.ExistingObject, len(objs))
+	for i, o := range objs {
+		existing[i] = fluxgen.ExistingObject{Kind: o.GetObjectKind().GroupVersionKind().Kind, Name: o.GetName(), Component: o.GetLabels()[csv1.ComponentLabel]}
 	}
-	for _, o := range objs {
-		kind := o.GetObjectKind().GroupVersionKind().Kind
-		if want[kind+"/"+o.GetName()] {
-			continue
-		}
-		if removing[o.GetLabels()[csv1.ComponentLabel]] {
+	for i, action := range fluxgen.PruneDecision(in, existing) {
+		o := objs[i]
+		switch action {
+		case fluxgen.PruneKeep:
+		case fluxgen.PruneForStage:
 			if err := r.removeForStage(ctx, s, o); err != nil {
 				return err
 			}
-			continue
-		}
-		if k, ok := kindOfName[o.GetName()]; ok && k != kind {
-			continue
-		}
-		if renamed[kind+"/"+o.GetLabels()[csv1.ComponentLabel]] {
+		case fluxgen.PruneSuspendThenDelete:
 			if err := r.suspend(ctx, o); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("suspend renamed %s before deleting it: %w", o.GetName(), err)
 			}
 			if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("delete renamed %s: %w", o.GetName(), err)
 			}
-			continue
+		case fluxgen.PruneDelete:
+			if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete %s no longer in release %s: %w", o.GetName(), s.release.Name, err)
+			}
+			r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentRemoved", "%s is not part of release %s: removed from the cluster", o.GetName(), s.release.Name)
 		}
-		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete %s no longer in release %s: %w", o.GetName(), s.release.Name, err)
-		}
-		r.Recorder.Eventf(s.addon, corev1.EventTypeNormal, "ComponentRemoved", "%s is not part of release %s: removed from the cluster", o.GetName(), s.release.Name)
 	}
 	return nil
-}
-
-// fluxKind is the kind of the Flux object that delivers a component of kind k.
-func fluxKind(k csv1.ComponentKind) string {
-	if k == csv1.ComponentKindKustomize {
-		return kustomizev1.KustomizationKind
-	}
-	return helmv2.HelmReleaseKind
 }
 
 // ownedFluxObjects lists the HelmReleases and Kustomizations the ClusterAddon controls, with

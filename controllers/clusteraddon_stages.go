@@ -137,7 +137,7 @@ func (s *addonScope) componentStatuses(written map[string]csv1.AddonComponentSta
 func (s *addonScope) waitingStatus(c csv1.ReleaseComponent) csv1.AddonComponentStatus {
 	st := csv1.AddonComponentStatus{
 		Name: c.Name, Kind: c.Kind, Release: s.release.Name, Version: c.Version,
-		FluxObject: fluxKind(c.Kind) + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
+		FluxObject: fluxgen.FluxKind(c.Kind) + "/" + fluxgen.AddonObjectName(s.cluster.Name, c.Name),
 	}
 	p := s.plan
 	if p == nil {
