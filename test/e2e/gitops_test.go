@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +41,11 @@ var _ = Describe("The GitOps loop", Ordered, func() {
 		// reconciles its updates (lists tags, looks at the forge, pushes and proposes) at least
 		// this often. A Consistently that watches for a wrong push or proposal lasts two
 		// intervals.
-		interval   = 10 * time.Second
-		branchBase = "clusterstack/" + ns + "/aws-base-1-36/"
+		interval = 10 * time.Second
+		// minReleaseAge is the stack's spec.updates.minReleaseAge: a release is proposed only once
+		// it was first seen at least this long ago.
+		minReleaseAge = 15 * time.Second
+		branchBase    = "clusterstack/" + ns + "/aws-base-1-36/"
 	)
 	var (
 		f     *gitea.Forge
@@ -67,7 +71,7 @@ spec:
     - v1   # the first release
   interval: ` + interval.String() + `
   updates:
-    minReleaseAge: 15s
+    minReleaseAge: ` + minReleaseAge.String() + `
     proposals:
       provider: gitea
       secretRef:
@@ -224,6 +228,23 @@ spec:
 			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonPushRefused))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		refusedAt := time.Now()
+		// spec.updates.minReleaseAge: the first push of v2 came only once v2 was that old (both
+		// times are whole seconds: discoveredAt is truncated, as is the Event's).
+		available := stackStatus(ctx, Default).Status.AvailableUpdates
+		v2 := slices.IndexFunc(available, func(u csv1.StackUpdate) bool { return u.Release == tagPrefix+"v2" })
+		Expect(v2).To(BeNumerically(">=", 0), "v2 is an available update once it is pushed: %+v", available)
+		discovered := available[v2].DiscoveredAt
+		Expect(discovered).NotTo(BeNil())
+		var refusals corev1.EventList
+		Expect(k8s.List(ctx, &refusals, client.InNamespace(ns))).To(Succeed())
+		firstPush := time.Time{}
+		for _, e := range refusals.Items {
+			if e.Reason == csv1.ReasonPushRefused && (firstPush.IsZero() || e.FirstTimestamp.Time.Before(firstPush)) {
+				firstPush = e.FirstTimestamp.Time
+			}
+		}
+		Expect(firstPush.Sub(discovered.Time)).To(BeNumerically(">=", minReleaseAge),
+			"v2 (first seen %s) is not pushed before it is minReleaseAge (%s) old: first push %s", discovered.Format(time.TimeOnly), minReleaseAge, firstPush.Format(time.TimeOnly))
 		// The stack is reconciled every interval, and more often on events: a push retried at
 		// each reconcile would be refused again within the window; the operator retries once per
 		// pushRetry (longer than the window), counted from the first refusal.
