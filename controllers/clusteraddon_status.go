@@ -1,0 +1,274 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+)
+
+// addonJudge is the one place that computes a ClusterAddon's Available, Progressing, Degraded
+// and Ready conditions, its components' readiness and its last applied release, from the Flux
+// objects delivering its components. The ClusterAddon reconciler calls it in the same status
+// write as its facts: one writer, one write per change, no conflicts between two writers.
+type addonJudge struct {
+	client.Reader
+	Options StatusOptions
+	// applied are the Flux objects the reconcile just wrote (by namespace/name), with the
+	// generation the write gave them (Applier.Apply). One the cache does not have yet exists all
+	// the same, as written, without status (Flux has not seen it): judged "does not exist" it
+	// would be judged again, and written again, once the cache has it. One the cache has at an
+	// older generation is judged at the written one, which Flux has not observed: its cached
+	// status (Ready, the chart version of the release before) is not the new spec's.
+	applied map[client.ObjectKey]client.Object
+	// hold is the Kubernetes upgrade of the Cluster the BeforeClusterUpgrade hook holds on the
+	// facts being written (upgradeHold), nil when none.
+	hold *fluxstatus.Problem
+}
+
+// get reads a Flux object from the cache, or, when the cache has not seen this reconcile's write
+// of it yet, as the reconcile just applied it.
+func (r addonJudge) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.Get(ctx, key, obj)
+	written, ok := r.applied[key]
+	if !ok || reflect.TypeOf(written) != reflect.TypeOf(obj) {
+		return err
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(written).Elem())
+		obj.SetGeneration(max(obj.GetGeneration(), 1)) // the API server's generation of a new object
+		return nil
+	case err != nil:
+		return err
+	}
+	atWrittenGeneration(obj, written)
+	return nil
+}
+
+// judge sets a's judged fields from its facts (already in a) and the Flux objects delivering
+// its components: components' ready and message, progress, unhealthy, the last applied release,
+// the aggregated conditions (docs/status-ownership.md). It returns the Events of the change and
+// when to judge again (a grace period running out).
+func (r addonJudge) judge(ctx context.Context, a *csv1.ClusterAddon) ([]statusEvent, time.Duration, error) {
+	in, judged, err := r.input(ctx, a)
+	if err != nil {
+		return nil, 0, err
+	}
+	res := fluxstatus.Compute(in)
+	a.Status.Unhealthy = res.Unhealthy
+	for i := range a.Status.Components {
+		c := &a.Status.Components[i]
+		if j, ok := judged[c.Name]; ok && j.fluxObject == c.FluxObject && j.release == c.Release {
+			c.Ready, c.Message = componentReadiness(*c, j.state)
+		}
+	}
+	ready := 0
+	for _, c := range a.Status.Components {
+		if c.Ready {
+			ready++
+		}
+	}
+	a.Status.Progress = fmt.Sprintf("%d/%d", ready, len(a.Status.Components))
+	firstDelivery := a.Status.LastAppliedRelease == ""
+	if res.Healthy && a.Status.DesiredRelease != "" && allAtRelease(a.Status.Components, a.Status.DesiredRelease) &&
+		a.Status.LastAppliedRelease != a.Status.DesiredRelease {
+		a.Status.LastAppliedRelease = a.Status.DesiredRelease
+		now := metav1.NewTime(r.Options.now())
+		a.Status.LastAppliedTime = &now
+	}
+	events := transitionEvents(a.Status.Conditions, res)
+	if firstDelivery {
+		events = withoutQuietFirstDelivery(a.Status.Conditions, events)
+	}
+	fluxstatus.Apply(&a.Status.Conditions, a.Generation, res)
+	a.Status.ObservedGeneration = a.Generation
+	return events, res.RequeueAfter, nil
+}
+
+// withoutQuietFirstDelivery drops the AvailableTrue Event of a ClusterAddon's first delivery
+// when nothing went wrong on the way (it was never Degraded): a new Cluster getting its addons is
+// told by its conditions and lastAppliedTime, and an Event each would be one more API write per
+// Cluster (ten thousand of them for a new fleet). A first delivery that recovers from Degraded,
+// and every later change, still gets its Events.
+func withoutQuietFirstDelivery(prev []metav1.Condition, events []statusEvent) []statusEvent {
+	if apimeta.IsStatusConditionTrue(prev, csv1.DegradedCondition) {
+		return events
+	}
+	var out []statusEvent
+	for _, e := range events {
+		if e.reason != csv1.AvailableCondition+string(metav1.ConditionTrue) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// judgement is the state of a component's Flux object as addonJudge read it, and
+// which object and release it judged.
+type judgement struct {
+	fluxObject, release string
+	state               fluxstatus.ObjectState
+}
+
+// componentReadiness is a component's ready and message: whether its Flux object is healthy and
+// what Flux said about it; while the object does not exist, why the ClusterAddon reconciler has
+// not written it (waitingFor), when it says.
+func componentReadiness(c csv1.AddonComponentStatus, o fluxstatus.ObjectState) (ready bool, message string) {
+	if !o.Exists && c.WaitingFor != "" {
+		return false, c.WaitingFor
+	}
+	return o.Healthy(), o.Describe()
+}
+
+// input gathers what the ClusterAddon's conditions are computed from, and the state of each
+// component's Flux object by component name.
+func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxstatus.Input, map[string]judgement, error) {
+	in := fluxstatus.Input{
+		Subject:     fmt.Sprintf("cluster %s/%s", addon.Namespace, addon.Spec.ClusterName),
+		Delivered:   addon.Status.LastAppliedRelease,
+		Desired:     addon.Status.DesiredRelease,
+		Previous:    addon.Status.Conditions,
+		Unhealthy:   addon.Status.Unhealthy,
+		Now:         r.Options.now(),
+		Grace:       r.Options.Grace,
+		UpgradeHold: r.hold,
+	}
+	judged := map[string]judgement{}
+	for _, t := range []string{csv1.ValuesRenderedCondition, csv1.ObjectsOwnedCondition} {
+		if p := problemIfFalse(addon.Status.Conditions, t); p != nil {
+			in.Invalid = p
+		}
+	}
+	if p := problemIfFalse(addon.Status.Conditions, csv1.ReleaseReadyCondition); p != nil {
+		switch p.Reason {
+		case csv1.ReasonTagNotFound, csv1.ReasonStackNotFound:
+			in.Invalid = p // no retry fixes it: the tag or the ClusterStack must be created
+		default:
+			in.Waiting = p
+		}
+		return in, judged, nil
+	}
+	if c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		p := &fluxstatus.Problem{Reason: csv1.ReasonUnknown, Message: "the cluster's addons have not been reconciled yet", Since: addon.CreationTimestamp.Time}
+		if c != nil {
+			p = &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+		}
+		in.Waiting = p
+	}
+	if addon.Status.DesiredRelease == "" {
+		return in, judged, nil
+	}
+	rel := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: addon.Status.DesiredRelease}, rel); err != nil {
+		if apierrors.IsNotFound(err) {
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonReleaseNotFound, Message: "release " + addon.Status.DesiredRelease + " does not exist", Since: addon.CreationTimestamp.Time}
+			return in, judged, nil
+		}
+		return in, nil, err
+	}
+	heldAndStepStarted(&in, addon)
+	if t := addon.Status.DesiredReleaseTime; t != nil {
+		in.DesiredSince = t.Time
+	}
+	// Components are judged at the release they are at: while an upgrade holds some at the
+	// release they were at (addon stages), that release's versions and revision.
+	releases := map[string]*csv1.ClusterStackRelease{rel.Name: rel}
+	for _, c := range addon.Status.Components {
+		at := c.Release
+		if at == "" {
+			at = rel.Name
+		}
+		cr, ok := releases[at]
+		if !ok {
+			cr = &csv1.ClusterStackRelease{}
+			if err := r.Get(ctx, client.ObjectKey{Namespace: addon.Namespace, Name: at}, cr); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return in, nil, err
+				}
+				cr = nil
+			}
+			releases[at] = cr
+		}
+		version, revision := "", ""
+		if cr != nil {
+			revision = cr.Status.Revision
+			for _, rc := range cr.Status.Components {
+				if rc.Name == c.Name {
+					version = rc.Version
+				}
+			}
+		}
+		var st fluxstatus.ObjectState
+		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
+		key := client.ObjectKey{Namespace: addon.Namespace, Name: name}
+		switch c.Kind {
+		case csv1.ComponentKindHelm:
+			o := &helmv2.HelmRelease{}
+			if err := r.get(ctx, key, o); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return in, nil, err
+				}
+				st = fluxstatus.Missing(helmv2.HelmReleaseKind, name, c.Name)
+			} else {
+				st = fluxstatus.FromHelmRelease(o, version)
+			}
+		default:
+			o := &kustomizev1.Kustomization{}
+			if err := r.get(ctx, key, o); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return in, nil, err
+				}
+				st = fluxstatus.Missing(kustomizev1.KustomizationKind, name, c.Name)
+			} else {
+				st = fluxstatus.FromKustomization(o, revision)
+			}
+		}
+		st.Component = c.Name
+		in.Objects = append(in.Objects, st)
+		judged[c.Name] = judgement{fluxObject: c.FluxObject, release: c.Release, state: st}
+	}
+	return in, judged, nil
+}
+
+// heldAndStepStarted reads the addon stages: while the AfterClusterUpgrade stage of the desired
+// release waits for the Cluster's upgrade (its control plane, then its workers), the rollout is
+// held (Progressing, never Degraded for the wait alone); once it is applied, the rollout's grace
+// period counts from then.
+func heldAndStepStarted(in *fluxstatus.Input, addon *csv1.ClusterAddon) {
+	for _, st := range addon.Status.Stages {
+		if st.Name != csv1.StageAfterClusterUpgrade || st.Release != addon.Status.DesiredRelease {
+			continue
+		}
+		if st.Applied {
+			in.StepStarted = st.LastTransitionTime.Time
+		} else if len(st.Components) > 0 {
+			reason := csv1.ReasonWaitingForControlPlaneUpgrade
+			if st.WaitingFor == csv1.StageWaitWorkers {
+				reason = csv1.ReasonWaitingForWorkersUpgrade
+			}
+			in.Held = &fluxstatus.Problem{Reason: reason, Message: st.Message, Since: st.LastTransitionTime.Time}
+		}
+	}
+}
+
+// allAtRelease is true when every component is delivered at release (none held at another).
+func allAtRelease(comps []csv1.AddonComponentStatus, release string) bool {
+	for _, c := range comps {
+		if c.Release != release {
+			return false
+		}
+	}
+	return true
+}

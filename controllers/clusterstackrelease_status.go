@@ -1,0 +1,209 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+)
+
+// ClusterStackReleaseStatusReconciler computes a release's conditions from its Flux objects,
+// and counts the Clusters using it.
+type ClusterStackReleaseStatusReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+	Options  StatusOptions
+	// Fleets counts the Clusters by release as ClusterAddons change (NewAddonFleets).
+	Fleets *AddonFleets
+
+	pace rollupPacer
+}
+
+// Reconcile recomputes one release's status.
+func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.Fleets.Synced() {
+		return ctrl.Result{RequeueAfter: RollupDelay}, nil // the counts would miss Clusters
+	}
+	if d := r.pace.wait(req.NamespacedName); d > 0 {
+		return ctrl.Result{RequeueAfter: d}, nil // written a moment ago (RollupInterval)
+	}
+	rel := &csv1.ClusterStackRelease{}
+	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer r.pace.track(req.NamespacedName, rel)()
+	in, err := r.input(ctx, rel)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The ClusterAddons wanting the release (status.desiredRelease), counted as they changed.
+	counts := r.Fleets.ReleaseClusters(rel.Namespace, rel.Name)
+	delivered, err := deliveredPlane(ctx, r.Client, requiresContract(rel.Status.Requirements))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var res fluxstatus.Result
+	err = updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+		// The conditions and records this controller wrote last, as re-read here: the cache
+		// may not have had that write yet, and judging from the ones before would take it back.
+		in.Previous, in.Unhealthy = rel.Status.Conditions, rel.Status.Unhealthy
+		res = fluxstatus.Compute(in)
+		rel.Status.Clusters = counts
+		rel.Status.Unhealthy = res.Unhealthy
+		events := transitionEvents(rel.Status.Conditions, res)
+		fluxstatus.Apply(&rel.Status.Conditions, rel.Generation, res)
+		// RequirementsMet is computed from the release's own requirements as re-read here.
+		met := requirementsMetCondition(rel, delivered)
+		met.ObservedGeneration = rel.Generation
+		if old := apimeta.FindStatusCondition(rel.Status.Conditions, met.Type); met.Status == metav1.ConditionFalse && (old == nil || old.Status != met.Status) {
+			events = append(events, warningEvent(met.Reason, met.Message))
+		}
+		fluxstatus.SetCondition(&rel.Status.Conditions, met)
+		return true, events
+	})
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// input gathers what the release's status is judged from; the conditions and records this
+// controller wrote last (Previous, Unhealthy) are taken from the object re-read for the write.
+func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, error) {
+	in := fluxstatus.Input{
+		Subject: "release " + rel.Name,
+		Desired: rel.Spec.Version,
+		Now:     r.Options.now(),
+		Grace:   r.Options.Grace,
+	}
+	in.Alert, in.Unchecked = tagProblems(rel.Status.Conditions)
+	repo := &sourcev1.GitRepository{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return in, err
+		}
+		in.Objects = append(in.Objects, fluxstatus.Missing(sourcev1.GitRepositoryKind, fluxgen.GitRepositoryName(rel.Name), "source"))
+	} else {
+		st := fluxstatus.FromGitRepository(repo)
+		st.Component = "source"
+		in.Objects = append(in.Objects, st)
+	}
+	if p := problemIfFalse(rel.Status.Conditions, csv1.StackValidCondition); p != nil {
+		if p.Reason == csv1.ReasonInvalidStack {
+			in.Invalid = p
+		} else {
+			in.Waiting = p
+		}
+	}
+	if rel.Status.ClusterClass == nil {
+		if in.Waiting == nil && in.Invalid == nil {
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: fmt.Sprintf("waiting for the stack at tag %s to be fetched", rel.Name), Since: rel.CreationTimestamp.Time}
+		}
+		return in, nil
+	}
+	cc := *rel.Status.ClusterClass
+	name := fluxgen.ClusterClassObjectName(rel.Name)
+	if cc.Kind == csv1.ComponentKindKustomize {
+		st, err := getState(ctx, r.Client, rel.Namespace, name, &kustomizev1.Kustomization{}, func(o *kustomizev1.Kustomization) fluxstatus.ObjectState {
+			return fluxstatus.FromKustomization(o, rel.Status.Revision)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
+	} else {
+		st, err := getState(ctx, r.Client, rel.Namespace, name, &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
+			return fluxstatus.FromHelmChart(o, cc.Version)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
+		st, err = getState(ctx, r.Client, rel.Namespace, name, &helmv2.HelmRelease{}, func(o *helmv2.HelmRelease) fluxstatus.ObjectState {
+			return fluxstatus.FromHelmRelease(o, cc.Version)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
+	}
+	for _, c := range rel.Status.Components {
+		if c.Kind != csv1.ComponentKindHelm {
+			continue
+		}
+		st, err := getState(ctx, r.Client, rel.Namespace, fluxgen.AddonChartName(rel.Name, c.Name), &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
+			return fluxstatus.FromHelmChart(o, c.Version)
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Objects = append(in.Objects, withComponent(st, c.Name))
+	}
+	return in, nil
+}
+
+// tagProblems reads the release's TagVerified condition: a moved tag is an alert (Degraded at
+// once; the validated commit keeps being delivered), and a tag that cannot be listed (Git server
+// down, credentials revoked) a check not made, Degraded once it has lasted the grace period since
+// the condition turned Unknown, whether or not Flux's own fetches of the source notice it.
+func tagProblems(conds []metav1.Condition) (alert, unchecked *fluxstatus.Problem) {
+	c := apimeta.FindStatusCondition(conds, csv1.TagVerifiedCondition)
+	if c != nil && c.Status == metav1.ConditionUnknown && c.Reason == csv1.ReasonTagListFailed {
+		return nil, &fluxstatus.Problem{Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}
+	}
+	return problemIfFalse(conds, csv1.TagVerifiedCondition), nil
+}
+
+func withComponent(s fluxstatus.ObjectState, c string) fluxstatus.ObjectState {
+	s.Component = c
+	return s
+}
+
+// getState reads a Flux object and maps it, or reports it missing.
+func getState[T client.Object](ctx context.Context, c client.Reader, ns, name string, obj T, fn func(T) fluxstatus.ObjectState) (fluxstatus.ObjectState, error) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*")
+			kind = kind[strings.LastIndex(kind, ".")+1:]
+			return fluxstatus.Missing(kind, name, ""), nil
+		}
+		return fluxstatus.ObjectState{}, err
+	}
+	return fn(obj), nil
+}
+
+// SetupWithManager watches releases, their Flux objects and the ClusterAddons using them.
+func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	owner := func() handler.EventHandler {
+		return handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterStackRelease{}, handler.OnlyControllerOwner())
+	}
+	rv := builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&csv1.ClusterStackRelease{}).
+		Watches(&sourcev1.GitRepository{}, owner(), rv).
+		Watches(&sourcev1.HelmChart{}, owner(), rv).
+		Watches(&helmv2.HelmRelease{}, owner(), rv).
+		Watches(&kustomizev1.Kustomization{}, owner(), rv).
+		// ClusterAddons: once the index has counted the change, after RollupDelay (coalesced).
+		WatchesRawSource(r.Fleets.Source(releasesOfAddonRequest)).
+		// RequirementsMet: once an operator's new version is delivered, the releases requiring
+		// it become usable by themselves; so do those requiring a contract the Cluster CRD serves.
+		Watches(&csv1.ManagementOperator{}, releasesOfOperator(r.Client), builder.WithPredicates(deliveredVersionChanged())).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, releasesOfClusterCRD(r.Client), rv).
+		Named("clusterstackrelease-status").
+		Complete(r)
+}
