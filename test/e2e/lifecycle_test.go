@@ -78,9 +78,14 @@ func watchWorkload(ctx context.Context, ns, cluster string, lists []client.Objec
 				// server busy for a moment is no gap).
 				var w watch.Interface
 				var err error
+				// failed is the last error of an attempt that Stop's cancellation did not cause.
+				var failed error
 				for attempt := 1; ; attempt++ {
 					w, err = wc.Watch(wctx, list, client.InNamespace("kube-system"),
 						&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+					if err != nil && wctx.Err() == nil {
+						failed = err
+					}
 					if err == nil || wctx.Err() != nil || attempt == 5 {
 						break
 					}
@@ -90,8 +95,13 @@ func watchWorkload(ctx context.Context, ns, cluster string, lists []client.Objec
 					}
 				}
 				if err != nil {
-					if wctx.Err() == nil {
+					switch {
+					case wctx.Err() == nil:
 						gap("the watch could not be started again from resourceVersion %s: %v", rv, err)
+					case failed != nil:
+						// Stopped while it could not be started again: the time since the last
+						// watch ended was not watched.
+						gap("the watch was stopped while it could not be started again from resourceVersion %s: %v", rv, failed)
 					}
 					return
 				}
