@@ -252,7 +252,8 @@ func workerFailure(err error, stderr string, memory, cpu uint64) string {
 	switch {
 	case strings.Contains(err.Error(), "CPU time limit"):
 		return fmt.Sprintf("rendering used more than %d CPU seconds", cpu)
-	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"):
+	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		strings.Contains(stderr, "failed to allocate") && strings.Contains(stderr, "errno: 12"): // ENOMEM, as a -race build says it
 		return fmt.Sprintf("rendering needed more than %d MiB of memory", memory>>20)
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
