@@ -61,6 +61,7 @@ var _ = Describe("Faults injected into the local plane", Ordered, func() {
 			g.Expect(ready).NotTo(BeNil(), "no Ready condition yet")
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Ready: %s: %s", ready.Reason, ready.Message)
 			g.Expect(ready.ObservedGeneration).To(Equal(repo.Generation))
+			g.Expect(repo.Status.Artifact).NotTo(BeNil(), "Ready without an artifact yet")
 			g.Expect(repo.Status.Artifact.Revision).To(HavePrefix(wantRevision + "@sha1:"))
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	}
