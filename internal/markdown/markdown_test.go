@@ -14,3 +14,20 @@ func TestCodeSpan(t *testing.T) {
 		}
 	}
 }
+
+func TestFence(t *testing.T) {
+	for _, tc := range []struct {
+		text  string
+		least int
+		want  string
+	}{
+		{"no backticks", 3, "```"},
+		{"a ``` b", 3, "````"},
+		{"`````", 3, "``````"},
+		{"a`b", 1, "``"},
+	} {
+		if got := Fence(tc.text, tc.least); got != tc.want {
+			t.Errorf("Fence(%q, %d) = %q, want %q", tc.text, tc.least, got, tc.want)
+		}
+	}
+}

@@ -223,7 +223,7 @@ func markdownSections(d *Diff) []section {
 
 // detailSection is a collapsed section with a diff block.
 func detailSection(title, diff string) section {
-	fence := fenceFor(diff)
+	fence := markdown.Fence(diff, 3)
 	s := section{
 		what:  title,
 		head:  "\n<details><summary>" + html.EscapeString(title) + "</summary>\n\n",
@@ -233,20 +233,6 @@ func detailSection(title, diff string) section {
 	}
 	s.text = s.head + fence + "diff\n" + diff + fence + "\n" + s.tail
 	return s
-}
-
-// fenceFor is a code fence longer than any run of backticks in text.
-func fenceFor(text string) string {
-	longest, run := 0, 0
-	for _, r := range text {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }
 
 func objName(o ObjectChange) string {
