@@ -340,11 +340,12 @@ func TestGitDeadlines(t *testing.T) {
 	})
 }
 
-// Files are read and written in the checkout without following symbolic links, wherever they
-// point.
-func TestCheckoutFilesRefuseSymlinks(t *testing.T) {
+// checkoutWithLinks checks out a remote whose main branch holds the symbolic links (name to
+// target) besides stack.yaml; the checkout is closed when the test ends.
+func checkoutWithLinks(t *testing.T, links map[string]string) *Checkout {
+	t.Helper()
 	url, work := remote(t)
-	for link, target := range map[string]string{"passwd.yaml": "/etc/passwd", "loop.yaml": "loop.yaml", "inside.yaml": "stack.yaml", "etc": "/etc"} {
+	for link, target := range links {
 		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +355,14 @@ func TestCheckoutFilesRefuseSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = co.Close() }()
+	t.Cleanup(func() { _ = co.Close() })
+	return co
+}
+
+// Files are read and written in the checkout without following symbolic links, wherever they
+// point.
+func TestCheckoutFilesRefuseSymlinks(t *testing.T) {
+	co := checkoutWithLinks(t, map[string]string{"passwd.yaml": "/etc/passwd", "loop.yaml": "loop.yaml", "inside.yaml": "stack.yaml", "etc": "/etc"})
 	for _, name := range []string{"passwd.yaml", "loop.yaml", "inside.yaml", "etc/passwd", "../fleet.git/config", "/etc/passwd"} {
 		if b, err := co.ReadFile(name); err == nil {
 			t.Errorf("ReadFile(%s) read %d bytes, want a refusal", name, len(b))
@@ -371,18 +379,7 @@ func TestCheckoutFilesRefuseSymlinks(t *testing.T) {
 // PutFile creates a file and its directories, or replaces one; RemoveFile removes one. Both
 // refuse paths through symbolic links, wherever they point, and what the checkout limit refuses.
 func TestPutAndRemoveFiles(t *testing.T) {
-	url, work := remote(t)
-	for link, target := range map[string]string{"out": "/tmp", "in": "."} {
-		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commitAll(t, work, "links")
-	co, err := Open(context.Background(), fleet(url), "main", "proposals/canary")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = co.Close() }()
+	co := checkoutWithLinks(t, map[string]string{"out": "/tmp", "in": "."})
 	const diff = ".clusterstack/diffs/team-a/stack/canary.md"
 	if err := co.PutFile(diff, []byte("first\n")); err != nil {
 		t.Fatal(err)
