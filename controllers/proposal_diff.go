@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -112,13 +113,7 @@ func (r *ClusterStackUpdatesReconciler) proposalDiff(ctx context.Context, s *upd
 
 	file := diffFile(cs, wave)
 	where := fmt.Sprintf("the file %s of this pull request's branch", markdown.CodeSpan(file))
-	froms := slices.Sorted(func(yield func(string) bool) {
-		for k := range byFrom {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	froms := slices.Sorted(maps.Keys(byFrom))
 	budget := upgradediff.DefaultBudget
 	if len(froms) > 1 {
 		budget /= len(froms)
