@@ -1,5 +1,7 @@
 // Command slowspecs prints the slowest specs of Ginkgo JSON reports (`make test` runs it on the
-// end-to-end and fault suites' reports), so that a suite's growth is visible in every run.
+// end-to-end and fault suites' reports), so that a suite's growth is visible in every run, and
+// then every spec that failed with its failure's message and location: printed last, so that the
+// tail of a long CI log says what failed.
 //
 //	go run ./hack/slowspecs [-n 20] REPORT.json...
 package main
@@ -21,7 +23,13 @@ import (
 type spec struct {
 	suite, name, state string
 	took               time.Duration
+	// failure is the failure's location and message when the spec failed, panicked, was
+	// interrupted or timed out; empty otherwise.
+	failure string
 }
+
+// maxFailureLen bounds how much of one failure's message is printed.
+const maxFailureLen = 2000
 
 func main() {
 	n := flag.Int("n", 20, "how many specs to print")
@@ -63,7 +71,11 @@ func read(paths []string) ([]spec, map[string]time.Duration, error) {
 				if s.LeafNodeType != types.NodeTypeIt {
 					name = strings.TrimSpace(strings.Join(s.ContainerHierarchyTexts, " ") + " [" + s.LeafNodeType.String() + "]")
 				}
-				specs = append(specs, spec{suite: suite, name: name, state: s.State.String(), took: s.RunTime})
+				sp := spec{suite: suite, name: name, state: s.State.String(), took: s.RunTime}
+				if s.State.Is(types.SpecStateFailureStates) {
+					sp.failure = describeFailure(s.Failure)
+				}
+				specs = append(specs, sp)
 			}
 		}
 	}
@@ -89,5 +101,39 @@ func format(specs []spec, suites map[string]time.Duration, n int) string {
 		}
 		fmt.Fprintf(&b, "%3d. %7s  %-6s %s  (%s)\n", i+1, s.took.Round(100*time.Millisecond), s.suite, s.name, s.state)
 	}
+	var failed []spec
+	for _, s := range specs {
+		if s.failure != "" {
+			failed = append(failed, s)
+		}
+	}
+	if len(failed) == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d failed:\n", len(failed))
+	for _, s := range failed {
+		fmt.Fprintf(&b, "- %s %s  (%s after %s)\n%s\n", s.suite, s.name, s.state, s.took.Round(100*time.Millisecond), indent(s.failure))
+	}
 	return b.String()
+}
+
+// describeFailure is where a spec failed and what it said, the message cut to maxFailureLen.
+func describeFailure(f types.Failure) string {
+	msg := strings.TrimSpace(f.Message)
+	if len(msg) > maxFailureLen {
+		msg = msg[:maxFailureLen] + " [...]"
+	}
+	where := f.Location.String()
+	if f.FailureNodeType != types.NodeTypeIt && f.FailureNodeType != types.NodeTypeInvalid {
+		where += " (in " + f.FailureNodeType.String() + ")"
+	}
+	if msg == "" {
+		return where
+	}
+	return where + "\n" + msg
+}
+
+// indent prefixes every line of s with four spaces.
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
