@@ -68,20 +68,25 @@ var _ = Describe("The dashboard", Ordered, func() {
 	})
 
 	It("names the failing Flux object and what Flux said on the Cluster page", func(ctx SpecContext) {
-		addon := getAddon(ctx, Default, ns, "broken")
 		// What Flux said: its Ready message as the ClusterAddon mirrors it, or the failure the
-		// operator kept while Flux retries.
+		// operator kept while Flux retries. A busy helm-controller may not have got that far yet
+		// (the ClusterAddon then says that it waits for it).
 		said := ""
-		for _, u := range addon.Status.Unhealthy {
-			if u.Object == "HelmRelease/broken-cni" {
-				said = u.LastFailure
+		Eventually(ctx, func(g Gomega) {
+			addon := getAddon(ctx, g, ns, "broken")
+			said = ""
+			for _, u := range addon.Status.Unhealthy {
+				if u.Object == "HelmRelease/broken-cni" {
+					said = u.LastFailure
+				}
 			}
-		}
-		if said == "" {
-			c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.DegradedCondition)
-			said = c.Message
-		}
-		Expect(said).To(ContainSubstring("image"))
+			if said == "" {
+				c := apimeta.FindStatusCondition(addon.Status.Conditions, csv1.DegradedCondition)
+				g.Expect(c).NotTo(BeNil())
+				said = c.Message
+			}
+			g.Expect(said).To(ContainSubstring("image"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		// The first words suffice: Flux may retry meanwhile and say it again in other words later on.
 		words := strings.Fields(said)
 		firstWords := strings.Join(words[:min(8, len(words))], " ")

@@ -101,8 +101,9 @@ var _ = Describe("kubectl clusterstack diff", Ordered, func() {
 	})
 
 	// The Cluster moves only inside its wave's maintenance window, and keeps its override
-	// across the move. The window opens at the second minute from now, for one minute (the
-	// least the API allows); the Cluster admission webhook is the operator's.
+	// across the move. The window opens at the next whole minute at least 20 s away (time
+	// enough to see a move refused before it opens), for one minute (the least the API
+	// allows); the Cluster admission webhook is the operator's.
 	It("keeps a ClusterAddonOverride across the upgrade, which waits for the wave's maintenance window", func(ctx SpecContext) {
 		plugin := func(args ...string) string {
 			GinkgoHelper()
@@ -129,8 +130,12 @@ var _ = Describe("kubectl clusterstack diff", Ordered, func() {
 		}
 		valuesHaveOverride("v1")
 
-		By("a maintenance window for every wave, opening at the second minute from now")
-		opens := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
+		By("a maintenance window for every wave, opening at the next whole minute at least 20 s away")
+		now := time.Now().UTC()
+		opens := now.Truncate(time.Minute).Add(time.Minute)
+		if opens.Sub(now) < 20*time.Second {
+			opens = opens.Add(time.Minute)
+		}
 		cs := &csv1.ClusterStack{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
 		patch := client.MergeFrom(cs.DeepCopy())
