@@ -22,6 +22,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 )
 
 // ClusterStackReleaseStatusReconciler computes a release's conditions from its Flux objects,
@@ -34,6 +35,10 @@ type ClusterStackReleaseStatusReconciler struct {
 	Fleets *AddonFleets
 
 	pace rollupPacer
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // Reconcile recomputes one release's status.
@@ -60,7 +65,7 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 		return ctrl.Result{}, err
 	}
 	var res fluxstatus.Result
-	err = updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+	err = updateStatusEmit(ctx, r.writer, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
 		// The conditions and records this controller wrote last, as re-read here: the cache
 		// may not have had that write yet, and judging from the ones before would take it back.
 		in.Previous, in.Unhealthy = rel.Status.Conditions, rel.Status.Unhealthy
@@ -81,6 +86,17 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
+// waitingForStack says what a release whose stack has not been validated yet waits for, naming
+// the tag and the repository: GitRepository repo (nil when it does not exist) to fetch the tag, or,
+// once it has, the release controller to validate what was fetched.
+func waitingForStack(rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository) string {
+	where := fmt.Sprintf("tag %s of %s", rel.Name, redact.URLs(rel.Spec.Source.URL))
+	if repo != nil && artifactOfRelease(rel, repo) {
+		return fmt.Sprintf("the stack at %s is fetched (%s): waiting for it to be validated", where, repo.Status.Artifact.Revision)
+	}
+	return fmt.Sprintf("waiting for the stack at %s to be fetched", where)
+}
+
 // input gathers what the release's status is judged from; the conditions and records this
 // controller wrote last (Previous, Unhealthy) are taken from the object re-read for the write.
 func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, error) {
@@ -96,6 +112,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		if !apierrors.IsNotFound(err) {
 			return in, err
 		}
+		repo = nil
 		in.Objects = append(in.Objects, fluxstatus.Missing(sourcev1.GitRepositoryKind, fluxgen.GitRepositoryName(rel.Name), "source"))
 	} else {
 		st := fluxstatus.FromGitRepository(repo)
@@ -111,7 +128,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 	}
 	if rel.Status.ClusterClass == nil {
 		if in.Waiting == nil && in.Invalid == nil {
-			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: fmt.Sprintf("waiting for the stack at tag %s to be fetched", rel.Name), Since: rel.CreationTimestamp.Time}
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: waitingForStack(rel, repo), Since: rel.CreationTimestamp.Time}
 		}
 		return in, nil
 	}
@@ -188,6 +205,7 @@ func getState[T client.Object](ctx context.Context, c client.Reader, ns, name st
 
 // SetupWithManager watches releases, their Flux objects and the ClusterAddons using them.
 func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	owner := func() handler.EventHandler {
 		return handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterStackRelease{}, handler.OnlyControllerOwner())
 	}

@@ -8,6 +8,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -146,6 +147,30 @@ func TestTagProblems(t *testing.T) {
 			alert, unchecked := tagProblems(tc.conds)
 			if !reflect.DeepEqual(alert, tc.alert) || !reflect.DeepEqual(unchecked, tc.unchecked) {
 				t.Errorf("alert %+v, unchecked %+v; want %+v, %+v", alert, unchecked, tc.alert, tc.unchecked)
+			}
+		})
+	}
+}
+
+// TestWaitingForStack: a release whose stack is not validated yet names its tag and repository
+// (without credentials), and says whether Flux has fetched the tag yet.
+func TestWaitingForStack(t *testing.T) {
+	rel := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36-v2"},
+		Spec: csv1.ClusterStackReleaseSpec{Source: csv1.StackSource{URL: "https://bot:s3cret@git.example.com/stacks.git"}}}
+	fetched := &sourcev1.GitRepository{Status: sourcev1.GitRepositoryStatus{Artifact: &meta.Artifact{Revision: "aws-base-1-36-v2@sha1:abc"}}}
+	other := &sourcev1.GitRepository{Status: sourcev1.GitRepositoryStatus{Artifact: &meta.Artifact{Revision: "aws-base-1-36-v1@sha1:def"}}}
+	for _, tc := range []struct {
+		name string
+		repo *sourcev1.GitRepository
+		want string
+	}{
+		{"no GitRepository", nil, "waiting for the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git to be fetched"},
+		{"another revision", other, "waiting for the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git to be fetched"},
+		{"fetched", fetched, "the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git is fetched (aws-base-1-36-v2@sha1:abc): waiting for it to be validated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitingForStack(rel, tc.repo); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
 	}

@@ -298,15 +298,16 @@ func (w *fluxWatch) degradedProblem(s statusSample, members []statusSample, stop
 		subject, cluster = "cluster "+ns+"/"+s.Name+": ", s.Name
 	case "ClusterStackRelease":
 		subject = "release " + s.Name + ": "
-		// Its own check of its tag (TagVerified, which may be True again a moment before Degraded
-		// follows): it names the tag, the stack's source and the error.
+		// Its own problem with its tag (TagVerified, which may be True again a moment before
+		// Degraded follows; or the tag not fetched and validated yet): it names the tag, the
+		// stack's source and what is wrong.
 		own := s.Resolved
 		if own == "" {
 			own = s.Msg
 		}
 		if strings.HasPrefix(s.Msg, subject) && strings.Contains(s.Msg, own) && strings.Contains(own, "tag "+s.Name+" ") {
 			if !strings.Contains(own, w.sourceURL) {
-				return "its own problem (TagVerified) does not name the stack's source " + w.sourceURL
+				return "its own problem (TagVerified, or its tag not validated yet) does not name the stack's source " + w.sourceURL
 			}
 			return ""
 		}
