@@ -79,6 +79,10 @@ type ClusterAddonReconciler struct {
 	watched map[schema.GroupVersionKind]bool
 	// pace holds back status writes that only report progress (Status.ProgressInterval).
 	pace progressPacer
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusteraddons,verbs=get;list;watch;create;update;patch;delete
@@ -91,7 +95,7 @@ type ClusterAddonReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile brings one Cluster's addons to the release its topology uses.
-func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	// Another shard's Cluster (or one that moved there) is left alone, its ClusterAddon too.
 	if mine, err := r.Shard.owns(ctx, r.Client, req.NamespacedName); err != nil || !mine {
 		return ctrl.Result{}, err
@@ -133,29 +137,35 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	s := &addonScope{cluster: cluster, addon: addon, release: rel, stackName: rel.Spec.ClusterStack, desired: rel.Name}
-	for _, step := range []func(context.Context, *addonScope) (bool, error){
+	defer func() {
+		// What the phases found is recorded once, whether they all ran, one stopped (waiting,
+		// refused, in conflict) or one failed.
+		if err := r.recordFacts(ctx, s); err != nil && retErr == nil {
+			retErr = err
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+			return
+		}
+		res = lowestRequeue(res, requeueIn(s.again()))
+	}()
+	return runPhases(ctx, s,
 		r.checkPrerequisites,
 		r.renderValues,
 		r.planStages,
 		r.applyFluxObjects,
 		r.observeStages,
 		r.pruneValues,
-	} {
-		cont, err := step(ctx, s)
-		if err != nil || !cont {
-			if serr := r.recordFacts(ctx, s); serr != nil && err == nil {
-				err = serr
-			}
-			if err == nil && s.owned != nil {
-				return ctrl.Result{RequeueAfter: soonest(conflictRecheck, s.again())}, nil
-			}
-			return ctrl.Result{RequeueAfter: soonest(s.requeueAfter, s.again())}, err
-		}
-	}
+		ownsEverything,
+	)
+}
+
+// ownsEverything records, once every phase ran, that every generated object is this
+// ClusterAddon's (a conflict stops the phases before, ownershipConflict).
+func ownsEverything(_ context.Context, s *addonScope) (ctrl.Result, error) {
 	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: "every generated object is controlled by this ClusterAddon"}
-	err = r.recordFacts(ctx, s)
-	return ctrl.Result{RequeueAfter: s.again()}, err
+	return ctrl.Result{}, nil
 }
 
 // again is when the reconcile must come back for the status: a grace period runs out, or a held
@@ -164,26 +174,18 @@ func (s *addonScope) again() time.Duration {
 	return soonest(s.judgeAgain, s.held)
 }
 
-// soonest is the earliest of two requeue delays, 0 meaning none.
-func soonest(a, b time.Duration) time.Duration {
-	if a == 0 || (b != 0 && b < a) {
-		return b
-	}
-	return a
-}
-
 // ownershipConflict turns an object another owner holds into the ObjectsOwned fact (the
 // ClusterAddon is Degraded, naming the object and its owner; nothing is taken over) and passes
 // other errors on. The conflict is checked again after conflictRecheck: the other owner's
 // object is not watched.
-func (s *addonScope) ownershipConflict(err error) (bool, error) {
+func (s *addonScope) ownershipConflict(err error) (ctrl.Result, error) {
 	var c *OwnershipConflictError
 	if !errors.As(err, &c) {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	s.owned = &metav1.Condition{Type: csv1.ObjectsOwnedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonOwnershipConflict,
 		Message: fmt.Sprintf("Cluster %s: %s; rename or remove that object", s.cluster.Name, c.Error())}
-	return false, nil
+	return requeueIn(conflictRecheck), errPhasesDone
 }
 
 // conflictRecheck is how often an ownership conflict is looked at again.
@@ -211,7 +213,7 @@ func (r *ClusterAddonReconciler) setPaused(ctx context.Context, addon *csv1.Clus
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, csv1.ReasonClusterPaused,
 			fmt.Sprintf("Cluster %s is paused (spec.paused or the %s annotation): the operator changes nothing for it until it is resumed", addon.Spec.ClusterName, clusterv1.PausedAnnotation)
 	}
-	return updateStatus(ctx, r.Client, addon, func(a *csv1.ClusterAddon) {
+	return updateStatus(ctx, r.writer, addon, func(a *csv1.ClusterAddon) {
 		c.ObservedGeneration = a.Generation
 		if !paused && apimeta.FindStatusCondition(a.Status.Conditions, csv1.PausedCondition) == nil {
 			return // never paused: no condition to clear
@@ -282,7 +284,6 @@ type addonScope struct {
 
 	releaseReady *metav1.Condition // ReleaseReady
 	owned        *metav1.Condition // ObjectsOwned
-	requeueAfter time.Duration     // when a step waits for something that is not watched
 	waiting      *metav1.Condition // WorkloadClusterReady, when not ready
 	rendered     *metav1.Condition // ValuesRendered
 	// components as applied (nil when the step did not get that far: keep what was recorded).
@@ -369,10 +370,9 @@ func addonAsGenerated(addon *csv1.ClusterAddon, cluster *clusterv1.Cluster) bool
 
 // checkPrerequisites: the release is ready to deliver, the control plane is initialized and the
 // kubeconfig Secret exists. Until then nothing is created and the ClusterAddon says what it waits for.
-func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addonScope) (bool, error) {
-	wait := func(reason, msg string) (bool, error) {
+func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addonScope) (ctrl.Result, error) {
+	wait := func(reason, msg string) {
 		s.waiting = &metav1.Condition{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
-		return false, nil
 	}
 	rel := s.release
 	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition); c == nil || c.Status != metav1.ConditionTrue || rel.Status.Revision == "" {
@@ -382,11 +382,11 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 		}
 		from, err := r.lastAppliedRelease(ctx, s)
 		if err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
 			Message: fluxstatus.Truncate(fmt.Sprintf("waiting for release %s: %s", rel.Name, why) + upgradeHeldHint(rel, from, s.cluster))}
-		return false, nil
+		return ctrl.Result{}, errPhasesDone
 	}
 	// A release whose requirements on the management plane (operator versions, Cluster API
 	// contract) are not delivered is treated as not ready: nothing moves to it. When the release
@@ -394,19 +394,20 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	if gate := requirementsGate(rel, s.addon.Status.LastAppliedRelease); gate != nil {
 		from, err := r.lastAppliedRelease(ctx, s)
 		if err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		if c := cycleGate(rel, from); c != nil {
 			gate = c
 		}
 		gate.Message = fluxstatus.Truncate(gate.Message + upgradeHeldHint(rel, from, s.cluster))
 		s.releaseReady = gate
-		return false, nil
+		return ctrl.Result{}, errPhasesDone
 	}
 	s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fmt.Sprintf("release %s of ClusterStack %s is validated at %s", rel.Name, rel.Spec.ClusterStack, rel.Status.Revision)}
 	if !controlPlaneInitialized(s.cluster) {
-		return wait(csv1.ReasonWaitingForControlPlane, waitingForControlPlane(s.cluster))
+		wait(csv1.ReasonWaitingForControlPlane, waitingForControlPlane(s.cluster))
+		return ctrl.Result{}, errPhasesDone
 	}
 	// The kubeconfig Secret is read by name, metadata only, from the API server: the operator
 	// neither lists nor watches Secrets, and never reads their data. CAPI writes it before it
@@ -416,24 +417,24 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	// every Cluster would be most of what a converged fleet costs the API server.
 	if c := apimeta.FindStatusCondition(s.addon.Status.Conditions, csv1.WorkloadClusterReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
 		s.waiting = c.DeepCopy()
-		return true, nil
+		return ctrl.Result{}, nil
 	}
 	// A first status held back (progressPacer) that says so counts as well.
 	if len(s.addon.Status.Conditions) == 0 && r.pace.heldKubeconfigSeen(client.ObjectKeyFromObject(s.addon)) {
 		s.waiting = kubeconfigPresent()
-		return true, nil
+		return ctrl.Result{}, nil
 	}
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			s.requeueAfter = kubeconfigRecheck
-			return wait(csv1.ReasonWaitingForKubeconfig, fmt.Sprintf("waiting for Secret %s", fluxgen.KubeconfigSecretName(s.cluster.Name)))
+			wait(csv1.ReasonWaitingForKubeconfig, fmt.Sprintf("waiting for Secret %s", fluxgen.KubeconfigSecretName(s.cluster.Name)))
+			return requeueIn(kubeconfigRecheck), errPhasesDone
 		}
-		return false, err
+		return ctrl.Result{}, err
 	}
 	s.waiting = kubeconfigPresent()
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // kubeconfigPresent is the WorkloadClusterReady condition of a Cluster whose control plane is
@@ -478,46 +479,45 @@ func controlPlaneInitialized(c *clusterv1.Cluster) bool {
 
 // renderValues renders the release's value templates for the cluster into its ConfigMap. A
 // failure leaves the ConfigMap and the Flux objects as they are.
-func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope) (bool, error) {
+func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope) (ctrl.Result, error) {
 	repo := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: s.release.Namespace, Name: fluxgen.GitRepositoryName(s.release.Name)}, repo); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if repo.Status.Artifact == nil || fluxstatus.CommitOf(repo.Status.Artifact.Revision) != fluxstatus.CommitOf(s.release.Status.Revision) {
 		s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
 			Message: fmt.Sprintf("waiting for GitRepository %s to serve revision %s", repo.Name, s.release.Status.Revision)}
-		return false, nil
+		return ctrl.Result{}, errPhasesDone
 	}
 	st, err := r.Stacks.Get(ctx, repo, s.release.Spec.Source.Path)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	s.stack = st
 
 	in, err := r.renderInput(ctx, s)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	s.controlPlane = in.ControlPlane
 	ovs, err := r.overridesFor(ctx, s.cluster)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if in.Overrides, err = overrides.ToRender(ovs); err != nil {
 		s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonOverrideFailed,
 			Message: fluxstatus.Truncate(fmt.Sprintf("release %s: %s", s.release.Name, err.Error()))}
-		return false, nil
+		return ctrl.Result{}, errPhasesDone
 	}
 	release, ok, err := r.Renders.Acquire(ctx, s.cluster.Namespace)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	if !ok {
 		// The namespace has its share of renders running: come back rather than wait in a worker
 		// every namespace shares. Everything recorded stays as it is.
 		log.FromContext(ctx).V(1).Info("render deferred: the namespace has its share of renders running", "retryAfter", renderRetry)
-		s.requeueAfter = renderRetry
-		return false, nil
+		return requeueIn(renderRetry), errPhasesDone
 	}
 	data, err := func() (map[string]string, error) {
 		defer release()
@@ -535,9 +535,9 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 			}
 			s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: reason,
 				Message: fluxstatus.Truncate(fmt.Sprintf("release %s: %s", s.release.Name, err.Error()))}
-			return false, nil
+			return ctrl.Result{}, errPhasesDone
 		}
-		return false, err
+		return ctrl.Result{}, err
 	}
 	// One ConfigMap per release: the Flux objects switch to it in the same write as their chart
 	// or source, so old charts never run with the new release's values.
@@ -562,7 +562,7 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	s.values = cm.Name
 	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fluxstatus.Truncate(fmt.Sprintf("values of release %s rendered into ConfigMap %s%s", s.release.Name, cm.Name, with))}
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // renderInput gathers the Cluster, its control plane and infrastructure objects as maps.
@@ -645,7 +645,7 @@ func clusterOfObject(_ context.Context, o client.Object) []reconcile.Request {
 // desired release (all of them, unless an upgrade holds some: see clusteraddon_stages.go), leaves
 // the held ones as they are, and removes those of components the release no longer has once
 // nothing holds them (Flux uninstalls or prunes them from the workload cluster).
-func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonScope) (bool, error) {
+func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonScope) (ctrl.Result, error) {
 	comps := s.release.Status.Components
 	if s.plan != nil {
 		comps = s.plan.Apply
@@ -668,11 +668,11 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		if prev != nil && prev.GetObjectKind().GroupVersionKind().Kind != kind {
 			exists, err := r.exists(ctx, obj)
 			if err != nil {
-				return false, err
+				return ctrl.Result{}, err
 			}
 			ready, err := r.fluxReady(ctx, prev)
 			if err != nil {
-				return false, err
+				return ctrl.Result{}, err
 			}
 			if !exists && !ready {
 				status.WaitingFor = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
@@ -683,7 +683,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		}
 		replaced, err := r.removeOtherKind(ctx, s, obj, c.Name)
 		if err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 		if replaced != "" {
 			status.WaitingFor = fmt.Sprintf("waiting for %s, which release %s replaces with a %s, to be removed before creating it", replaced, s.release.Name, kind)
@@ -699,7 +699,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		prev = obj
 	}
 	s.components = s.componentStatuses(written, want)
-	return true, r.pruneStale(ctx, s, want)
+	return ctrl.Result{}, r.pruneStale(ctx, s, want)
 }
 
 // fluxShardOf is the Flux shard a Cluster's Flux objects are labelled for: the value of its
@@ -755,17 +755,17 @@ func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonSc
 // deleted; a component gated on its predecessor has no object yet), except the objects an
 // upgrade holds at their release, whose ConfigMaps are kept. It waits until Flux has acted on
 // what was written (valuesInUse).
-func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (bool, error) {
+func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (ctrl.Result, error) {
 	if inUse, err := r.valuesInUse(ctx, s); err != nil || inUse != "" {
 		if inUse != "" {
 			log.FromContext(ctx).V(1).Info("values ConfigMaps of other releases kept until Flux acts on the current spec", "fluxObject", inUse)
 		}
-		return true, err
+		return ctrl.Result{}, err
 	}
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
 		client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(s.addon.Spec.ClusterName)}); err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	keep := map[string]bool{s.values: true}
 	if s.plan != nil {
@@ -779,11 +779,11 @@ func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope)
 			continue
 		}
 		if err := r.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("delete values ConfigMap %s no Flux object uses: %w", cm.Name, err)
+			return ctrl.Result{}, fmt.Errorf("delete values ConfigMap %s no Flux object uses: %w", cm.Name, err)
 		}
 		log.FromContext(ctx).V(1).Info("values ConfigMap of another release removed", "configMap", cm.Name)
 	}
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // valuesInUse names a Flux object of the cluster whose controller has not observed its current
@@ -953,7 +953,7 @@ func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope)
 		judge.applied[client.ObjectKeyFromObject(o)] = o
 	}
 	key := client.ObjectKeyFromObject(s.addon)
-	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+	err := updateStatusEmit(ctx, r.writer, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 		var events []statusEvent
 		renderFailed, judgeErr, s.judgeAgain, s.held = false, nil, 0, 0
 		stored := a.Status.DeepCopy()
@@ -1142,6 +1142,7 @@ func suspendFlux(ctx context.Context, c client.Client, o client.Object) error {
 
 // SetupWithManager wires the watches.
 func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	r.cache = mgr.GetCache()
 	if err := r.setupOverrides(mgr); err != nil {
 		return err

@@ -48,7 +48,7 @@ func TestPruneStaleRemovesForStage(t *testing.T) {
 		WithIndex(&kustomizev1.Kustomization{}, generatedClusterIndex, generatedCluster).
 		WithObjects(addon, hr("cni", "r2"), hr("ccm", "r1"), hr("csi", "r1"), terminating).Build()
 	rec := record.NewFakeRecorder(10)
-	r := &ClusterAddonReconciler{Client: c, Recorder: rec}
+	r := &ClusterAddonReconciler{Client: c, writer: newStatusWriter(c, nil), Recorder: rec}
 	rel := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r2"}}
 	rel.Status.Components = []csv1.ReleaseComponent{{Name: "cni", Kind: csv1.ComponentKindHelm}, {Name: "ccm", Kind: csv1.ComponentKindHelm}, {Name: "csi", Kind: csv1.ComponentKindHelm}}
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -32,10 +33,10 @@ import (
 // planStages decides, from the control plane's Kubernetes version, the rollout of the Cluster's
 // MachineDeployments and MachinePools and the release each of the Cluster's Flux objects is
 // at, which components move to the desired release now and which are removed.
-func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) (bool, error) {
+func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) (ctrl.Result, error) {
 	objs, err := r.ownedFluxObjects(ctx, s.addon)
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	s.existing = existingByComponent(s.cluster.Name, objs)
 	in := stageplan.Input{
@@ -52,19 +53,19 @@ func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) 
 	if la := in.LastApplied; la != "" && la != s.release.Name {
 		rel := &csv1.ClusterStackRelease{}
 		if err := r.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: la}, rel); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("read release %s last applied to Cluster %s: %w", la, s.cluster.Name, err)
+			return ctrl.Result{}, fmt.Errorf("read release %s last applied to Cluster %s: %w", la, s.cluster.Name, err)
 		}
 		in.LastAppliedKubernetesVersion = rel.Status.KubernetesVersion
 	}
 	// The workers matter only while the Cluster may be upgrading to a release with stages.
 	if len(s.release.Status.Stages) > 0 && in.LastApplied != s.release.Name {
 		if in.Workers, err = r.workersOf(ctx, s.cluster); err != nil {
-			return false, err
+			return ctrl.Result{}, err
 		}
 	}
 	p := stageplan.Compute(in)
 	s.plan, s.stagesBase = &p, in.LastApplied
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // existingByComponent maps components to the Cluster's Flux objects by their component label;
@@ -206,11 +207,11 @@ func (s *addonScope) heldStatus(name, rel string, want map[string]bool) csv1.Add
 
 // observeStages records the stages of the plan: for each component of a stage whether its Flux
 // object was written for the desired release on this reconcile and is Ready there.
-func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScope) (bool, error) {
+func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScope) (ctrl.Result, error) {
 	s.stagesKnown = true
 	if s.plan == nil || len(s.plan.Stages) == 0 {
 		s.stages = nil
-		return true, nil
+		return ctrl.Result{}, nil
 	}
 	comps := map[string]csv1.ReleaseComponent{}
 	for _, c := range s.release.Status.Components {
@@ -225,13 +226,13 @@ func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScop
 			}
 			ready, err := r.readyAtRelease(ctx, obj, comps[name], s.release)
 			if err != nil {
-				return false, err
+				return ctrl.Result{}, err
 			}
 			states[name] = stageplan.ComponentState{Applied: true, Ready: ready}
 		}
 	}
 	s.stages = stageplan.Status(*s.plan, states, s.addon.Status.Stages, metav1.Now())
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // readyAtRelease is true when the cached Flux object is the one just written (it carries the

@@ -190,7 +190,7 @@ func TestPlanStagesWaitsForWorkers(t *testing.T) {
 		WithObjects(rel("r1", "v1.36.3"), addon, hr("cni", "r2"), hr("csi", "r1"),
 			mdAt("c1", "md-0", "v1.37.2", three, three, ptr.To[int32](1), true), mdAt("c2", "md-other", "v1.36.3", three, three, three, true), deleting, pool).
 		Build()
-	r := &ClusterAddonReconciler{Client: c, MachinePools: true}
+	r := &ClusterAddonReconciler{Client: c, writer: newStatusWriter(c, nil), MachinePools: true}
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}}
 	plan := func() *stageplan.Plan {
 		t.Helper()

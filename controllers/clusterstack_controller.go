@@ -68,6 +68,10 @@ type ClusterStackReconciler struct {
 	// Lockdown says whether Flux runs with its multi-tenancy lockdown (the FluxLockdown condition
 	// and, with --flux-lockdown=required, whether releases are created); nil checks nothing.
 	Lockdown *FluxLockdownProbe
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstacks,verbs=get;list;watch;update;patch
@@ -92,8 +96,9 @@ type stackScope struct {
 	refused, lockdown *metav1.Condition
 }
 
-// Reconcile resolves the wanted releases and makes the ClusterStackReleases match.
-func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile resolves the wanted releases and makes the ClusterStackReleases match: the deletion
+// branch, or the phases in order and, once they all ran, the status they found.
+func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -107,28 +112,35 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 	}
 	s := &stackScope{cs: cs}
-	for _, step := range []func(context.Context, *stackScope) error{
+	defer func() {
+		// The status this controller owns says what a whole pass found: after an error the
+		// reconcile is retried, and the status stays as the last whole pass left it.
+		if retErr != nil {
+			return
+		}
+		if err := r.setResolved(ctx, s); err != nil {
+			res, retErr = ctrl.Result{}, err
+		}
+	}()
+	return runPhases(ctx, s,
 		r.resolveWanted,
 		r.checkIdentity,
 		r.decideKeep,
 		r.ensureReleases,
 		r.removeUnused,
-	} {
-		if err := step(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if err := r.setResolved(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
+		r.schedule,
+	)
+}
+
+// schedule is when the stack is looked at again: after its interval while it subscribes to new
+// tags or waits for something that is not watched, and when the Flux lockdown is to be checked
+// again.
+func (r *ClusterStackReconciler) schedule(_ context.Context, s *stackScope) (ctrl.Result, error) {
 	var after time.Duration
-	if cs.Spec.AutoSubscribe || s.requeue {
-		after = interval(cs)
+	if s.cs.Spec.AutoSubscribe || s.requeue {
+		after = interval(s.cs)
 	}
-	if re := r.Lockdown.recheck(); re > 0 && (after == 0 || re < after) {
-		after = re
-	}
-	return ctrl.Result{RequeueAfter: after}, nil
+	return requeueIn(soonest(after, r.Lockdown.recheck())), nil
 }
 
 func interval(cs *csv1.ClusterStack) time.Duration {
@@ -139,7 +151,7 @@ func interval(cs *csv1.ClusterStack) time.Duration {
 }
 
 // resolveWanted: the pinned versions, and the newest published one with autoSubscribe.
-func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScope) error {
+func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScope) (ctrl.Result, error) {
 	cs := s.cs
 	wanted := map[string][]string{}
 	latest := ""
@@ -154,25 +166,25 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 		wanted[c] = append(wanted[c], lifecycle.Candidate)
 	}
 	if !cs.Spec.AutoSubscribe {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	tags, err := r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, StackTags(cs), interval(cs))
 	if err != nil {
-		s.resolveErr = err // ReleasesResolved reports it; the other steps still run
-		return nil         //nolint:nilerr // recorded in the scope, reported as a condition, retried on the interval
+		s.resolveErr = err        // ReleasesResolved reports it; the other steps still run
+		return ctrl.Result{}, nil //nolint:nilerr // recorded in the scope, reported as a condition, retried on the interval
 	}
 	rel, ok := releasename.Latest(tags, cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, false)
 	if !ok {
 		s.resolveErr = fmt.Errorf("no tag in %s matches %s-*: publish a release tag or pin spec.versions",
 			cs.Spec.Source.URL, stackKey(cs))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	name := r.releaseName(cs, rel.Version)
 	wanted[name] = append(wanted[name], KeepLatest)
 	if latest == "" || releasename.CompareVersions(rel.Version, latest) > 0 {
 		s.latest = rel.Version
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 func (r *ClusterStackReconciler) releaseName(cs *csv1.ClusterStack, version string) string {
@@ -185,15 +197,15 @@ func stackKey(cs *csv1.ClusterStack) string {
 }
 
 // decideKeep gathers, from the cache, what uses each release and decides what is kept.
-func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) error {
+func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) (ctrl.Result, error) {
 	existing, err := r.releasesOf(ctx, s.cs)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	s.existing = existing
 	uses, err := cachedReleaseUses(ctx, r.Cache, r.Client, s.cs)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	facts := lifecycle.Facts{Wanted: s.wanted, ClassUsers: uses.classUsers, Applied: uses.applied, Referenced: map[string][]string{}, RollbackReleases: rollbackReleases(s.cs)}
 	// Flux objects name their release by label value; that is the name unless it is too long.
@@ -209,7 +221,7 @@ func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) 
 				apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)})
 	}
 	s.keep = lifecycle.Keep(facts)
-	return nil
+	return ctrl.Result{}, nil
 }
 
 func rollbackReleases(cs *csv1.ClusterStack) int {
@@ -221,9 +233,9 @@ func rollbackReleases(cs *csv1.ClusterStack) int {
 
 // ensureReleases creates or updates every kept release. A release only something uses (not
 // pinned or latest) that does not exist is created only when its tag is published.
-func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackScope) error {
+func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackScope) (ctrl.Result, error) {
 	if s.refused != nil {
-		return nil // checkIdentity refused the stack: nothing is created or changed
+		return ctrl.Result{}, nil // checkIdentity refused the stack: nothing is created or changed
 	}
 	exists := map[string]bool{}
 	for _, rel := range s.existing {
@@ -243,10 +255,10 @@ func (r *ClusterStackReconciler) ensureReleases(ctx context.Context, s *stackSco
 			}
 		}
 		if err := r.ensureRelease(ctx, s.cs, parsed.Version); err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // tagPublished checks that a release's tag exists in the stack's repository.
@@ -273,9 +285,9 @@ func (r *ClusterStackReconciler) releasesOf(ctx context.Context, cs *csv1.Cluste
 
 // removeUnused deletes the releases nothing keeps, each after a live read confirms that nothing
 // uses it. When the wanted set could not be resolved, nothing is deleted.
-func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope) error {
+func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope) (ctrl.Result, error) {
 	if s.resolveErr != nil {
-		return nil //nolint:nilerr // nothing is deleted while the wanted set is unknown; ReleasesResolved says why
+		return ctrl.Result{}, nil //nolint:nilerr // nothing is deleted while the wanted set is unknown; ReleasesResolved says why
 	}
 	var live *uses
 	for i := range s.existing {
@@ -286,7 +298,7 @@ func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope
 		if live == nil {
 			u, err := releaseUses(ctx, r.APIReader, s.cs)
 			if err != nil {
-				return fmt.Errorf("confirm release %s is unused: %w", rel.Name, err)
+				return ctrl.Result{}, fmt.Errorf("confirm release %s is unused: %w", rel.Name, err)
 			}
 			live = &u
 		}
@@ -300,17 +312,17 @@ func (r *ClusterStackReconciler) removeUnused(ctx context.Context, s *stackScope
 				s.requeue = true
 				continue
 			}
-			return fmt.Errorf("delete unused release %s: %w", rel.Name, err)
+			return ctrl.Result{}, fmt.Errorf("delete unused release %s: %w", rel.Name, err)
 		}
 		r.Recorder.Eventf(s.cs, corev1.EventTypeNormal, "ReleaseRemoved", "release %s is not pinned, latest, a rollback target or used by any Cluster or Flux object: removed", rel.Name)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // setResolved records the releases, the missing ones and the ReleasesResolved condition (facts
 // this controller owns).
 func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope) error {
-	return updateStatusEmit(ctx, r.Client, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+	return updateStatusEmit(ctx, r.writer, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		old := map[string]csv1.ReleaseSummary{}
 		for _, sum := range cs.Status.Releases {
 			old[sum.Name] = sum
@@ -397,7 +409,7 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 	}
 	if len(blocked) > 0 {
 		msg := "deletion waits until no Cluster uses the stack's releases: " + strings.Join(blocked, "; ")
-		err := updateStatus(ctx, r.Client, cs, func(cs *csv1.ClusterStack) {
+		err := updateStatus(ctx, r.writer, cs, func(cs *csv1.ClusterStack) {
 			fluxstatus.SetCondition(&cs.Status.Conditions, metav1.Condition{Type: csv1.ReleasesResolvedCondition, Status: metav1.ConditionFalse,
 				Reason: csv1.ReasonInUse, Message: fluxstatus.Truncate(msg), ObservedGeneration: cs.Generation})
 		})
@@ -418,6 +430,7 @@ func (r *ClusterStackReconciler) reconcileDelete(ctx context.Context, cs *csv1.C
 // user of the stack's releases, so one per Cluster change would cost O(N) each while a fleet of
 // N Clusters is created or upgraded.
 func (r *ClusterStackReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&csv1.ClusterStack{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate(), candidateChanged()))).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(stackOfReleaseObject), builder.WithPredicates(releaseLifecycleChanged())).

@@ -34,6 +34,10 @@ type ClusterStackStatusReconciler struct {
 	Fleets *AddonFleets
 
 	pace rollupPacer
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // Reconcile recomputes one ClusterStack's status.
@@ -71,7 +75,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}
 	f := stackstatus.Facts{Releases: delivered, Fleet: fleet, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition)}
-	err = updateStatusEmit(ctx, r.Client, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+	err = updateStatusEmit(ctx, r.writer, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		f.PreviousAvailable = cs.Status.Versions.Available // as re-read: this controller's last write
 		res := stackstatus.Compute(cs.Name, f)
 		cs.Status.Versions.Available = res.AvailableVersion
@@ -151,6 +155,7 @@ func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *c
 // SetupWithManager watches ClusterStacks, their releases and (through Fleets) their clusters'
 // ClusterAddons.
 func (r *ClusterStackStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	toStack := func(label string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var name string

@@ -49,6 +49,10 @@ type ClusterStackReleaseReconciler struct {
 	// Tags checks that a pinned release's tag still points at the validated commit.
 	Tags     *TagLister
 	Recorder record.EventRecorder
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases,verbs=get;list;watch;create;update;patch;delete
@@ -60,8 +64,23 @@ type ClusterStackReleaseReconciler struct {
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile runs the release's steps in order.
-func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// releaseScope carries one reconcile's facts between the phases.
+type releaseScope struct {
+	// rel is the release as read, with what this reconcile learned of its stack applied to its
+	// status (withStackFacts): the phases after validation act on what the write records.
+	rel  *csv1.ClusterStackRelease
+	repo *sourcev1.GitRepository
+	// stack is the stack at the tag once it is valid.
+	stack *stack.Stack
+	// stackValid is the StackValid condition learned (nil: nothing learned); tagVerified the
+	// TagVerified condition to record (nil: leave it).
+	stackValid, tagVerified *metav1.Condition
+}
+
+// Reconcile turns the release into its Flux objects: the deletion branch, or the phases in
+// order; what they learned is written to the status once, at the end, whether they all ran or
+// not.
+func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	rel := &csv1.ClusterStackRelease{}
 	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -74,53 +93,82 @@ func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.
 			return ctrl.Result{}, err
 		}
 	}
+	s := &releaseScope{rel: rel}
+	defer func() {
+		if err := r.writeStatus(ctx, rel, s); err != nil && retErr == nil {
+			res, retErr = ctrl.Result{}, err
+		}
+	}()
+	return runPhases(ctx, s,
+		r.applySource,
+		r.validate,
+		r.applyClusterClassAndCharts,
+		r.verifyTag,
+	)
+}
 
-	// The release's one source.
-	repo := fluxgen.GitRepository(rel)
-	if _, err := r.Applier.Apply(ctx, rel, repo); err != nil {
+// applySource applies the release's one source, the GitRepository, and waits until Flux has
+// fetched the release's tag: the GitRepository watch brings the reconcile back; the status
+// aggregation reports what Flux says meanwhile.
+func (r *ClusterStackReleaseReconciler) applySource(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
+	repo := fluxgen.GitRepository(s.rel)
+	if _, err := r.Applier.Apply(ctx, s.rel, repo); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !artifactOfRelease(rel, repo) {
-		// Flux has not fetched the tag (yet): the GitRepository watch brings us back; the
-		// status aggregation reports what Flux says.
-		return ctrl.Result{}, nil
+	if !artifactOfRelease(s.rel, repo) {
+		return ctrl.Result{}, errPhasesDone
 	}
+	s.repo = repo
+	return ctrl.Result{}, nil
+}
 
-	// What the stack at the tag says.
-	st, err := r.Stacks.Get(ctx, repo, rel.Spec.Source.Path)
+// validate reads the stack at the tag and checks it is the one the release names. An invalid
+// stack stops the phases: nothing already delivered is touched; a new tag or revision brings
+// the reconcile back. An artifact that cannot be read is an error (retried with back-off).
+func (r *ClusterStackReleaseReconciler) validate(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
+	st, err := r.Stacks.Get(ctx, s.repo, s.rel.Spec.Source.Path)
 	if err == nil {
-		err = validateStack(rel, st)
+		err = validateStack(s.rel, st)
 	}
 	if err != nil {
 		var artErr *ArtifactError
 		if errors.As(err, &artErr) {
-			r.setStackValid(ctx, rel, repo, nil, metav1.ConditionFalse, csv1.ReasonArtifactUnavailable, err.Error())
-			return ctrl.Result{}, err // transient: back off and retry
+			s.stackValid = &metav1.Condition{Type: csv1.StackValidCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonArtifactUnavailable, Message: err.Error()}
+			return ctrl.Result{}, err
 		}
-		msg := fmt.Sprintf("stack %q at tag %s is invalid: %s", rel.Spec.Source.Path, rel.Name, oneLine(err))
-		r.setStackValid(ctx, rel, repo, nil, metav1.ConditionFalse, csv1.ReasonInvalidStack, msg)
-		// Nothing already delivered is touched; a new tag or revision brings us back.
-		return ctrl.Result{}, nil
+		s.stackValid = &metav1.Condition{Type: csv1.StackValidCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonInvalidStack,
+			Message: fmt.Sprintf("stack %q at tag %s is invalid: %s", s.rel.Spec.Source.Path, s.rel.Name, oneLine(err))}
+		return ctrl.Result{}, errPhasesDone
 	}
-	r.setStackValid(ctx, rel, repo, st, metav1.ConditionTrue, csv1.ReasonAsExpected,
-		fmt.Sprintf("stack %q at %s is valid", rel.Spec.Source.Path, repo.Status.Artifact.Revision))
+	s.stack = st
+	s.stackValid = &metav1.Condition{Type: csv1.StackValidCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
+		Message: fmt.Sprintf("stack %q at %s is valid", s.rel.Spec.Source.Path, s.repo.Status.Artifact.Revision)}
+	// What the status write records is what the next phases act on (the commit the release is
+	// pinned to, once it is first validated).
+	view := s.rel.DeepCopy()
+	s.withStackFacts(view)
+	s.rel = view
+	return ctrl.Result{}, nil
+}
 
-	// The cluster-class into the management cluster, and the shared addon sources.
-	cc := releaseComponent(st.ClusterClass, "")
-	for _, obj := range fluxgen.ClusterClassObjects(rel, cc) {
-		if _, err := r.Applier.Apply(ctx, rel, obj); err != nil {
+// applyClusterClassAndCharts applies the objects that apply the cluster-class into the
+// management cluster, and the shared sources of the addon components.
+func (r *ClusterStackReleaseReconciler) applyClusterClassAndCharts(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
+	cc := releaseComponent(s.stack.ClusterClass, "")
+	for _, obj := range fluxgen.ClusterClassObjects(s.rel, cc) {
+		if _, err := r.Applier.Apply(ctx, s.rel, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	for _, chart := range fluxgen.AddonCharts(rel, releaseComponents(rel, st)) {
-		if _, err := r.Applier.Apply(ctx, rel, chart); err != nil {
+	for _, chart := range fluxgen.AddonCharts(s.rel, releaseComponents(s.rel, s.stack)) {
+		if _, err := r.Applier.Apply(ctx, s.rel, chart); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return r.verifyTag(ctx, rel)
+	return ctrl.Result{}, nil
 }
 
 // artifactOfRelease is true when the GitRepository's artifact is the release's: at the
@@ -138,14 +186,13 @@ func artifactOfRelease(rel *csv1.ClusterStackRelease, repo *sourcev1.GitReposito
 
 // verifyTag checks, every interval, that a pinned release's tag still points at the validated
 // commit (tags cannot be watched). A moved tag is reported and not delivered.
-func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1.ClusterStackRelease) (ctrl.Result, error) {
+func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
+	rel := s.rel
 	if !fluxgen.Pinned(rel) || r.Tags == nil {
 		// Following the tag: nothing to verify; clear a TagMoved reported before the opt-in.
 		if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.TagVerifiedCondition); c != nil && c.Status != metav1.ConditionTrue {
-			return ctrl.Result{}, updateStatus(ctx, r.Client, rel, func(rel *csv1.ClusterStackRelease) {
-				fluxstatus.SetCondition(&rel.Status.Conditions, metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue,
-					Reason: csv1.ReasonAsExpected, Message: fmt.Sprintf("release %s follows its tag (followMovedTags)", rel.Name), ObservedGeneration: rel.Generation})
-			})
+			s.tagVerified = &metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue,
+				Reason: csv1.ReasonAsExpected, Message: fmt.Sprintf("release %s follows its tag (followMovedTags)", rel.Name)}
 		}
 		return ctrl.Result{}, nil
 	}
@@ -173,15 +220,27 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, rel *csv1
 			"tag %s moved from the validated commit %s to %s; the release keeps delivering %s. Publish the change as a new version, move the tag back, or set spec.followMovedTags on ClusterStack %s to deliver %s",
 			rel.Name, rel.Status.Commit, refs[rel.Name], rel.Status.Commit, rel.Spec.ClusterStack, refs[rel.Name])
 	}
-	err = updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
-		c.ObservedGeneration = rel.Generation
-		old := apimeta.FindStatusCondition(rel.Status.Conditions, c.Type)
-		if fluxstatus.SetCondition(&rel.Status.Conditions, c) && (old == nil || old.Status != c.Status) && c.Status == metav1.ConditionFalse {
-			return true, []statusEvent{warningEvent(c.Reason, c.Message)}
+	s.tagVerified = &c
+	return requeueIn(every), nil
+}
+
+// writeStatus records what the phases learned, in one write: StackValid with the stack's facts,
+// and TagVerified. Events follow the write.
+func (r *ClusterStackReleaseReconciler) writeStatus(ctx context.Context, rel *csv1.ClusterStackRelease, s *releaseScope) error {
+	if s.stackValid == nil && s.tagVerified == nil {
+		return nil
+	}
+	return updateStatusEmit(ctx, r.writer, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+		events := s.withStackFacts(rel)
+		if c := s.tagVerified; c != nil {
+			c.ObservedGeneration = rel.Generation
+			old := apimeta.FindStatusCondition(rel.Status.Conditions, c.Type)
+			if fluxstatus.SetCondition(&rel.Status.Conditions, *c) && (old == nil || old.Status != c.Status) && c.Status == metav1.ConditionFalse {
+				events = append(events, warningEvent(c.Reason, c.Message))
+			}
 		}
-		return true, nil
+		return true, events
 	})
-	return ctrl.Result{RequeueAfter: every}, err
 }
 
 // validatedSince is the earliest start of a tag listing that can contradict the release's
@@ -210,40 +269,43 @@ func validateStack(rel *csv1.ClusterStackRelease, st *stack.Stack) error {
 	return ps.Err()
 }
 
-// setStackValid records what the release controller learned; it owns StackValid and the
-// stack facts in the status.
-func (r *ClusterStackReleaseReconciler) setStackValid(ctx context.Context, rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository, st *stack.Stack, status metav1.ConditionStatus, reason, msg string) {
-	err := updateStatusEmit(ctx, r.Client, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
-		var events []statusEvent
-		old := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition)
-		fluxstatus.SetCondition(&rel.Status.Conditions, metav1.Condition{Type: csv1.StackValidCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation})
-		if old == nil || old.Status != status {
-			e := normalEvent(reason, msg)
-			if status != metav1.ConditionTrue {
-				e.eventType = corev1.EventTypeWarning
-			}
-			events = append(events, e)
-		}
-		if st == nil {
-			return true, events // keep what was learned from the last valid revision
-		}
-		rel.Status.Revision = repo.Status.Artifact.Revision
-		if commit := strings.TrimPrefix(fluxstatus.CommitOf(rel.Status.Revision), "sha1:"); commit != "" && (rel.Status.Commit == "" || rel.Spec.FollowMovedTags) {
-			rel.Status.Commit = commit
-		}
-		rel.Status.KubernetesVersion = st.KubernetesVersion
-		rel.Status.ClusterClassName = rel.Name
-		cc := releaseComponent(st.ClusterClass, "")
-		rel.Status.ClusterClass = &cc
-		rel.Status.Components = releaseComponents(rel, st)
-		rel.Status.Stages = releaseStages(st)
-		rel.Status.Requirements = releaseRequirements(st)
-		rel.Status.ObservedGeneration = rel.Generation
-		return true, events
-	})
-	if err != nil {
-		log.FromContext(ctx).Error(err, "update status")
+// withStackFacts sets on rel what this reconcile learned of its stack (nothing when it learned
+// nothing): the StackValid condition, this controller's, and from a valid stack the facts of the
+// status it owns (revision, commit, versions, components); an invalid stack keeps what was
+// learned from the last valid revision. It returns the Events of a change of StackValid.
+func (s *releaseScope) withStackFacts(rel *csv1.ClusterStackRelease) []statusEvent {
+	if s.stackValid == nil {
+		return nil
 	}
+	var events []statusEvent
+	c := *s.stackValid
+	c.ObservedGeneration = rel.Generation
+	old := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition)
+	fluxstatus.SetCondition(&rel.Status.Conditions, c)
+	if old == nil || old.Status != c.Status {
+		e := normalEvent(c.Reason, c.Message)
+		if c.Status != metav1.ConditionTrue {
+			e.eventType = corev1.EventTypeWarning
+		}
+		events = append(events, e)
+	}
+	st := s.stack
+	if st == nil {
+		return events
+	}
+	rel.Status.Revision = s.repo.Status.Artifact.Revision
+	if commit := strings.TrimPrefix(fluxstatus.CommitOf(rel.Status.Revision), "sha1:"); commit != "" && (rel.Status.Commit == "" || rel.Spec.FollowMovedTags) {
+		rel.Status.Commit = commit
+	}
+	rel.Status.KubernetesVersion = st.KubernetesVersion
+	rel.Status.ClusterClassName = rel.Name
+	cc := releaseComponent(st.ClusterClass, "")
+	rel.Status.ClusterClass = &cc
+	rel.Status.Components = releaseComponents(rel, st)
+	rel.Status.Stages = releaseStages(st)
+	rel.Status.Requirements = releaseRequirements(st)
+	rel.Status.ObservedGeneration = rel.Generation
+	return events
 }
 
 func releaseComponent(c stack.Component, source string) csv1.ReleaseComponent {
@@ -326,6 +388,7 @@ func oneLineText(s string) string {
 // SetupWithManager wires the watches: the release, the Flux objects it owns, and the Clusters
 // using its ClusterClass (for deletion).
 func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&csv1.ClusterStackRelease{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
 		Owns(&sourcev1.GitRepository{}, builder.WithPredicates(artifactChanged())).

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -159,12 +158,30 @@ func clustersUsing(ctx context.Context, c client.Reader, ns, release string) ([]
 	return list.Items, nil
 }
 
-// uncachedReader reads from the API server directly (the manager's API reader); set by Setup.
-var uncachedReader atomic.Pointer[client.Reader]
+// statusWriter writes the status of the operator's objects for the reconcilers of one manager,
+// which share it (each holds it): it reads from the manager's client (its cache) and falls back
+// to the API server (live) where the cache is known to lag behind this process's own writes.
+type statusWriter struct {
+	client client.Client
+	// live reads from the API server directly (the manager's API reader); nil: the client only.
+	live client.Reader
+	// own remembers the versions this writer's writes replaced (writtenVersions).
+	own *writtenVersions
+}
 
-// setUncachedReader sets the API reader status writes fall back to (Setup; several managers of
-// one process, as in tests, share one API server).
-func setUncachedReader(r client.Reader) { uncachedReader.Store(&r) }
+// newStatusWriter returns the status writer of a manager's reconcilers: c is the manager's
+// client, live its API reader (nil: read through c only).
+func newStatusWriter(c client.Client, live client.Reader) *statusWriter {
+	return &statusWriter{client: c, live: live, own: &writtenVersions{replaced: map[string]string{}}}
+}
+
+// managerStatusWriter is w, or when w is nil a new status writer of mgr's client and API reader.
+func managerStatusWriter(w *statusWriter, mgr ctrl.Manager) *statusWriter {
+	if w != nil {
+		return w
+	}
+	return newStatusWriter(mgr.GetClient(), mgr.GetAPIReader())
+}
 
 // statusObject is an API object of ours with a status.
 type statusObject interface {
@@ -177,8 +194,8 @@ type statusObject interface {
 // fields (the API documents the writer of each field, docs/status-ownership.md has the table):
 // each re-reads and retries on conflict, and mutate sets only its caller's fields, so none
 // overwrites another's. mutate may run several times, once per attempt.
-func updateStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T)) error {
-	return updateStatusIf(ctx, c, obj, func(o T) bool { mutate(o); return true })
+func updateStatus[T statusObject](ctx context.Context, w *statusWriter, obj T, mutate func(T)) error {
+	return updateStatusIf(ctx, w, obj, func(o T) bool { mutate(o); return true })
 }
 
 // errStaleStatus is returned by updateStatusIf when mutate gave up: the object changed since
@@ -187,8 +204,8 @@ var errStaleStatus = errors.New("status was computed from a stale object")
 
 // updateStatusIf is updateStatus whose mutate may give up (return false) after seeing the
 // re-read object; nothing is written then and errStaleStatus is returned.
-func updateStatusIf[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T) bool) error {
-	_, err := writeStatus(ctx, c, obj, func(o T) (bool, []statusEvent) { return mutate(o), nil })
+func updateStatusIf[T statusObject](ctx context.Context, w *statusWriter, obj T, mutate func(T) bool) error {
+	_, err := writeStatus(ctx, w, obj, func(o T) (bool, []statusEvent) { return mutate(o), nil })
 	return err
 }
 
@@ -196,20 +213,17 @@ func updateStatusIf[T statusObject](ctx context.Context, c client.Client, obj T,
 // condition's transition, say): they are recorded on obj once, after the write that made the
 // change succeeded; never from inside the retried mutation, and never for a write that failed,
 // was given up or found nothing to change.
-func updateStatusEmit[T statusObject](ctx context.Context, c client.Client, rec record.EventRecorder, obj T, mutate func(T) (bool, []statusEvent)) error {
-	events, err := writeStatus(ctx, c, obj, mutate)
+func updateStatusEmit[T statusObject](ctx context.Context, w *statusWriter, rec record.EventRecorder, obj T, mutate func(T) (bool, []statusEvent)) error {
+	events, err := writeStatus(ctx, w, obj, mutate)
 	return emitAfter(rec, obj, events, err)
 }
 
 // writeStatus is the one status write: re-read, mutate, write when changed, retry on conflict.
 // It returns the events mutate decided on the attempt whose write succeeded (none when nothing
 // was written).
-func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mutate func(T) (bool, []statusEvent)) ([]statusEvent, error) {
-	var reader client.Reader = c
-	var live client.Reader
-	if p := uncachedReader.Load(); p != nil {
-		live = *p
-	}
+func writeStatus[T statusObject](ctx context.Context, w *statusWriter, obj T, mutate func(T) (bool, []statusEvent)) ([]statusEvent, error) {
+	var reader client.Reader = w.client
+	live := w.live
 	var written []statusEvent
 	// retry.DefaultRetry: the retry reads the API server, not the cache, so a second attempt
 	// rarely conflicts again; DefaultBackoff's growing pauses (up to a quarter second) would hold
@@ -218,7 +232,7 @@ func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mu
 		written = nil
 		err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if live != nil && reader != live &&
-			(apierrors.IsNotFound(err) || (err == nil && ownWrites.behind(obj))) {
+			(apierrors.IsNotFound(err) || (err == nil && w.own.behind(obj))) {
 			// Created a moment ago and not in the cache yet, or the cache has not seen this
 			// process's last status write yet: the API server has it (a read now, not a
 			// conflicting write).
@@ -244,22 +258,20 @@ func writeStatus[T statusObject](ctx context.Context, c client.Client, obj T, mu
 			l.Info("writing status", "diff", cmp.Diff(before, runtime.Object(obj)))
 		}
 		replaced := obj.GetResourceVersion()
-		if err := c.Status().Update(ctx, obj); err != nil {
+		if err := w.client.Status().Update(ctx, obj); err != nil {
 			return err
 		}
-		ownWrites.wrote(obj, replaced)
+		w.own.wrote(obj, replaced)
 		written = events
 		return nil
 	})
 	return written, err
 }
 
-// ownWrites remembers, per object, the resourceVersion this process's last status write
+// writtenVersions remembers, per object, the resourceVersion a writer's last status write
 // replaced: while the cache still shows that version, it is behind the write, and a status
 // computed from it would conflict. At thousands of Clusters, reconciles woken right after a
 // write made about one conflict (and a retry) per Cluster.
-var ownWrites = &writtenVersions{replaced: map[string]string{}}
-
 type writtenVersions struct {
 	mu       sync.Mutex
 	replaced map[string]string

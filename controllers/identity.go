@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -126,14 +127,14 @@ func serviceAccountRefusal(cs *csv1.ClusterStack, defaultSA string, sa *metav1.P
 // checkIdentity decides whether the ClusterStack's releases may be created or changed: its
 // spec.serviceAccountName must be allowed (serviceAccountRefusal), and with
 // --flux-lockdown=required Flux must run locked down. It records the FluxLockdown condition.
-func (r *ClusterStackReconciler) checkIdentity(ctx context.Context, s *stackScope) error {
+func (r *ClusterStackReconciler) checkIdentity(ctx context.Context, s *stackScope) (ctrl.Result, error) {
 	cs := s.cs
 	if name := cs.Spec.ServiceAccountName; name != "" && name != r.DefaultServiceAccount {
 		sa := &metav1.PartialObjectMetadata{}
 		sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cs.Namespace, Name: name}, sa); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("read ServiceAccount %s/%s named by ClusterStack %s: %w", cs.Namespace, name, cs.Name, err)
+				return ctrl.Result{}, fmt.Errorf("read ServiceAccount %s/%s named by ClusterStack %s: %w", cs.Namespace, name, cs.Name, err)
 			}
 			sa = nil
 		}
@@ -142,7 +143,7 @@ func (r *ClusterStackReconciler) checkIdentity(ctx context.Context, s *stackScop
 		}
 	}
 	if r.Lockdown == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	state := r.Lockdown.State(ctx)
 	c := fluxlockdown.Condition(state, cs.Name, serviceAccountOf(cs, r.DefaultServiceAccount))
@@ -151,5 +152,5 @@ func (r *ClusterStackReconciler) checkIdentity(ctx context.Context, s *stackScop
 		refused := fluxlockdown.Refused(state, cs.Name)
 		s.refused = &refused
 	}
-	return nil
+	return ctrl.Result{}, nil
 }

@@ -67,6 +67,10 @@ type ManagementOperatorReconciler struct {
 	// those kustomize-controller applied; see CacheOptions and HelmDeploymentCacheOptions). nil:
 	// the manager's client is read and nothing more is watched.
 	HelmDeployments cache.Cache
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // +kubebuilder:rbac:groups=clusterstack.io,resources=managementoperators,verbs=get;list;watch;update;patch
@@ -99,8 +103,9 @@ type opScope struct {
 	written map[reflect.Type]client.Object
 }
 
-// Reconcile delivers one ManagementOperator and records its status.
-func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile delivers one ManagementOperator and records its status: the deletion branch, or the
+// phases in order and, once they all ran, the status computed from what they observed.
+func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	op := &csv1.ManagementOperator{}
 	if err := r.Get(ctx, req.NamespacedName, op); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -114,18 +119,25 @@ func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}
 	s := &opScope{op: op}
-	for _, step := range []func(context.Context, *opScope) error{
+	defer func() {
+		// The status is computed from a whole pass's observations: after an error the reconcile
+		// is retried, and the status stays as the last whole pass left it.
+		if retErr != nil {
+			return
+		}
+		written, err := r.writeStatus(ctx, s)
+		res, retErr = lowestRequeue(res, written), err
+		if err != nil {
+			res = ctrl.Result{}
+		}
+	}()
+	return runPhases(ctx, s,
 		r.collectReleases,
 		r.applyFluxObjects,
 		r.observeFluxObjects,
 		r.observeDeployments,
 		r.listTags,
-	} {
-		if err := step(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return r.writeStatus(ctx, s)
+	)
 }
 
 // collectReleases gathers the releases that require the operator and, while spec.version
@@ -133,21 +145,21 @@ func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.R
 // Clusters use (as the ClusterStack's garbage collection decides it: a Cluster's ClusterClass, a
 // ClusterAddon's applied release, a cluster's Flux objects still referring to it). In the steady
 // state a reconcile thus costs two cached Lists, not a walk over every stack's Clusters.
-func (r *ManagementOperatorReconciler) collectReleases(ctx context.Context, s *opScope) error {
+func (r *ManagementOperatorReconciler) collectReleases(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels); err != nil {
-		return fmt.Errorf("list ClusterStackReleases: %w", err)
+		return ctrl.Result{}, fmt.Errorf("list ClusterStackReleases: %w", err)
 	}
 	used := map[string]bool{} // "<namespace>/<release>"
 	if s.op.Spec.Version != s.op.DeliveredVersion() {
 		if err := r.releasesInUse(ctx, rels.Items, used); err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 	}
 	all, inUse := stackReleases(rels.Items, used)
 	s.inUse = inUse
 	s.requiredBy = requirements.Requiring(s.op.Spec.Component, all)
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // releasesInUse marks in used ("<namespace>/<release>") the releases that Clusters use.
@@ -195,42 +207,42 @@ func stackReleases(rels []csv1.ClusterStackRelease, used map[string]bool) (all, 
 // first fetched at the version's tag once that is known (opstatus.PinnedCommit). When
 // spec.version is refused or held back nothing is written: the objects keep delivering what
 // they delivered.
-func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *opScope) error {
+func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	s.decision = opstatus.Decide(s.op, s.inUse)
 	s.pinned = opstatus.PinnedCommit(s.op, s.decision.Target)
 	if !s.decision.Apply {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	s.written = map[reflect.Type]client.Object{}
 	for _, obj := range opgen.Objects(s.op, r.Namespace, s.decision.Target, s.pinned) {
 		if _, err := r.Applier.Apply(ctx, s.op, obj); err != nil {
-			return fmt.Errorf("ManagementOperator %s: apply %s %s/%s: %w", s.op.Name, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+			return ctrl.Result{}, fmt.Errorf("ManagementOperator %s: apply %s %s/%s: %w", s.op.Name, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 		s.written[reflect.TypeOf(obj)] = obj
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // observeFluxObjects reads the operator's Flux objects back (those it controls; another's
 // object of the same name counts as missing) and maps them to states.
-func (r *ManagementOperatorReconciler) observeFluxObjects(ctx context.Context, s *opScope) error {
+func (r *ManagementOperatorReconciler) observeFluxObjects(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	key := client.ObjectKey{Namespace: r.Namespace, Name: opgen.ObjectName(s.op.Name)}
 	var err error
 	if s.observed.GitRepository, err = observeControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, s); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if opgen.UsesChart(s.op) {
 		if s.observed.HelmChart, err = observeControlled(ctx, r.Client, key, &sourcev1.HelmChart{}, s); err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 		if s.observed.HelmRelease, err = observeControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, s); err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 	} else if s.observed.Kustomization, err = observeControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	s.objects = opstatus.States(s.op, s.decision.Target, s.pinned, s.observed)
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // observeControlled is getControlled of an object this reconcile may have written: a cached
@@ -268,7 +280,7 @@ func getControlled[T client.Object](ctx context.Context, c client.Reader, key cl
 // chart is installed into (opstatus.HelmReleaseNamespace). Flux's labels alone prove nothing:
 // anyone may put them on a Deployment of their own namespace, and one that never becomes
 // available would hold every upgrade of the operator.
-func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s *opScope) error {
+func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	var deps []appsv1.Deployment
 	switch {
 	case s.observed.Kustomization != nil:
@@ -278,7 +290,7 @@ func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s
 				if apierrors.IsNotFound(err) {
 					continue // not applied yet (or not labelled by kustomize-controller, so not cached)
 				}
-				return fmt.Errorf("get Deployment %s: %w", key, err)
+				return ctrl.Result{}, fmt.Errorf("get Deployment %s: %w", key, err)
 			}
 			deps = append(deps, d)
 		}
@@ -290,7 +302,7 @@ func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s
 		hr := s.observed.HelmRelease
 		var list appsv1.DeploymentList
 		if err := reader.List(ctx, &list, client.InNamespace(opstatus.HelmReleaseNamespace(hr)), client.MatchingLabels(opstatus.HelmReleaseSelector(hr))); err != nil {
-			return fmt.Errorf("list Deployments of HelmRelease %s/%s: %w", hr.Namespace, hr.Name, err)
+			return ctrl.Result{}, fmt.Errorf("list Deployments of HelmRelease %s/%s: %w", hr.Namespace, hr.Name, err)
 		}
 		deps = list.Items
 	}
@@ -301,7 +313,7 @@ func (r *ManagementOperatorReconciler) observeDeployments(ctx context.Context, s
 	for i := range deps {
 		s.deployments = append(s.deployments, opstatus.FromDeployment(&deps[i]))
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // tagInterval is how often the source repository's tags are listed: the operator's interval.
@@ -319,10 +331,10 @@ func tagInterval(op *csv1.ManagementOperator) time.Duration {
 // version's rollout began is asked for (the cache is shared with every ManagementOperator of the
 // repository, and may predate the tag). A failure leaves availableUpdates as they were and
 // TagVerified Unknown.
-func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope) error {
+func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	git := s.op.Spec.Source.Git
 	if git == nil || r.Tags == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	src, sel, every := csv1.StackSource{URL: git.URL, SecretRef: git.SecretRef}, OperatorTags(s.op), tagInterval(s.op)
 	l, err := r.Tags.Listing(ctx, r.Namespace, src, sel, every, time.Time{})
@@ -336,13 +348,13 @@ func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope)
 		}
 		s.tagsErr = &fluxstatus.Problem{Reason: reason, Message: redact.URLs(oneLine(err))}
 		log.FromContext(ctx).Info("cannot list the tags of the operator's repository; availableUpdates are kept", "error", s.tagsErr.Message)
-		return nil
+		return ctrl.Result{}, nil
 	}
 	s.tags, s.ignoredTags = l.Refs, l.Ignored
 	if s.tags == nil {
 		s.tags = map[string]string{} // listed, and there are none
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // rolloutStarted is when the rollout of version began (the start of its newest history entry,
@@ -361,7 +373,7 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 	var res opstatus.Result
 	repin := false
 	generation, now := s.op.Generation, r.Options.now()
-	err := updateStatusEmit(ctx, r.Client, r.Recorder, s.op, func(op *csv1.ManagementOperator) (bool, []statusEvent) {
+	err := updateStatusEmit(ctx, r.writer, r.Recorder, s.op, func(op *csv1.ManagementOperator) (bool, []statusEvent) {
 		// The status is computed from the object as re-read here, not as read at the start of
 		// the reconcile: the cache may not have had this process's last status write yet, and a
 		// status computed from the one before would take back what that write recorded (a

@@ -66,7 +66,7 @@ func TestManagementOperatorStatusFromReReadObject(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := &ManagementOperatorReconciler{Client: c, Recorder: record.NewFakeRecorder(16), Namespace: "mgmt",
+	r := &ManagementOperatorReconciler{Client: c, writer: newStatusWriter(c, nil), Recorder: record.NewFakeRecorder(16), Namespace: "mgmt",
 		Options: StatusOptions{Grace: 5 * time.Minute}}
 	routine := fluxstatus.ObjectState{Kind: "Kustomization", Name: opgen.ObjectName("infra"), Exists: true, Current: true,
 		Ready: metav1.ConditionUnknown, Reason: meta.ProgressingReason, Message: "Reconciliation in progress",

@@ -154,7 +154,7 @@ func TestManagementOperatorDeleteSuspendsFirst(t *testing.T) {
 			return c.Delete(ctx, o, opts...)
 		},
 	}).Build()
-	r := &ManagementOperatorReconciler{Client: c, Applier: &Applier{Client: c, Scheme: scheme}, Namespace: "mgmt"}
+	r := &ManagementOperatorReconciler{Client: c, writer: newStatusWriter(c, nil), Applier: &Applier{Client: c, Scheme: scheme}, Namespace: "mgmt"}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: op.Name}}); err != nil {
 		t.Fatal(err)
 	}

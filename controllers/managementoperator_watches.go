@@ -29,6 +29,7 @@ import (
 // (releases' requirements, Clusters' ClusterClasses, ClusterAddons' applied releases). The
 // repository's tags cannot be watched: Reconcile requeues for them every spec.interval.
 func (r *ManagementOperatorReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ManagementOperator{}, handler.OnlyControllerOwner())
 	rv := builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request { return r.allOperators(ctx) })

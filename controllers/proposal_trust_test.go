@@ -207,11 +207,11 @@ func TestOpenForgeIgnoresLookalikes(t *testing.T) {
 	mine := ownPR(8, prefix, forge.StateOpen)
 	ff := &fakeForge{me: "fleet-bot", prs: []forge.PullRequest{fork, mine}}
 	rec := record.NewFakeRecorder(10)
-	r := &ClusterStackUpdatesReconciler{Client: c, APIReader: c, Recorder: rec,
+	r := &ClusterStackUpdatesReconciler{Client: c, writer: newStatusWriter(c, nil), APIReader: c, Recorder: rec,
 		NewForge: func(csv1.ForgeProvider, forge.Repository, string) (forge.Client, error) { return ff, nil }}
 	for range 2 {
 		s := &updatesScope{cs: cs}
-		if err := r.openForge(context.Background(), s); err != nil {
+		if _, err := r.openForge(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
 		s.release()
@@ -249,13 +249,13 @@ func TestOpenForgeRefusesWhereTheTokenMustNotGo(t *testing.T) {
 			cs, objs := fleetObjects("demo", "aws-base-1-36", tc.url)
 			cs.Spec.Updates.Proposals.APIURL = tc.apiURL
 			c := fake.NewClientBuilder().WithScheme(updatesScheme(t)).WithObjects(objs...).Build()
-			r := &ClusterStackUpdatesReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10), ForgePolicy: tc.policy,
+			r := &ClusterStackUpdatesReconciler{Client: c, writer: newStatusWriter(c, nil), APIReader: c, Recorder: record.NewFakeRecorder(10), ForgePolicy: tc.policy,
 				NewForge: func(csv1.ForgeProvider, forge.Repository, string) (forge.Client, error) {
 					t.Error("a forge client was built")
 					return nil, nil
 				}}
 			s := &updatesScope{cs: cs}
-			if err := r.openForge(context.Background(), s); err != nil {
+			if _, err := r.openForge(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
 			if s.cond.Reason != csv1.ReasonInvalidProposalConfig || !strings.Contains(s.cond.Message, tc.want) {
@@ -273,7 +273,7 @@ func TestOpenForgeWaitsForItsHost(t *testing.T) {
 	apimeta.SetStatusCondition(&cs.Status.Conditions, prev)
 	c := fake.NewClientBuilder().WithScheme(updatesScheme(t)).WithObjects(objs...).Build()
 	ff := &fakeForge{me: "fleet-bot"}
-	r := &ClusterStackUpdatesReconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(10), ForgeHostConcurrency: 1,
+	r := &ClusterStackUpdatesReconciler{Client: c, writer: newStatusWriter(c, nil), APIReader: c, Recorder: record.NewFakeRecorder(10), ForgeHostConcurrency: 1,
 		NewForge: func(csv1.ForgeProvider, forge.Repository, string) (forge.Client, error) { return ff, nil }}
 	r.caches()
 	host := forge.HostKey("https://forge.example.com/fleet-admin/fleet.git")
@@ -281,7 +281,7 @@ func TestOpenForgeWaitsForItsHost(t *testing.T) {
 		t.Fatal("room")
 	}
 	s := &updatesScope{cs: cs}
-	if err := r.openForge(context.Background(), s); err != nil {
+	if _, err := r.openForge(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 	if !s.forgeBusy || s.cond.Reason != csv1.ReasonForgeError || s.requeue != forgeBusyRetry || ff.mes != 0 {
@@ -289,7 +289,7 @@ func TestOpenForgeWaitsForItsHost(t *testing.T) {
 	}
 	r.hosts.release(host)
 	s = &updatesScope{cs: cs}
-	if err := r.openForge(context.Background(), s); err != nil || s.forgeBusy || s.fleet == nil {
+	if _, err := r.openForge(context.Background(), s); err != nil || s.forgeBusy || s.fleet == nil {
 		t.Fatalf("with room: busy %v, err %v, condition %+v", s.forgeBusy, err, s.cond)
 	}
 	s.release()

@@ -100,7 +100,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	c := mgr.GetClient()
-	setUncachedReader(mgr.GetAPIReader())
+	// One status writer for every reconciler: it knows which versions of an object this process's
+	// own writes replaced, whichever reconciler wrote them.
+	writer := newStatusWriter(c, mgr.GetAPIReader())
 	applier := &Applier{Client: c, Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), PartialKinds: PartialKinds(mgr.GetScheme())}
 	stacks := &StackCache{HostnameOverride: cfg.ArtifactHostOverride}
 	status := StatusOptions{Grace: cfg.Grace, ProgressInterval: cfg.ProgressInterval, Now: cfg.Now}
@@ -114,7 +116,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		mgmtNS = DefaultManagementNamespace
 	}
 	perCluster := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&ClusterAddonReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller"), Shard: shard, Status: status,
+		&ClusterAddonReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller"), Shard: shard, Status: status,
 			Renders:    NewRenderGate(orDefault(cfg.MaxConcurrentRenders, DefaultMaxConcurrentRenders), orDefault(cfg.MaxConcurrentRendersPerNamespace, DefaultMaxConcurrentRendersPerNamespace)),
 			FluxShards: setOfStrings(cfg.AllowedFluxShards)},
 	}
@@ -135,15 +137,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	return setupAll(mgr, append(perCluster,
-		&ClusterStackReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount,
+		&ClusterStackReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount,
 			Lockdown: lockdownProbe(cfg, mgr.GetAPIReader())},
-		&ClusterStackReleaseReconciler{Client: c, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
-		&ClusterStackReleaseStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
-		&ClusterStackStatusReconciler{Client: c, Recorder: rec("clusterstack-status"), Fleets: fleets},
-		&ClusterStackUpdatesReconciler{Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now, PushRetry: cfg.PushRetry,
+		&ClusterStackReleaseReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
+		&ClusterStackReleaseStatusReconciler{Client: c, writer: writer, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
+		&ClusterStackStatusReconciler{Client: c, writer: writer, Recorder: rec("clusterstack-status"), Fleets: fleets},
+		&ClusterStackUpdatesReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now, PushRetry: cfg.PushRetry,
 			ForgeLimits: cfg.ForgeLimits, ForgePolicy: cfg.ForgePolicy, ForgeHostConcurrency: cfg.ForgeHostConcurrency,
 			Differ: cfg.Differ, Stacks: stacks},
-		&ManagementOperatorReconciler{Client: c, Cache: mgr.GetCache(), Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
+		&ManagementOperatorReconciler{Client: c, writer: writer, Cache: mgr.GetCache(), Applier: applier, Tags: tags, Recorder: rec("managementoperator-controller"), Options: status,
 			Namespace: mgmtNS, HelmDeployments: helmDeployments},
 	))
 }

@@ -36,6 +36,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := newStatusWriter(c, nil)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "status-write"}}); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 	t.Run("a change is written, then its Event recorded once", func(t *testing.T) {
 		before := rv()
 		attempts := 0
-		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		err := updateStatusEmit(ctx, w, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 			attempts++
 			fluxstatus.SetCondition(&a.Status.Conditions, available)
 			return true, []statusEvent{normalEvent("AvailableTrue", "available")}
@@ -88,7 +89,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 
 	t.Run("nothing to change: no write and no Event, whatever mutate decided", func(t *testing.T) {
 		before := rv()
-		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		err := updateStatusEmit(ctx, w, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 			fluxstatus.SetCondition(&a.Status.Conditions, available)
 			return true, []statusEvent{normalEvent("AvailableTrue", "available")}
 		})
@@ -105,7 +106,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 
 	t.Run("a conflict: the retried attempt's Event only, the other writer's field kept", func(t *testing.T) {
 		attempts := 0
-		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		err := updateStatusEmit(ctx, w, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 			attempts++
 			if attempts == 1 {
 				// Another controller writes its own field between our read and our write.
@@ -138,7 +139,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 
 	t.Run("mutate gives up: errStaleStatus, no write, no Event", func(t *testing.T) {
 		before := rv()
-		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		err := updateStatusEmit(ctx, w, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 			a.Status.Progress = "0/1"
 			return false, []statusEvent{warningEvent("Stale", "stale")}
 		})
@@ -154,7 +155,7 @@ func TestUpdateStatusEmit(t *testing.T) {
 	})
 
 	t.Run("the API server refuses the write: its error, no Event", func(t *testing.T) {
-		err := updateStatusEmit(ctx, c, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		err := updateStatusEmit(ctx, w, rec, &csv1.ClusterAddon{ObjectMeta: addon.ObjectMeta}, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 			a.Status.Components = []csv1.AddonComponentStatus{{Name: "cni", Kind: csv1.ComponentKindHelm, Release: "r1", WaitingFor: strings.Repeat("x", 3000)}}
 			return true, []statusEvent{warningEvent("Refused", "refused")}
 		})

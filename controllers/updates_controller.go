@@ -98,6 +98,10 @@ type ClusterStackUpdatesReconciler struct {
 	diffSlots  chan struct{}
 	hosts      *hostBudget
 	cachesOnce sync.Once
+
+	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
+	// this reconciler's own (SetupWithManager).
+	writer *statusWriter
 }
 
 // Bounds of the reconciler's memory.
@@ -220,8 +224,10 @@ func (s *updatesScope) fail(reason, msg string) {
 
 func (r *ClusterStackUpdatesReconciler) now() time.Time { return clockFunc(r.Now).Now() }
 
-// Reconcile computes the stack's updates and advances its rollout.
-func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile computes the stack's updates and advances its rollout: the phases in order and, once
+// they all ran, the status they found. A deleted stack has nothing to propose (the stack's own
+// reconciler lets it go).
+func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -235,7 +241,16 @@ func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.
 			s.release()
 		}
 	}()
-	for _, step := range []func(context.Context, *updatesScope) error{
+	defer func() {
+		// The status says what a whole pass found: after an error the reconcile is retried, and
+		// the status stays as the last whole pass left it.
+		if retErr == nil {
+			if err := r.writeStatus(ctx, s); err != nil {
+				res, retErr = ctrl.Result{}, err
+			}
+		}
+	}()
+	return runPhases(ctx, s,
 		r.gather,
 		r.openForge,
 		r.computeUpdates,
@@ -243,23 +258,22 @@ func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.
 		r.planRollout,
 		r.propose,
 		r.addonUpgrades,
-	} {
-		if err := step(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if err := r.writeStatus(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
+		r.schedule,
+	)
+}
+
+// schedule is when the stack is looked at again: the soonest any phase asked for, its interval,
+// and while a rollout proposes through a forge, the forge's poll.
+func (r *ClusterStackUpdatesReconciler) schedule(_ context.Context, s *updatesScope) (ctrl.Result, error) {
 	if s.fleet != nil && s.target != "" {
-		s.requeueAfter(min(interval(cs), forgePoll))
+		s.requeueAfter(min(interval(s.cs), forgePoll))
 	}
-	s.requeueAfter(interval(cs))
-	return ctrl.Result{RequeueAfter: s.requeue}, nil
+	s.requeueAfter(interval(s.cs))
+	return requeueIn(s.requeue), nil
 }
 
 // gather reads the stack's Clusters, their ClusterAddons, its releases and the published tags.
-func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesScope) (ctrl.Result, error) {
 	cs := s.cs
 	s.clusters, s.addons, s.releases, s.inUse = map[string]*clusterv1.Cluster{}, map[string]*csv1.ClusterAddon{}, map[string]*csv1.ClusterStackRelease{}, map[string]bool{}
 	// The namespace's Clusters and ClusterAddons are the cache's own objects (eachCached), without
@@ -282,24 +296,24 @@ func (r *ClusterStackUpdatesReconciler) gather(ctx context.Context, s *updatesSc
 		s.clusters[c.Name] = c
 		s.inUse[class] = true
 	}); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if err := eachCached(ctx, r.Cache, r.Client, &csv1.ClusterAddonList{}, cs.Namespace, "", "", func(a *csv1.ClusterAddon) {
 		if _, ok := s.clusters[a.Spec.ClusterName]; ok {
 			s.addons[a.Spec.ClusterName] = a
 		}
 	}); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels, client.InNamespace(cs.Namespace), client.MatchingFields{releaseStackIndex: cs.Name}); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	for i := range rels.Items {
 		s.releases[rels.Items[i].Name] = &rels.Items[i]
 	}
 	s.tags, s.tagErr = r.Tags.Tags(ctx, cs.Namespace, cs.Spec.Source, StackTags(cs), interval(cs))
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // lagsBehind reports whether rel's Kubernetes minor is more than one below major.minor.
@@ -313,28 +327,28 @@ func lagsBehind(rel releasename.Release, major, minor string) bool {
 
 // openForge finds the fleet repository, takes a turn with its forge host, and lists the
 // stack's own pull requests, when proposals are asked for.
-func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *updatesScope) (ctrl.Result, error) {
 	p := proposals(s.cs)
 	if p == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	r.caches()
 	fleet, err := findFleetSource(ctx, r.Client, s.cs)
 	if err != nil {
 		s.fail(csv1.ReasonFleetSourceNotFound, err.Error())
-		return nil
+		return ctrl.Result{}, nil
 	}
 	token, err := r.token(ctx, s.cs)
 	if err != nil {
 		s.fail(csv1.ReasonInvalidProposalConfig, err.Error())
-		return nil
+		return ctrl.Result{}, nil
 	}
 	from := fmt.Sprintf("Secret %s/%s", s.cs.Namespace, p.SecretRef.Name)
 	where := fmt.Sprintf("GitRepository %s (%s)", fleet.Repo, redact.URL(fleet.URL))
 	repo, err := forge.ParseRepository(fleet.URL, p.APIURL, from, r.ForgePolicy)
 	if err != nil {
 		s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("%s: %s", where, oneLine(err)))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	host := forge.HostKey(fleet.URL)
 	if !r.hosts.acquire(host) {
@@ -346,7 +360,7 @@ func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *update
 				Message: fmt.Sprintf("%d other ClusterStacks are talking to %s (the manager's --forge-host-concurrency); this one takes its turn", r.hosts.capacity, host)}
 		}
 		s.requeueAfter(forgeBusyRetry)
-		return nil
+		return ctrl.Result{}, nil
 	}
 	s.release = func() { r.hosts.release(host) }
 	newForge := r.NewForge
@@ -358,24 +372,24 @@ func (r *ClusterStackUpdatesReconciler) openForge(ctx context.Context, s *update
 	c, err := newForge(p.Provider, repo, token)
 	if err != nil {
 		s.fail(csv1.ReasonForgeError, fmt.Sprintf("%s: %s", where, forgeText(err, token)))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	me, err := r.forgeUser(ctx, p.Provider, repo, token, c)
 	if err != nil {
 		s.fail(csv1.ReasonForgeError, fmt.Sprintf("%s: %s", where, forgeText(err, token)))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	prefix := branchPrefix(s.cs)
 	prs, err := c.PullRequests(ctx, prefix+"/")
 	if err != nil {
 		s.fail(csv1.ReasonForgeError, fmt.Sprintf("%s: %s", where, forgeText(err, token)))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	own, lookalikes := ownPullRequests(prs, me, prefix)
 	r.reportLookalikes(s.cs, lookalikes, me, repo)
 	fleet.Token, fleet.TokenFrom = token, from
 	s.fleet, s.client, s.prs, s.forgeRead = fleet, c, own, true
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // forgeUser returns the login of the forge user the token belongs to: asked once per forge,
@@ -420,7 +434,7 @@ func (r *ClusterStackUpdatesReconciler) token(ctx context.Context, cs *csv1.Clus
 // computeUpdates lists the available and conditional updates and picks the rollout target:
 // the newest available update, or the newest release a Cluster already moved to while others
 // have not.
-func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *updatesScope) (ctrl.Result, error) {
 	cs := s.cs
 	facts := updates.Facts{
 		Provider: cs.Spec.Provider, Name: cs.Spec.Name, KubernetesMinor: cs.Spec.KubernetesVersion,
@@ -464,7 +478,7 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 		// than report no updates, and propose nothing new.
 		s.upd = updates.Result{Available: cs.Status.AvailableUpdates, Conditional: cs.Status.ConditionalUpdates}
 		s.target = ""
-		return nil //nolint:nilerr // ReleasesResolved reports the tag error; the updates keep what was known
+		return ctrl.Result{}, nil //nolint:nilerr // ReleasesResolved reports the tag error; the updates keep what was known
 	}
 	s.upd = updates.Compute(facts)
 	s.requeueAfter(s.upd.RequeueAfter)
@@ -480,7 +494,7 @@ func (r *ClusterStackUpdatesReconciler) computeUpdates(_ context.Context, s *upd
 	if s.target == "" {
 		s.target = newestInUse
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // declinedReleases maps each release the stack's own closed pull requests proposed to the
@@ -530,9 +544,9 @@ func releaseFacts(rel *csv1.ClusterStackRelease) updates.Release {
 }
 
 // planRollout decides the waves' phases and the pull request that should be open now.
-func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *updatesScope) (ctrl.Result, error) {
 	if s.fleet == nil || s.target == "" {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	facts := rollout.Facts{Target: s.target, PullRequests: map[string][]rollout.PullRequest{}, Now: r.now()}
 	if s.hold != nil {
@@ -543,12 +557,12 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 		sel, err := metav1.LabelSelectorAsSelector(&w.Selector)
 		if err != nil {
 			s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("spec.updates.waves[%s].selector: %s", w.Name, err))
-			return nil
+			return ctrl.Result{}, nil
 		}
 		ws, err := window.ParseAll(rollout.WindowsOf(u, &u.Waves[i]))
 		if err != nil {
 			s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("maintenance windows of wave %s: %s", w.Name, err))
-			return nil
+			return ctrl.Result{}, nil
 		}
 		wave := rollout.Wave{Name: w.Name, Selector: sel, Windows: ws}
 		if w.SoakTime != nil {
@@ -562,7 +576,7 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 	remaining, err := window.ParseAll(rollout.WindowsOf(u, nil))
 	if err != nil {
 		s.fail(csv1.ReasonInvalidProposalConfig, fmt.Sprintf("spec.updates.windows (the windows of wave %s and of every wave without its own): %s", rollout.Remaining, err))
-		return nil
+		return ctrl.Result{}, nil
 	}
 	facts.RemainingWindows = remaining
 	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
@@ -590,7 +604,7 @@ func (r *ClusterStackUpdatesReconciler) planRollout(_ context.Context, s *update
 	case plan.Propose == nil:
 		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave, Message: waitingMessage(s.target, plan.Status)}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // waitingForWindow is the first wave that waits for its maintenance window, nil if none does.
@@ -608,7 +622,7 @@ func waitingForWindow(st csv1.RolloutStatus) *csv1.WaveStatus {
 // time it was first seen is kept from status.hold while the hold stays the same; who set it is
 // asked of the API (the annotation's last writer) or the forge (the label's) only when the hold
 // is new.
-func (r *ClusterStackUpdatesReconciler) rolloutHold(ctx context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) rolloutHold(ctx context.Context, s *updatesScope) (ctrl.Result, error) {
 	prev := s.cs.Status.Hold
 	now := metav1.NewTime(r.now())
 	if v, ok := s.cs.Annotations[csv1.HoldAnnotation]; ok {
@@ -630,17 +644,17 @@ func (r *ClusterStackUpdatesReconciler) rolloutHold(ctx context.Context, s *upda
 			}
 		}
 		s.hold = h
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if proposals(s.cs) == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if !s.forgeRead {
 		// The forge cannot be read now: a label hold stays as it was.
 		if prev != nil && prev.Source == csv1.HoldFromPullRequestLabel {
 			s.hold = prev
 		}
-		return nil
+		return ctrl.Result{}, nil
 	}
 	label := holdLabel(s.cs)
 	for _, pr := range s.prs {
@@ -658,9 +672,9 @@ func (r *ClusterStackUpdatesReconciler) rolloutHold(ctx context.Context, s *upda
 			}
 		}
 		s.hold = h
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // holdLabel is the pull request label that holds the stack's rollout.
@@ -704,16 +718,16 @@ func rolloutCluster(c *clusterv1.Cluster, a *csv1.ClusterAddon) rollout.Cluster 
 }
 
 // propose makes the pull request the plan asks for exist, with exactly the plan's content.
-func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesScope) (ctrl.Result, error) {
 	if s.plan == nil || s.plan.Propose == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	rel := s.releases[s.target]
 	if rel == nil || rel.Status.KubernetesVersion == "" {
 		s.cond = metav1.Condition{Type: csv1.UpdatesProposedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonWaitingForWave,
 			Message: fmt.Sprintf("waiting for release %s to be validated before proposing it (its Kubernetes version goes into the Clusters' spec.topology.version)", s.target)}
 		s.requeueAfter(10 * time.Second)
-		return nil
+		return ctrl.Result{}, nil
 	}
 	key := client.ObjectKeyFromObject(s.cs).String()
 	if v, ok := r.refusedPushes().Get(key); ok {
@@ -723,7 +737,7 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 		if last, ok := v.(refusal); ok && r.now().Sub(last.at) < r.pushRetry() {
 			s.fail(csv1.ReasonPushRefused, last.msg)
 			s.requeueAfter(r.pushRetry() - r.now().Sub(last.at))
-			return nil
+			return ctrl.Result{}, nil
 		}
 	}
 	res, err := r.proposeWave(ctx, s, rel)
@@ -772,16 +786,16 @@ func (r *ClusterStackUpdatesReconciler) propose(ctx context.Context, s *updatesS
 		}
 		s.plan.Status.OpenPullRequest = res.pr.URL
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // addonUpgrades records, in each of the stack's ClusterAddons, the releases its Cluster may
 // move to next (the only field of a ClusterAddon this controller writes). A paused Cluster's
 // ClusterAddon is left alone, as every controller leaves it; it is brought up to date on resume.
-func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *updatesScope) error {
+func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *updatesScope) (ctrl.Result, error) {
 	var rels csv1.ClusterStackReleaseList
 	if err := r.List(ctx, &rels, client.InNamespace(s.cs.Namespace)); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	var validated []string
 	for _, rel := range rels.Items {
@@ -799,16 +813,16 @@ func (r *ClusterStackUpdatesReconciler) addonUpgrades(ctx context.Context, s *up
 			continue
 		}
 		// a is the cache's (gather): the status write reads and changes a copy.
-		if err := updateStatus(ctx, r.Client, a.DeepCopy(), func(a *csv1.ClusterAddon) { a.Status.AvailableUpgrades = want }); err != nil {
-			return err
+		if err := updateStatus(ctx, r.writer, a.DeepCopy(), func(a *csv1.ClusterAddon) { a.Status.AvailableUpgrades = want }); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // writeStatus records the updates, the rollout and the UpdatesProposed condition.
 func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *updatesScope) error {
-	return updateStatusEmit(ctx, r.Client, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+	return updateStatusEmit(ctx, r.writer, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		var events []statusEvent
 		cs.Status.AvailableUpdates = s.upd.Available
 		cs.Status.ConditionalUpdates = s.upd.Conditional
@@ -886,6 +900,7 @@ func branchPrefix(cs *csv1.ClusterStack) string {
 // are coalesced over RollupDelay: a wave moves on when its Clusters are done, which a reconcile
 // per Cluster change would not see sooner.
 func (r *ClusterStackUpdatesReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writer = managerStatusWriter(r.writer, mgr)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, fleetSourceIndex, kustomizationSource); err != nil {
 		return err
 	}

@@ -1,0 +1,55 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// phase is one step of a reconcile, in the manner of Cluster API's core reconcilers: it reads
+// and adds to the reconcile's scope S, and says when the reconcile should come back. Every
+// reconciler with more than one step is a deletion branch or an ordered list of phases run by
+// runPhases; what the phases learned is written to the status once, in a defer.
+type phase[S any] func(ctx context.Context, s S) (ctrl.Result, error)
+
+// errPhasesDone is returned by a phase that has done all this reconcile can do (it waits for
+// something, or recorded a problem in the scope that its status reports): runPhases stops there,
+// without an error.
+var errPhasesDone = errors.New("nothing more to do in this reconcile")
+
+// runPhases runs phases in order. It stops at the first error (errPhasesDone: without one) and
+// returns the soonest requeue any phase that ran asked for.
+func runPhases[S any](ctx context.Context, s S, phases ...phase[S]) (ctrl.Result, error) {
+	var res ctrl.Result
+	for _, p := range phases {
+		r, err := p(ctx, s)
+		res = lowestRequeue(res, r)
+		if errors.Is(err, errPhasesDone) {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// lowestRequeue is the result that comes back soonest of a and b: a RequeueAfter of 0 means
+// "not for this reason".
+func lowestRequeue(a, b ctrl.Result) ctrl.Result {
+	return ctrl.Result{RequeueAfter: soonest(a.RequeueAfter, b.RequeueAfter)}
+}
+
+// requeueIn is the result of a phase that wants the reconcile back after d (0: not for its
+// own sake).
+func requeueIn(d time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: d} }
+
+// soonest is the earliest of two requeue delays, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
