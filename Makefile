@@ -159,19 +159,23 @@ E2E_PROCS ?= 2
 TEST_REPORTS ?= $(ROOT)/.test-reports
 GINKGO := go run github.com/onsi/ginkgo/v2/ginkgo
 
+# The end-to-end suite takes longest; the fault suite, the benchmark package's tests and then the
+# local plane's own suite (with the race detector) run beside it, on the cores its waits leave.
 .PHONY: test-suites
-test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo processes, each on its own plane) beside the fault-injection suite and the benchmark package's tests (the idle-writes test); then the 20 slowest specs.
+test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo processes, each on its own plane) beside the fault-injection suite, the benchmark package's tests (the idle-writes test) and then the local plane's suite with the race detector; then the 20 slowest specs and every failure.
 	@rm -rf $(TEST_REPORTS) && mkdir -p $(TEST_REPORTS)
 	@set +e; \
 	( $(GINKGO) --procs=$(E2E_PROCS) --timeout=74m --json-report=e2e.json --output-dir=$(TEST_REPORTS) ./test/e2e 2>&1 | sed -u 's/^/[e2e] /' ) & e2e=$$!; \
-	( GINKGO_REPORT_DIR=$(TEST_REPORTS) go test ./test/faults/... ./test/bench/... -count=1 -timeout 77m 2>&1 | sed -u 's/^/[faults] /' ) & faults=$$!; \
+	( GINKGO_REPORT_DIR=$(TEST_REPORTS) go test ./test/faults/... ./test/bench/... -count=1 -timeout 77m 2>&1 | sed -u 's/^/[faults] /'; f=$$?; \
+	  go test -race ./bootstrap/plane/... -count=1 -timeout 30m 2>&1 | sed -u 's/^/[plane] /'; p=$$?; \
+	  [ $$f -eq 0 ] && [ $$p -eq 0 ] ) & faults=$$!; \
 	wait $$e2e; e2e_status=$$?; wait $$faults; faults_status=$$?; \
 	go run ./hack/slowspecs $(TEST_REPORTS)/e2e.json $(TEST_REPORTS)/faults.json; \
-	echo "end-to-end suite: exit status $$e2e_status; fault suite and benchmark tests: exit status $$faults_status"; \
+	echo "end-to-end suite: exit status $$e2e_status; fault suite, benchmark tests and local plane suite: exit status $$faults_status"; \
 	[ $$e2e_status -eq 0 ] && [ $$faults_status -eq 0 ]
 
 # QUICK_PKGS are UNIT_PKGS but bootstrap/plane, whose suite starts a whole local plane (Flux,
-# Gitea, a registry: about 4 minutes); make test runs it.
+# Gitea, a registry: about 4 minutes); make test-suites runs it.
 QUICK_PKGS = $(filter-out %/bootstrap/plane,$(UNIT_PKGS))
 
 .PHONY: test-quick
@@ -183,8 +187,8 @@ test-unit: ## Unit and envtest tests only (no end-to-end, no race detector: quic
 	go test $(UNIT_PKGS) -count=1
 
 .PHONY: test-race
-test-race: ## Unit and envtest tests with the race detector.
-	go test -race $(UNIT_PKGS) -count=1 -timeout 30m
+test-race: ## Unit and envtest tests with the race detector, but the local plane's suite (make test-suites runs it with the race detector beside the end-to-end suite).
+	go test -race $(QUICK_PKGS) -count=1 -timeout 30m
 
 .PHONY: test-e2e
 test-e2e: tools build ## End-to-end tests only.

@@ -102,7 +102,7 @@ func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.
 	return runPhases(ctx, s,
 		r.applySource,
 		r.validate,
-		r.applyClusterClassAndCharts,
+		r.applyObjects,
 		r.verifyTag,
 	)
 }
@@ -154,9 +154,15 @@ func (r *ClusterStackReleaseReconciler) validate(ctx context.Context, s *release
 	return ctrl.Result{}, nil
 }
 
-// applyClusterClassAndCharts applies the objects that apply the cluster-class into the
-// management cluster, and the shared sources of the addon components.
-func (r *ClusterStackReleaseReconciler) applyClusterClassAndCharts(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
+// applyObjects applies, as the validation leaves the release: its source (pinned to the validated
+// commit from the first validation on: in this reconcile, not in one that the objects created
+// here set off and that may read the release from a cache without this reconcile's status
+// write), the objects that apply the cluster-class into the management cluster, and the shared
+// sources of the addon components.
+func (r *ClusterStackReleaseReconciler) applyObjects(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
+	if _, err := r.Applier.Apply(ctx, s.rel, fluxgen.GitRepository(s.rel)); err != nil {
+		return ctrl.Result{}, err
+	}
 	cc := releaseComponent(s.stack.ClusterClass, "")
 	for _, obj := range fluxgen.ClusterClassObjects(s.rel, cc) {
 		if _, err := r.Applier.Apply(ctx, s.rel, obj); err != nil {
