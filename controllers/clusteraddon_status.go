@@ -9,13 +9,16 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 )
 
 // addonJudge is the one place that computes a ClusterAddon's Available, Progressing, Degraded
@@ -271,4 +274,144 @@ func allAtRelease(comps []csv1.AddonComponentStatus, release string) bool {
 		}
 	}
 	return true
+}
+
+// recordFacts writes the ClusterAddon's status in one write (docs/status-ownership.md): what this
+// reconcile found (the stack and desired release, the ReleaseReady, WorkloadClusterReady,
+// ValuesRendered, ObjectsOwned and Paused conditions, the values ConfigMap, the stages, which
+// components are listed with what is delivered of each) and, judged from those facts and the
+// Flux objects (addonJudge), the components' readiness, the last applied release and the
+// aggregated conditions. It sets s.judgeAgain to when the judgement changes by itself (a grace
+// period running out).
+func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
+	renderFailed := false // a new render failure is recorded (counted once written)
+	var judgeErr error
+	judge := addonJudge{Reader: r.Client, Options: r.Status, applied: map[client.ObjectKey]client.Object{}}
+	for _, o := range s.applied {
+		judge.applied[client.ObjectKeyFromObject(o)] = o
+	}
+	key := client.ObjectKeyFromObject(s.addon)
+	err := updateStatusEmit(ctx, r.writer, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
+		var events []statusEvent
+		renderFailed, judgeErr, s.judgeAgain, s.held = false, nil, 0, 0
+		stored := a.Status.DeepCopy()
+		if s.stackName != "" {
+			a.Status.ClusterStack = s.stackName
+		}
+		if a.Status.DesiredRelease != s.desired {
+			a.Status.DesiredRelease = s.desired
+			now := metav1.NewTime(r.Status.now())
+			a.Status.DesiredReleaseTime = &now
+		}
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			fluxstatus.SetCondition(&a.Status.Conditions, metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse,
+				Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused", ObservedGeneration: a.Generation})
+		}
+		for _, c := range []*metav1.Condition{s.releaseReady, s.owned, s.waiting} {
+			if c != nil {
+				c.ObservedGeneration = a.Generation
+				fluxstatus.SetCondition(&a.Status.Conditions, *c)
+			}
+		}
+		if s.rendered != nil {
+			s.rendered.ObservedGeneration = a.Generation
+			if fluxstatus.SetCondition(&a.Status.Conditions, *s.rendered) && s.rendered.Status == metav1.ConditionFalse {
+				renderFailed = true
+				events = append(events, warningEvent(s.rendered.Reason, s.rendered.Message))
+			}
+		}
+		if s.values != "" {
+			a.Status.ValuesConfigMap = s.values
+		}
+		if s.components != nil {
+			a.Status.Components = mergeComponents(a.Status.Components, s.components)
+		}
+		if stages, ok := s.stagesFor(a.Status); ok {
+			if skipped := stageSkipped(a.Status.Stages, stages); skipped != nil {
+				events = append(events, skipEvent(s.cluster, skipped))
+			}
+			a.Status.Stages = stages
+		}
+		judge.hold = upgradeHold(s, a.Status.Stages)
+		appliedBefore := a.Status.LastAppliedRelease
+		judged, again, err := judge.judge(ctx, a)
+		if err != nil {
+			judgeErr = err // the facts are written; the judgement is tried again
+			return true, events
+		}
+		s.judgeAgain = again
+		if a.Status.LastAppliedRelease != appliedBefore {
+			// The release is delivered: its addon stages are over (stageplan plans none once the
+			// applied release is the target), in this write rather than one more.
+			a.Status.Stages = nil
+		}
+		if !equality.Semantic.DeepEqual(stored, &a.Status) {
+			if s.held = r.pace.hold(key, r.Status.ProgressInterval, stored, &a.Status); s.held > 0 {
+				a.Status = *stored // written when the interval is over, or with the next change that may not wait
+				return true, nil
+			}
+		}
+		return true, append(events, judged...)
+	})
+	if err == nil && s.held == 0 {
+		r.pace.done(key)
+	}
+	if err == nil && renderFailed {
+		metrics.Default.RenderFailed(s.cluster.Namespace, s.stackName, s.desired)
+	}
+	if err == nil && judgeErr != nil {
+		err = fmt.Errorf("judge the status of ClusterAddon %s/%s: %w", s.addon.Namespace, s.addon.Name, judgeErr)
+	}
+	return err
+}
+
+// stagesFor returns the stages to write over cur, the API server's status: those observed this
+// reconcile, unless they were planned from a last applied release cur no longer has. A delivery
+// this process wrote (which ends the stages) that the cache had not seen yet would otherwise be
+// followed by a write of the stages planned before it, and one more to end them again. ok is
+// false when cur's stages stand.
+func (s *addonScope) stagesFor(cur csv1.ClusterAddonStatus) (stages []csv1.AddonStageStatus, ok bool) {
+	if !s.stagesKnown || cur.LastAppliedRelease != s.stagesBase {
+		return nil, false
+	}
+	return s.stages, true
+}
+
+// mergeComponents is the components list as the ClusterAddon reconciler writes it: the
+// components of want, in its order, with the delivery fields (name, kind, release, version,
+// fluxObject, waitingFor) from want and the judged ones (ready, message) kept from the entry of
+// the same name in cur. A component new to the list has no readiness
+// yet; addonJudge, in the same write, judges it.
+func mergeComponents(cur, want []csv1.AddonComponentStatus) []csv1.AddonComponentStatus {
+	old := make(map[string]csv1.AddonComponentStatus, len(cur))
+	for _, c := range cur {
+		old[c.Name] = c
+	}
+	out := make([]csv1.AddonComponentStatus, len(want))
+	for i, c := range want {
+		o := old[c.Name]
+		c.Ready, c.Message = o.Ready, o.Message
+		c.WaitingFor = fluxstatus.Truncate(c.WaitingFor)
+		out[i] = c
+	}
+	return out
+}
+
+// setPaused records whether the Cluster is paused; while it is, this is the only write made for it.
+func (r *ClusterAddonReconciler) setPaused(ctx context.Context, addon *csv1.ClusterAddon, paused bool) error {
+	if addon == nil {
+		return nil // a Cluster never served: nothing to say, nothing to write
+	}
+	c := metav1.Condition{Type: csv1.PausedCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonNotPaused, Message: "the Cluster is not paused"}
+	if paused {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, csv1.ReasonClusterPaused,
+			fmt.Sprintf("Cluster %s is paused (spec.paused or the %s annotation): the operator changes nothing for it until it is resumed", addon.Spec.ClusterName, clusterv1.PausedAnnotation)
+	}
+	return updateStatus(ctx, r.writer, addon, func(a *csv1.ClusterAddon) {
+		c.ObservedGeneration = a.Generation
+		if !paused && apimeta.FindStatusCondition(a.Status.Conditions, csv1.PausedCondition) == nil {
+			return // never paused: no condition to clear
+		}
+		fluxstatus.SetCondition(&a.Status.Conditions, c)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -224,4 +225,62 @@ func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager)
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, releasesOfClusterCRD(r.Client), rv).
 		Named("clusterstackrelease-status").
 		Complete(r)
+}
+
+// writeStatus records what the phases learned, in one write: StackValid with the stack's facts,
+// and TagVerified. Events follow the write.
+func (r *ClusterStackReleaseReconciler) writeStatus(ctx context.Context, rel *csv1.ClusterStackRelease, s *releaseScope) error {
+	if s.stackValid == nil && s.tagVerified == nil {
+		return nil
+	}
+	return updateStatusEmit(ctx, r.writer, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+		events := s.withStackFacts(rel)
+		if c := s.tagVerified; c != nil {
+			c.ObservedGeneration = rel.Generation
+			old := apimeta.FindStatusCondition(rel.Status.Conditions, c.Type)
+			if fluxstatus.SetCondition(&rel.Status.Conditions, *c) && (old == nil || old.Status != c.Status) && c.Status == metav1.ConditionFalse {
+				events = append(events, warningEvent(c.Reason, c.Message))
+			}
+		}
+		return true, events
+	})
+}
+
+// withStackFacts sets on rel what this reconcile learned of its stack (nothing when it learned
+// nothing): the StackValid condition, this controller's, and from a valid stack the facts of the
+// status it owns (revision, commit, versions, components); an invalid stack keeps what was
+// learned from the last valid revision. It returns the Events of a change of StackValid.
+func (s *releaseScope) withStackFacts(rel *csv1.ClusterStackRelease) []statusEvent {
+	if s.stackValid == nil {
+		return nil
+	}
+	var events []statusEvent
+	c := *s.stackValid
+	c.ObservedGeneration = rel.Generation
+	old := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.StackValidCondition)
+	fluxstatus.SetCondition(&rel.Status.Conditions, c)
+	if old == nil || old.Status != c.Status {
+		e := normalEvent(c.Reason, c.Message)
+		if c.Status != metav1.ConditionTrue {
+			e.eventType = corev1.EventTypeWarning
+		}
+		events = append(events, e)
+	}
+	st := s.stack
+	if st == nil {
+		return events
+	}
+	rel.Status.Revision = s.repo.Status.Artifact.Revision
+	if commit := strings.TrimPrefix(fluxstatus.CommitOf(rel.Status.Revision), "sha1:"); commit != "" && (rel.Status.Commit == "" || rel.Spec.FollowMovedTags) {
+		rel.Status.Commit = commit
+	}
+	rel.Status.KubernetesVersion = st.KubernetesVersion
+	rel.Status.ClusterClassName = rel.Name
+	cc := releaseComponent(st.ClusterClass, "")
+	rel.Status.ClusterClass = &cc
+	rel.Status.Components = releaseComponents(rel, st)
+	rel.Status.Stages = releaseStages(st)
+	rel.Status.Requirements = releaseRequirements(st)
+	rel.Status.ObservedGeneration = rel.Generation
+	return events
 }

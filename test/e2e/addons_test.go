@@ -115,7 +115,7 @@ func helmRevision(ctx context.Context, g Gomega, ns, name string) int {
 	return latest.Version
 }
 
-var _ = Describe("Cluster addons: values, upgrades, removal, bad input and deletion", Ordered, func() {
+var _ = Describe("Cluster addons: values, upgrades, removal, bad input and deletion", Ordered, SpecPriority(7), func() {
 	const ns = "addons"
 	var wl1, wl2 client.Client
 

@@ -37,7 +37,7 @@ import (
 //   - the operator with its default --flux-lockdown=detect against a Flux installed without the
 //     lockdown reports it on every ClusterStack, and with --flux-lockdown=required creates no
 //     release.
-var _ = Describe("Attacks on generated objects and the shipped defaults", Ordered, ContinueOnFailure, func() {
+var _ = Describe("Attacks on generated objects and the shipped defaults", Ordered, SpecPriority(1), ContinueOnFailure, func() {
 	const ns = "defaults-attacks"
 
 	BeforeAll(func(ctx SpecContext) {

@@ -33,7 +33,7 @@ import (
 // plain http, and a tarpit forge. Each fleet repository is applied by its own Flux
 // Kustomization; the victim's stack has one Cluster, paused (nothing is provisioned: only its
 // class in the fleet repository matters to the proposals).
-var _ = Describe("Attacks on proposals", Ordered, func() {
+var _ = Describe("Attacks on proposals", Ordered, SpecPriority(8), func() {
 	const (
 		victimNS    = "attack-proposals"
 		httpNS      = "attack-http"

@@ -103,6 +103,11 @@ var (
 	withCAPI = os.Getenv("E2E_WITH_CAPI") != "false"
 )
 
+// The ten longest top-level containers carry a SpecPriority, 10 for the longest: Ginkgo starts
+// them first, so that the processes end together instead of one running the GitOps loop alone
+// at the end (a longest-first schedule). Their order follows the run times hack/slowspecs prints;
+// keep it roughly right when they change.
+
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(GinkgoLogr)
 	stateDir, err := os.MkdirTemp("", "clusterstack-e2e-")

@@ -31,7 +31,7 @@ import (
 // The GitOps loop (docs/gitops.md): the fleet lives in a repository on a real Gitea that real Flux
 // applies; the operator proposes upgrades as pull requests, wave by wave; merging is done
 // through the forge's API as a person would.
-var _ = Describe("The GitOps loop", Ordered, func() {
+var _ = Describe("The GitOps loop", Ordered, SpecPriority(10), func() {
 	const (
 		ns         = "gitops"
 		fleetRepo  = "fleet-gitops"

@@ -229,7 +229,7 @@ func releaseReasons(ctx context.Context, g Gomega, ns string) map[string][]strin
 	return out
 }
 
-var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, func() {
+var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, SpecPriority(6), func() {
 	const ns = "rollback"
 	var counts *stackCounts
 
@@ -634,7 +634,7 @@ var _ = Describe("Release lifecycle: a deleted pinned release is recreated at on
 	})
 })
 
-var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered, func() {
+var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered, SpecPriority(9), func() {
 	const ns = "persistent"
 
 	BeforeAll(func(ctx SpecContext) {

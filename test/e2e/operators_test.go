@@ -33,7 +33,7 @@ import (
 // plane's fixture operators into the management cluster through Flux (GitRepository at the
 // version's tag, Kustomization with wait), where kube-controller-manager, the scheduler and kwok
 // make its Deployment Available for real, and reports it with ClusterOperator semantics.
-var _ = Describe("Management operators delivered by Flux", Ordered, func() {
+var _ = Describe("Management operators delivered by Flux", Ordered, SpecPriority(5), func() {
 	const (
 		name     = "demo-infra-provider"
 		delivery = "operator-delivery" // the identity Flux installs operators with

@@ -23,7 +23,7 @@ import (
 // (--watch-label-selector='!clusterstack.io/shard', --manage-stacks); two more instances are
 // shards a and b (--watch-label-selector=clusterstack.io/shard=<x> --manage-stacks=false), each
 // with its own lease. The fleet is split by the Clusters' clusterstack.io/shard label.
-var _ = Describe("Sharding by label", Ordered, func() {
+var _ = Describe("Sharding by label", Ordered, SpecPriority(4), func() {
 	const ns = "sharding"
 	shard := func(s string) string { return "operator-shard-" + s }
 	leaseOf := func(s string) string { return "clusterstack-operator-shard-" + s }

@@ -106,7 +106,7 @@ func operatorSettled(g Gomega) {
 	}
 }
 
-var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, func() {
+var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, SpecPriority(2), func() {
 	const ns = "demo"
 	const release = "aws-base-1-36-v1"
 	var commit string // the fleet commit Flux applied

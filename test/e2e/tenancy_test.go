@@ -44,7 +44,7 @@ func exists(ctx SpecContext, key client.ObjectKey, obj client.Object) bool {
 	return err == nil
 }
 
-var _ = Describe("Tenant isolation: a stack gets only what its namespace may do", Ordered, func() {
+var _ = Describe("Tenant isolation: a stack gets only what its namespace may do", Ordered, SpecPriority(3), func() {
 	const (
 		attacker = "tenant-a"
 		victim   = "tenant-b"
