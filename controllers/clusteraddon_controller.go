@@ -85,7 +85,7 @@ type ClusterAddonReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile brings one Cluster's addons to the release its topology uses.
-func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// Another shard's Cluster (or one that moved there) is left alone, its ClusterAddon too.
 	if mine, err := r.Shard.owns(ctx, r.Client, req.NamespacedName); err != nil || !mine {
 		return ctrl.Result{}, err
@@ -127,19 +127,7 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	s := &addonScope{cluster: cluster, addon: addon, release: rel, stackName: rel.Spec.ClusterStack, desired: rel.Name}
-	defer func() {
-		// What the phases found is recorded once, whether they all ran, one stopped (waiting,
-		// refused, in conflict) or one failed.
-		if err := r.recordFacts(ctx, s); err != nil && retErr == nil {
-			retErr = err
-		}
-		if retErr != nil {
-			res = ctrl.Result{}
-			return
-		}
-		res = lowestRequeue(res, requeueIn(s.again()))
-	}()
-	return runPhases(ctx, s,
+	return runPhasesThenStatus(ctx, s, statusAlways, r.writeStatus,
 		r.checkPrerequisites,
 		r.renderValues,
 		r.planStages,

@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
@@ -274,6 +275,13 @@ func allAtRelease(comps []csv1.AddonComponentStatus, release string) bool {
 		}
 	}
 	return true
+}
+
+// writeStatus is the ClusterAddon's one status write at the end of the phases (recordFacts), and
+// when the reconcile must come back for the status (again).
+func (r *ClusterAddonReconciler) writeStatus(ctx context.Context, s *addonScope) (ctrl.Result, error) {
+	err := r.recordFacts(ctx, s)
+	return requeueIn(s.again()), err
 }
 
 // recordFacts writes the ClusterAddon's status in one write (docs/status-ownership.md): what this

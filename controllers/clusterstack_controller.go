@@ -94,7 +94,7 @@ type stackScope struct {
 
 // Reconcile resolves the wanted releases and makes the ClusterStackReleases match: the deletion
 // branch, or the phases in order and, once they all ran, the status they found.
-func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -107,18 +107,7 @@ func (r *ClusterStackReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{}, err
 		}
 	}
-	s := &stackScope{cs: cs}
-	defer func() {
-		// The status this controller owns says what a whole pass found: after an error the
-		// reconcile is retried, and the status stays as the last whole pass left it.
-		if retErr != nil {
-			return
-		}
-		if err := r.setResolved(ctx, s); err != nil {
-			res, retErr = ctrl.Result{}, err
-		}
-	}()
-	return runPhases(ctx, s,
+	return runPhasesThenStatus(ctx, &stackScope{cs: cs}, statusAfterWholePass, r.setResolved,
 		r.resolveWanted,
 		r.checkIdentity,
 		r.decideKeep,
@@ -146,8 +135,8 @@ func stackKey(cs *csv1.ClusterStack) string {
 
 // setResolved records the releases, the missing ones and the ReleasesResolved condition (facts
 // this controller owns).
-func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope) error {
-	return updateStatusEmit(ctx, r.writer, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+func (r *ClusterStackReconciler) setResolved(ctx context.Context, s *stackScope) (ctrl.Result, error) {
+	return ctrl.Result{}, updateStatusEmit(ctx, r.writer, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		old := map[string]csv1.ReleaseSummary{}
 		for _, sum := range cs.Status.Releases {
 			old[sum.Name] = sum

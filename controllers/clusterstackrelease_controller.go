@@ -59,6 +59,8 @@ type ClusterStackReleaseReconciler struct {
 
 // releaseScope carries one reconcile's facts between the phases.
 type releaseScope struct {
+	// read is the release as read, which the status write re-reads and changes.
+	read *csv1.ClusterStackRelease
 	// rel is the release as read, with what this reconcile learned of its stack applied to its
 	// status (withStackFacts): the phases after validation act on what the write records.
 	rel  *csv1.ClusterStackRelease
@@ -73,7 +75,7 @@ type releaseScope struct {
 // Reconcile turns the release into its Flux objects: the deletion branch, or the phases in
 // order; what they learned is written to the status once, at the end, whether they all ran or
 // not.
-func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rel := &csv1.ClusterStackRelease{}
 	if err := r.Get(ctx, req.NamespacedName, rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -86,13 +88,7 @@ func (r *ClusterStackReleaseReconciler) Reconcile(ctx context.Context, req ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	s := &releaseScope{rel: rel}
-	defer func() {
-		if err := r.writeStatus(ctx, rel, s); err != nil && retErr == nil {
-			res, retErr = ctrl.Result{}, err
-		}
-	}()
-	return runPhases(ctx, s,
+	return runPhasesThenStatus(ctx, &releaseScope{read: rel, rel: rel}, statusAlways, r.writeStatus,
 		r.applySource,
 		r.validate,
 		r.applyObjects,

@@ -229,11 +229,11 @@ func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager)
 
 // writeStatus records what the phases learned, in one write: StackValid with the stack's facts,
 // and TagVerified. Events follow the write.
-func (r *ClusterStackReleaseReconciler) writeStatus(ctx context.Context, rel *csv1.ClusterStackRelease, s *releaseScope) error {
+func (r *ClusterStackReleaseReconciler) writeStatus(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
 	if s.stackValid == nil && s.tagVerified == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return updateStatusEmit(ctx, r.writer, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+	return ctrl.Result{}, updateStatusEmit(ctx, r.writer, r.Recorder, s.read, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
 		events := s.withStackFacts(rel)
 		if c := s.tagVerified; c != nil {
 			c.ObservedGeneration = rel.Generation

@@ -96,7 +96,7 @@ type opScope struct {
 
 // Reconcile delivers one ManagementOperator and records its status: the deletion branch, or the
 // phases in order and, once they all ran, the status computed from what they observed.
-func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	op := &csv1.ManagementOperator{}
 	if err := r.Get(ctx, req.NamespacedName, op); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -109,20 +109,7 @@ func (r *ManagementOperatorReconciler) Reconcile(ctx context.Context, req ctrl.R
 			return ctrl.Result{}, err
 		}
 	}
-	s := &opScope{op: op}
-	defer func() {
-		// The status is computed from a whole pass's observations: after an error the reconcile
-		// is retried, and the status stays as the last whole pass left it.
-		if retErr != nil {
-			return
-		}
-		written, err := r.writeStatus(ctx, s)
-		res, retErr = lowestRequeue(res, written), err
-		if err != nil {
-			res = ctrl.Result{}
-		}
-	}()
-	return runPhases(ctx, s,
+	return runPhasesThenStatus(ctx, &opScope{op: op}, statusAfterWholePass, r.writeStatus,
 		r.collectReleases,
 		r.applyFluxObjects,
 		r.observeFluxObjects,

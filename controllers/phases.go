@@ -36,6 +36,45 @@ func runPhases[S any](ctx context.Context, s S, phases ...phase[S]) (ctrl.Result
 	return res, nil
 }
 
+// statusWrite writes what a reconcile's phases put in its scope, and says when the reconcile
+// should come back for the status (0: not for its sake).
+type statusWrite[S any] func(ctx context.Context, s S) (ctrl.Result, error)
+
+// statusPolicy says when a reconcile's status is written.
+type statusPolicy int
+
+const (
+	// statusAfterWholePass: only once every phase ran without an error. The status says what a
+	// whole pass found; after an error it stays as the last whole pass left it, and the
+	// reconcile is retried.
+	statusAfterWholePass statusPolicy = iota
+	// statusAlways: whether the phases all ran, one stopped or one failed: what they learned
+	// is recorded.
+	statusAlways
+)
+
+// runPhasesThenStatus is a reconcile's ordered phases (runPhases) and its one status write, in a
+// defer, as policy says. The write's error is returned when the phases had none; with an error
+// the result is empty, else the soonest requeue of the phases and the write.
+func runPhasesThenStatus[S any](ctx context.Context, s S, policy statusPolicy, write statusWrite[S], phases ...phase[S]) (res ctrl.Result, retErr error) {
+	defer func() {
+		if retErr != nil && policy == statusAfterWholePass {
+			res = ctrl.Result{} // controller-runtime ignores a result returned with an error
+			return
+		}
+		written, err := write(ctx, s)
+		if retErr == nil {
+			retErr = err
+		}
+		if retErr != nil {
+			res = ctrl.Result{}
+			return
+		}
+		res = lowestRequeue(res, written)
+	}()
+	return runPhases(ctx, s, phases...)
+}
+
 // lowestRequeue is the result that comes back soonest of a and b: a RequeueAfter of 0 means
 // "not for this reason".
 func lowestRequeue(a, b ctrl.Result) ctrl.Result {

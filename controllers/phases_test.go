@@ -55,3 +55,48 @@ func TestRunPhases(t *testing.T) {
 		})
 	}
 }
+
+// TestRunPhasesThenStatus: the status is written once, after the phases: always with
+// statusAlways, only after a whole pass without an error with statusAfterWholePass. The phases'
+// error wins over the write's; with an error the result is empty, else the soonest requeue of
+// the phases and the write.
+func TestRunPhasesThenStatus(t *testing.T) {
+	boom, writeFailed := errors.New("boom"), errors.New("write failed")
+	for _, tc := range []struct {
+		name     string
+		policy   statusPolicy
+		phaseErr error
+		writeErr error
+		wrote    bool
+		after    time.Duration
+		wantErr  error
+	}{
+		{name: "whole pass: written, soonest requeue of phase and write", policy: statusAfterWholePass, wrote: true, after: 20 * time.Second},
+		{name: "whole pass, phase failed: not written", policy: statusAfterWholePass, phaseErr: boom, wantErr: boom},
+		{name: "whole pass, phases done early: written", policy: statusAfterWholePass, phaseErr: errPhasesDone, wrote: true, after: 20 * time.Second},
+		{name: "whole pass, write failed: its error, no requeue", policy: statusAfterWholePass, writeErr: writeFailed, wrote: true, wantErr: writeFailed},
+		{name: "always, phase failed: written, the phase's error", policy: statusAlways, phaseErr: boom, writeErr: writeFailed, wrote: true, wantErr: boom},
+		{name: "always: written", policy: statusAlways, wrote: true, after: 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wrote := false
+			write := func(context.Context, *[]string) (ctrl.Result, error) {
+				wrote = true
+				return ctrl.Result{RequeueAfter: 20 * time.Second}, tc.writeErr
+			}
+			p := func(context.Context, *[]string) (ctrl.Result, error) {
+				return ctrl.Result{RequeueAfter: time.Minute}, tc.phaseErr
+			}
+			res, err := runPhasesThenStatus(context.Background(), &[]string{}, tc.policy, write, p)
+			if wrote != tc.wrote {
+				t.Errorf("status written %v, want %v", wrote, tc.wrote)
+			}
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if res.RequeueAfter != tc.after {
+				t.Errorf("requeue after %s, want %s", res.RequeueAfter, tc.after)
+			}
+		})
+	}
+}

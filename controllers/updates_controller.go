@@ -216,7 +216,7 @@ func (r *ClusterStackUpdatesReconciler) now() time.Time { return clockFunc(r.Now
 // Reconcile computes the stack's updates and advances its rollout: the phases in order and, once
 // they all ran, the status they found. A deleted stack has nothing to propose (the stack's own
 // reconciler lets it go).
-func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cs := &csv1.ClusterStack{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -230,16 +230,7 @@ func (r *ClusterStackUpdatesReconciler) Reconcile(ctx context.Context, req ctrl.
 			s.release()
 		}
 	}()
-	defer func() {
-		// The status says what a whole pass found: after an error the reconcile is retried, and
-		// the status stays as the last whole pass left it.
-		if retErr == nil {
-			if err := r.writeStatus(ctx, s); err != nil {
-				res, retErr = ctrl.Result{}, err
-			}
-		}
-	}()
-	return runPhases(ctx, s,
+	return runPhasesThenStatus(ctx, s, statusAfterWholePass, r.writeStatus,
 		r.gather,
 		r.openForge,
 		r.computeUpdates,

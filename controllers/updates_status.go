@@ -7,13 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
 // writeStatus records the updates, the rollout and the UpdatesProposed condition.
-func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *updatesScope) error {
-	return updateStatusEmit(ctx, r.writer, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+func (r *ClusterStackUpdatesReconciler) writeStatus(ctx context.Context, s *updatesScope) (ctrl.Result, error) {
+	return ctrl.Result{}, updateStatusEmit(ctx, r.writer, r.Recorder, s.cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
 		var events []statusEvent
 		cs.Status.AvailableUpdates = s.upd.Available
 		cs.Status.ConditionalUpdates = s.upd.Conditional
