@@ -128,6 +128,7 @@ func (r *ClusterAddonReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	s := &addonScope{cluster: cluster, addon: addon, release: rel, stackName: rel.Spec.ClusterStack, desired: rel.Name}
 	return runPhasesThenStatus(ctx, s, statusAlways, r.writeStatus,
+		r.observeFluxObjects,
 		r.checkPrerequisites,
 		r.renderValues,
 		r.planStages,
@@ -228,6 +229,9 @@ type addonScope struct {
 
 	// controlPlane is the Cluster's control plane object as rendered (nil when it has none).
 	controlPlane map[string]any
+	// flux is what the reconcile observed of the Cluster's Flux objects (observeFluxObjects),
+	// and what it wrote.
+	flux *fluxObservation
 	// existing are the Cluster's Flux objects by component, as listed before writing.
 	existing map[string]client.Object
 	// applied are the Flux objects written (or found unchanged) for the desired release, by component.

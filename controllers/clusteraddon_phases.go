@@ -294,14 +294,8 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		// Flux orders only within a kind: a component after one of another kind is created only
 		// once its predecessor is Ready.
 		if prev != nil && prev.GetObjectKind().GroupVersionKind().Kind != kind {
-			exists, err := r.exists(ctx, obj)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			ready, err := r.fluxReady(ctx, prev)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
+			exists := s.flux.listedAs(kind, obj.GetName()) != nil
+			ready := readyForSpec(s.flux.current(kindOf(prev), prev.GetName()))
 			if !exists && !ready {
 				status.WaitingFor = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
 				written[c.Name] = status
@@ -324,6 +318,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		}
 		written[c.Name] = status
 		s.applied[c.Name] = obj
+		s.flux.wrote(obj)
 		prev = obj
 	}
 	s.components = s.componentStatuses(written, want)
@@ -352,16 +347,14 @@ func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonSc
 	var other client.Object
 	switch obj.(type) {
 	case *helmv2.HelmRelease:
-		other = &kustomizev1.Kustomization{}
+		other = s.flux.listedAs(kustomizev1.KustomizationKind, obj.GetName())
 	case *kustomizev1.Kustomization:
-		other = &helmv2.HelmRelease{}
-	default:
+		other = s.flux.listedAs(helmv2.HelmReleaseKind, obj.GetName())
+	}
+	if other == nil {
 		return "", nil
 	}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), other); err != nil {
-		return "", client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(other, s.addon) || other.GetLabels()[csv1.ComponentLabel] != fluxgen.LabelValue(component) {
+	if !fluxgen.LabelledFor(other.GetLabels(), csv1.ComponentLabel, component) {
 		return "", nil
 	}
 	ref, kind := kindOf(other)+"/"+other.GetName(), kindOf(obj)
@@ -384,15 +377,13 @@ func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonSc
 // upgrade holds at their release, whose ConfigMaps are kept. It waits until Flux has acted on
 // what was written (valuesInUse).
 func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope) (ctrl.Result, error) {
-	if inUse, err := r.valuesInUse(ctx, s); err != nil || inUse != "" {
-		if inUse != "" {
-			log.FromContext(ctx).V(1).Info("values ConfigMaps of other releases kept until Flux acts on the current spec", "fluxObject", inUse)
-		}
-		return ctrl.Result{}, err
+	if inUse := valuesInUse(s); inUse != "" {
+		log.FromContext(ctx).V(1).Info("values ConfigMaps of other releases kept until Flux acts on the current spec", "fluxObject", inUse)
+		return ctrl.Result{}, nil
 	}
 	var cms corev1.ConfigMapList
 	if err := r.List(ctx, &cms, client.InNamespace(s.addon.Namespace),
-		client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(s.addon.Spec.ClusterName)}); err != nil {
+		byGeneratedCluster(s.addon.Spec.ClusterName)); err != nil {
 		return ctrl.Result{}, err
 	}
 	keep := map[string]bool{s.values: true}
@@ -423,28 +414,16 @@ func (r *ClusterAddonReconciler) pruneValues(ctx context.Context, s *addonScope)
 // the new spec). The ConfigMaps of other releases go once Flux has acted on every current spec:
 // that status change brings the reconcile back. Objects being deleted are not counted (an
 // uninstall or prune does not read values).
-func (r *ClusterAddonReconciler) valuesInUse(ctx context.Context, s *addonScope) (string, error) {
-	objs, err := r.ownedFluxObjects(ctx, s.addon)
-	if err != nil {
-		return "", err
-	}
-	written := map[string]client.Object{}
-	for _, o := range s.applied {
-		written[kindOf(o)+"/"+o.GetName()] = o
-	}
-	for _, o := range objs {
+func valuesInUse(s *addonScope) string {
+	for _, o := range s.flux.listed {
 		if !o.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		ref := kindOf(o) + "/" + o.GetName()
-		if w, ok := written[ref]; ok {
-			atWrittenGeneration(o, w)
-		}
-		if observedGeneration(o) < o.GetGeneration() {
-			return ref, nil
+		if cur := s.flux.current(kindOf(o), o.GetName()); observedGeneration(cur) < cur.GetGeneration() {
+			return fluxRef(kindOf(o), o.GetName())
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // observedGeneration is the generation a HelmRelease's or Kustomization's controller last acted
@@ -459,52 +438,11 @@ func observedGeneration(o client.Object) int64 {
 	return o.GetGeneration()
 }
 
-// exists reads the object through the typed cache the controller already keeps for its kind
-// (a metadata-only read would start a second informer for the same objects).
-func (r *ClusterAddonReconciler) exists(ctx context.Context, obj client.Object) (bool, error) {
-	cur := obj.DeepCopyObject().(client.Object)
-	err := r.Get(ctx, client.ObjectKeyFromObject(obj), cur)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// fluxReady tells whether the Flux object obj (a HelmRelease or Kustomization the reconcile is
-// about to order another kind after) is Ready for its current spec: Ready, at the generation
-// Flux observed, and that generation not older than this reconcile's write of obj (obj's
-// generation, when it wrote it) should the cache not have seen that write yet.
-func (r *ClusterAddonReconciler) fluxReady(ctx context.Context, obj client.Object) (bool, error) {
-	var st fluxstatus.ObjectState
-	switch o := obj.(type) {
-	case *helmv2.HelmRelease:
-		cur := &helmv2.HelmRelease{}
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		atWrittenGeneration(cur, obj)
-		st = fluxstatus.FromHelmRelease(cur, "")
-	case *kustomizev1.Kustomization:
-		cur := &kustomizev1.Kustomization{}
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		atWrittenGeneration(cur, obj)
-		st = fluxstatus.FromKustomization(cur, "")
-	default:
-		return false, nil
-	}
-	return st.Ready == metav1.ConditionTrue && st.Current, nil
-}
-
 // pruneStale deletes the cluster's Flux objects that no component of the release wants, and
 // those of the components a delete step of the release's BeforeClusterUpgrade stage removes
 // during an upgrade (the plan's Remove), as fluxgen.PruneDecision decides.
 func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, want map[string]bool) error {
-	objs, err := r.ownedFluxObjects(ctx, s.addon)
-	if err != nil {
-		return err
-	}
+	objs := s.flux.listed
 	in := fluxgen.PruneInput{Cluster: s.cluster.Name, Want: want, Components: s.release.Status.Components}
 	if s.plan != nil {
 		in.Removing = s.plan.Remove
@@ -536,34 +474,6 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 		}
 	}
 	return nil
-}
-
-// ownedFluxObjects lists the HelmReleases and Kustomizations the ClusterAddon controls, with
-// their kinds set.
-func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *csv1.ClusterAddon) ([]client.Object, error) {
-	sel := client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(addon.Spec.ClusterName)}
-	var hrs helmv2.HelmReleaseList
-	if err := r.List(ctx, &hrs, client.InNamespace(addon.Namespace), sel); err != nil {
-		return nil, err
-	}
-	var kss kustomizev1.KustomizationList
-	if err := r.List(ctx, &kss, client.InNamespace(addon.Namespace), sel); err != nil {
-		return nil, err
-	}
-	var out []client.Object
-	for i := range hrs.Items {
-		if o := &hrs.Items[i]; metav1.IsControlledBy(o, addon) {
-			o.SetGroupVersionKind(helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind))
-			out = append(out, o)
-		}
-	}
-	for i := range kss.Items {
-		if o := &kss.Items[i]; metav1.IsControlledBy(o, addon) {
-			o.SetGroupVersionKind(kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind))
-			out = append(out, o)
-		}
-	}
-	return out, nil
 }
 
 // ownsEverything records, once every phase ran, that every generated object is this

@@ -57,6 +57,9 @@ func TestPruneStaleRemovesForStage(t *testing.T) {
 			Remove: []string{"ccm", "old"}, Hold: map[string]string{"csi": "r1"}, Wait: []string{"ccm"}}}
 	want := map[string]bool{"HelmRelease/c1-cni": true, "HelmRelease/c1-csi": true}
 	for range 2 { // a second reconcile deletes nothing more, and says nothing more
+		if _, err := r.observeFluxObjects(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
 		if err := r.pruneStale(context.Background(), s, want); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,11 +33,7 @@ import (
 // MachineDeployments and MachinePools and the release each of the Cluster's Flux objects is
 // at, which components move to the desired release now and which are removed.
 func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) (ctrl.Result, error) {
-	objs, err := r.ownedFluxObjects(ctx, s.addon)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s.existing = existingByComponent(s.cluster.Name, objs)
+	s.existing = existingByComponent(s.cluster.Name, s.flux.listed)
 	in := stageplan.Input{
 		Cluster:             s.cluster.Name,
 		Target:              s.release,
@@ -59,6 +54,7 @@ func (r *ClusterAddonReconciler) planStages(ctx context.Context, s *addonScope) 
 	}
 	// The workers matter only while the Cluster may be upgrading to a release with stages.
 	if len(s.release.Status.Stages) > 0 && in.LastApplied != s.release.Name {
+		var err error
 		if in.Workers, err = r.workersOf(ctx, s.cluster); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -224,7 +220,7 @@ func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScop
 			if !ok {
 				continue
 			}
-			ready, err := r.readyAtRelease(ctx, obj, comps[name], s.release)
+			ready, err := readyAtRelease(s.flux, obj, comps[name], s.release)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -235,36 +231,19 @@ func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScop
 	return ctrl.Result{}, nil
 }
 
-// readyAtRelease is true when the cached Flux object is the one just written (it carries the
+// readyAtRelease is true when the listed Flux object is the one just written (it carries the
 // hash of desired) and Flux reports it Ready, at its current generation, at the release's chart
 // version (Helm) or revision (Kustomize): the status aggregation's notion of healthy.
-func (r *ClusterAddonReconciler) readyAtRelease(ctx context.Context, desired client.Object, c csv1.ReleaseComponent, rel *csv1.ClusterStackRelease) (bool, error) {
+func readyAtRelease(flux *fluxObservation, desired client.Object, c csv1.ReleaseComponent, rel *csv1.ClusterStackRelease) (bool, error) {
 	hash, err := hashOf(desired)
 	if err != nil {
 		return false, err
 	}
-	key := client.ObjectKeyFromObject(desired)
-	var state fluxstatus.ObjectState
-	var cur client.Object
-	switch desired.(type) {
-	case *helmv2.HelmRelease:
-		o := &helmv2.HelmRelease{}
-		cur = o
-		if err := r.Get(ctx, key, o); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		state = fluxstatus.FromHelmRelease(o, c.Version)
-	case *kustomizev1.Kustomization:
-		o := &kustomizev1.Kustomization{}
-		cur = o
-		if err := r.Get(ctx, key, o); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		state = fluxstatus.FromKustomization(o, rel.Status.Revision)
-	default:
+	cur := flux.listedAs(kindOf(desired), desired.GetName())
+	if cur == nil || cur.GetAnnotations()[appliedHashAnnotation] != hash {
 		return false, nil
 	}
-	return cur.GetAnnotations()[appliedHashAnnotation] == hash && state.Healthy(), nil
+	return fluxObjectState(kindOf(cur), cur.GetName(), cur, c.Version, rel.Status.Revision).Healthy(), nil
 }
 
 // stageSkipped returns the BeforeClusterUpgrade stage of now when it is skipped by annotation

@@ -385,7 +385,7 @@ func TestAddonStatusInputDuringUpgrade(t *testing.T) {
 	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni"}}
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-info"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rel("r1", "r1@sha1:aaa", "1.0.0"), rel("r2", "r2@sha1:bbb", "2.0.0"), addon, hr, ks).Build()
-	r := addonJudge{Reader: c}
+	r := addonJudge{Reader: c, flux: newFluxObservation([]client.Object{hr, ks})}
 	in, judged, err := r.input(context.Background(), addon)
 	if err != nil {
 		t.Fatal(err)

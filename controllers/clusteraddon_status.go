@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -29,36 +28,14 @@ import (
 type addonJudge struct {
 	client.Reader
 	Options StatusOptions
-	// applied are the Flux objects the reconcile just wrote (by namespace/name), with the
-	// generation the write gave them (Applier.Apply). One the cache does not have yet exists all
-	// the same, as written, without status (Flux has not seen it): judged "does not exist" it
-	// would be judged again, and written again, once the cache has it. One the cache has at an
-	// older generation is judged at the written one, which Flux has not observed: its cached
-	// status (Ready, the chart version of the release before) is not the new spec's.
-	applied map[client.ObjectKey]client.Object
+	// flux is the reconcile's observation of the Cluster's Flux objects, with what it wrote
+	// (fluxObservation.current): one the cache did not have yet is judged as written, without
+	// status, not as missing (which would be judged, and written, again once the cache has it);
+	// one it wrote over is judged at the written generation, not by its status of the spec before.
+	flux *fluxObservation
 	// hold is the Kubernetes upgrade of the Cluster the BeforeClusterUpgrade hook holds on the
 	// facts being written (upgradeHold), nil when none.
 	hold *fluxstatus.Problem
-}
-
-// get reads a Flux object from the cache, or, when the cache has not seen this reconcile's write
-// of it yet, as the reconcile just applied it.
-func (r addonJudge) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	err := r.Get(ctx, key, obj)
-	written, ok := r.applied[key]
-	if !ok || reflect.TypeOf(written) != reflect.TypeOf(obj) {
-		return err
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(written).Elem())
-		obj.SetGeneration(max(obj.GetGeneration(), 1)) // the API server's generation of a new object
-		return nil
-	case err != nil:
-		return err
-	}
-	atWrittenGeneration(obj, written)
-	return nil
 }
 
 // judge sets a's judged fields from its facts (already in a) and the Flux objects delivering
@@ -214,31 +191,12 @@ func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxst
 				}
 			}
 		}
-		var st fluxstatus.ObjectState
-		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
-		key := client.ObjectKey{Namespace: addon.Namespace, Name: name}
-		switch c.Kind {
-		case csv1.ComponentKindHelm:
-			o := &helmv2.HelmRelease{}
-			if err := r.get(ctx, key, o); err != nil {
-				if !apierrors.IsNotFound(err) {
-					return in, nil, err
-				}
-				st = fluxstatus.Missing(helmv2.HelmReleaseKind, name, c.Name)
-			} else {
-				st = fluxstatus.FromHelmRelease(o, version)
-			}
-		default:
-			o := &kustomizev1.Kustomization{}
-			if err := r.get(ctx, key, o); err != nil {
-				if !apierrors.IsNotFound(err) {
-					return in, nil, err
-				}
-				st = fluxstatus.Missing(kustomizev1.KustomizationKind, name, c.Name)
-			} else {
-				st = fluxstatus.FromKustomization(o, revision)
-			}
+		kind := kustomizev1.KustomizationKind
+		if c.Kind == csv1.ComponentKindHelm {
+			kind = helmv2.HelmReleaseKind
 		}
+		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
+		st := fluxObjectState(kind, name, r.flux.current(kind, name), version, revision)
 		st.Component = c.Name
 		in.Objects = append(in.Objects, st)
 		judged[c.Name] = judgement{fluxObject: c.FluxObject, release: c.Release, state: st}
@@ -294,10 +252,14 @@ func (r *ClusterAddonReconciler) writeStatus(ctx context.Context, s *addonScope)
 func (r *ClusterAddonReconciler) recordFacts(ctx context.Context, s *addonScope) error {
 	renderFailed := false // a new render failure is recorded (counted once written)
 	var judgeErr error
-	judge := addonJudge{Reader: r.Client, Options: r.Status, applied: map[client.ObjectKey]client.Object{}}
-	for _, o := range s.applied {
-		judge.applied[client.ObjectKeyFromObject(o)] = o
+	if s.flux == nil { // the phases did not run: a Cluster whose release is missing
+		objs, err := r.ownedFluxObjects(ctx, s.addon)
+		if err != nil {
+			return err
+		}
+		s.flux = newFluxObservation(objs)
 	}
+	judge := addonJudge{Reader: r.Client, Options: r.Status, flux: s.flux}
 	key := client.ObjectKeyFromObject(s.addon)
 	err := updateStatusEmit(ctx, r.writer, r.Recorder, s.addon, func(a *csv1.ClusterAddon) (bool, []statusEvent) {
 		var events []statusEvent

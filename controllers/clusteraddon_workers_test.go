@@ -196,6 +196,9 @@ func TestPlanStagesWaitsForWorkers(t *testing.T) {
 		t.Helper()
 		s := &addonScope{cluster: cluster, addon: addon, release: rel("r2", "v1.37.2"),
 			controlPlane: map[string]any{"status": map[string]any{"version": "v1.37.2"}}}
+		if _, err := r.observeFluxObjects(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := r.planStages(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}

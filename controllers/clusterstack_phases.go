@@ -78,7 +78,7 @@ func (r *ClusterStackReconciler) decideKeep(ctx context.Context, s *stackScope) 
 		facts.Referenced[value] = refs
 	}
 	for _, rel := range existing {
-		if refs := uses.referenced[fluxgen.LabelValue(rel.Name)]; len(refs) > 0 {
+		if refs := uses.referencing(rel.Name); len(refs) > 0 {
 			facts.Referenced[rel.Name] = refs
 		}
 		facts.Existing = append(facts.Existing, lifecycle.Release{Name: rel.Name, Version: rel.Spec.Version,
@@ -210,9 +210,7 @@ func (r *ClusterStackReconciler) ensureRelease(ctx context.Context, cs *csv1.Clu
 		if rel.Labels == nil {
 			rel.Labels = map[string]string{}
 		}
-		rel.Labels[csv1.ManagedByLabel] = csv1.ManagedByValue
-		rel.Labels[csv1.StackLabel] = fluxgen.LabelValue(cs.Name)
-		rel.Labels[csv1.ReleaseLabel] = fluxgen.LabelValue(name)
+		maps.Copy(rel.Labels, fluxgen.StackReleaseLabels(cs.Name, name))
 		rel.Spec = csv1.ClusterStackReleaseSpec{
 			ClusterStack:       cs.Name,
 			Provider:           cs.Spec.Provider,

@@ -104,7 +104,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 
 // relatedObjects lists the objects generated for the stack's releases.
 func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *csv1.ClusterStack) ([]csv1.RelatedObject, error) {
-	sel := client.MatchingLabels{csv1.StackLabel: fluxgen.LabelValue(cs.Name), csv1.ManagedByLabel: csv1.ManagedByValue}
+	sel := client.MatchingLabels(fluxgen.StackSelector(cs.Name))
 	var out []csv1.RelatedObject
 	add := func(apiVersion, kind string, o metav1.Object) {
 		if _, perCluster := o.GetLabels()[csv1.ClusterNameLabel]; perCluster {
@@ -128,7 +128,7 @@ func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *c
 	}
 	// The releases' own HelmReleases and Kustomizations, through an index that leaves out the
 	// clusters' (thousands): O(releases), not O(Clusters).
-	own := client.MatchingFields{releaseFluxStackIndex: fluxgen.LabelValue(cs.Name)}
+	own := byReleaseFluxStack(cs.Name)
 	var hrs helmv2.HelmReleaseList
 	if err := r.List(ctx, &hrs, client.InNamespace(cs.Namespace), own); err != nil {
 		return nil, err

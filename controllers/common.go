@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 )
 
 // Field index names.
@@ -82,6 +83,17 @@ func generatedCluster(o client.Object) []string {
 		return []string{name}
 	}
 	return nil
+}
+
+// byGeneratedCluster selects, through generatedClusterIndex, the objects generated for a Cluster.
+func byGeneratedCluster(cluster string) client.MatchingFields {
+	return client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(cluster)}
+}
+
+// byReleaseFluxStack selects, through releaseFluxStackIndex, the Flux objects generated for a
+// ClusterStack's releases themselves (not for its clusters).
+func byReleaseFluxStack(stack string) client.MatchingFields {
+	return client.MatchingFields{releaseFluxStackIndex: fluxgen.LabelValue(stack)}
 }
 
 // fluxByStack indexes the operator's Flux objects by their stack label: those generated for a

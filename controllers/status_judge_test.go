@@ -24,44 +24,44 @@ import (
 // hold the object before the write, Ready with that chart version. That copy must not make the
 // component Ready at the new release (which would record the release as applied before Flux
 // installed it, and let the release before be removed while the cluster still runs it). Without
-// a write, or once the cache has seen it, the cached object decides.
+// a write, or once the cache has seen it, the listed object decides.
 func TestJudgeSeesItsOwnWrite(t *testing.T) {
-	cached := readyHelmRelease(metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni", Generation: 3})
-	c := fakeWithHelmReleases(t, cached)
-	key := client.ObjectKeyFromObject(cached)
-	newKey := client.ObjectKey{Namespace: "ns", Name: "c1-csi"}
-	written := func(key client.ObjectKey, generation int64) map[client.ObjectKey]client.Object {
-		return map[client.ObjectKey]client.Object{key: &helmv2.HelmRelease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Generation: generation}}}
+	listed := readyHelmRelease(metav1.ObjectMeta{Namespace: "ns", Name: "c1-cni", Generation: 3})
+	hr := func(name string, generation int64) *helmv2.HelmRelease {
+		return &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: generation}}
 	}
 	for _, tc := range []struct {
 		name        string
-		key         client.ObjectKey
-		applied     map[client.ObjectKey]client.Object
+		get         string
+		written     *helmv2.HelmRelease
 		wantHealthy bool
 		wantExists  bool
 	}{
-		{name: "not written by this reconcile: the cache decides", key: key, wantHealthy: true, wantExists: true},
-		{name: "written, the cache has not seen it: not Ready at the new spec", key: key, applied: written(key, 4), wantExists: true},
-		{name: "written, the cache has seen it", key: key, applied: written(key, 3), wantHealthy: true, wantExists: true},
-		{name: "written, generation unknown: the cache decides", key: key, applied: written(key, 0), wantHealthy: true, wantExists: true},
-		{name: "created, the cache has not seen it: it exists, not Ready", key: newKey, applied: written(newKey, 1), wantExists: true},
-		{name: "neither written nor cached: it does not exist", key: newKey},
+		{name: "not written by this reconcile: the listed object decides", get: "c1-cni", wantHealthy: true, wantExists: true},
+		{name: "written, the cache had not seen it: not Ready at the new spec", get: "c1-cni", written: hr("c1-cni", 4), wantExists: true},
+		{name: "written, the cache had seen it", get: "c1-cni", written: hr("c1-cni", 3), wantHealthy: true, wantExists: true},
+		{name: "written, generation unknown: the listed object decides", get: "c1-cni", written: hr("c1-cni", 0), wantHealthy: true, wantExists: true},
+		{name: "created, the cache had not seen it: it exists, not Ready", get: "c1-csi", written: hr("c1-csi", 1), wantExists: true},
+		{name: "created, generation unknown: it exists at generation 1, not Ready", get: "c1-csi", written: hr("c1-csi", 0), wantExists: true},
+		{name: "neither written nor listed: it does not exist", get: "c1-csi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := addonJudge{Reader: c, applied: tc.applied}
-			o := &helmv2.HelmRelease{}
-			var st fluxstatus.ObjectState
-			switch err := j.get(context.Background(), tc.key, o); {
-			case err == nil:
-				st = fluxstatus.FromHelmRelease(o, "1.0.0")
-			case client.IgnoreNotFound(err) == nil:
-				st = fluxstatus.Missing(helmv2.HelmReleaseKind, tc.key.Name, "cni")
-			default:
-				t.Fatal(err)
+			listedObj := listed.DeepCopy()
+			listedObj.SetGroupVersionKind(helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind))
+			f := newFluxObservation([]client.Object{listedObj})
+			if tc.written != nil {
+				f.wrote(tc.written)
 			}
+			cur := f.current(helmv2.HelmReleaseKind, tc.get)
+			st := fluxObjectState(helmv2.HelmReleaseKind, tc.get, cur, "1.0.0", "")
 			if st.Exists != tc.wantExists || st.Healthy() != tc.wantHealthy {
 				t.Errorf("exists %v, healthy %v; want exists %v, healthy %v (%s)", st.Exists, st.Healthy(), tc.wantExists, tc.wantHealthy, st.Describe())
+			}
+			if cur != nil && cur.GetGeneration() < 1 {
+				t.Errorf("generation %d: an object that exists has one", cur.GetGeneration())
+			}
+			if listedObj.Generation != 3 {
+				t.Errorf("current changed the listed object: generation %d", listedObj.Generation)
 			}
 		})
 	}

@@ -39,8 +39,13 @@ func (u uses) of(release string) []string {
 	for _, a := range u.applied[release] {
 		out = append(out, "ClusterAddon "+a+" (applied)")
 	}
-	out = append(out, u.referenced[fluxgen.LabelValue(release)]...)
+	out = append(out, u.referencing(release)...)
 	return slices.Compact(slices.Sorted(slices.Values(out)))
+}
+
+// referencing lists the clusters' Flux objects still referring to release.
+func (u uses) referencing(release string) []string {
+	return u.referenced[fluxgen.LabelValue(release)]
 }
 
 // reasons are the keep reasons the uses give a release.
@@ -52,7 +57,7 @@ func (u uses) reasons(release string) []string {
 	if len(u.applied[release]) > 0 {
 		out = append(out, lifecycle.Applied)
 	}
-	if len(u.referenced[fluxgen.LabelValue(release)]) > 0 {
+	if len(u.referencing(release)) > 0 {
 		out = append(out, lifecycle.Referenced)
 	}
 	return out
@@ -78,7 +83,7 @@ func releaseUses(ctx context.Context, r client.Reader, cs *csv1.ClusterStack) (u
 	for i := range addons.Items {
 		u.addAddon(&addons.Items[i])
 	}
-	sel := []client.ListOption{ns, client.MatchingLabels{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: fluxgen.LabelValue(cs.Name)}, client.HasLabels{csv1.ClusterNameLabel}}
+	sel := []client.ListOption{ns, client.MatchingLabels(fluxgen.StackSelector(cs.Name)), client.HasLabels{csv1.ClusterNameLabel}}
 	var hrs helmv2.HelmReleaseList
 	if err := r.List(ctx, &hrs, sel...); err != nil {
 		return u, fmt.Errorf("list HelmReleases: %w", err)
@@ -107,7 +112,7 @@ func cachedReleaseUses(ctx context.Context, informers cache.Informers, r client.
 	if err := eachCached(ctx, informers, r, &csv1.ClusterAddonList{}, cs.Namespace, addonStackIndex, cs.Name, u.addAddon); err != nil {
 		return u, fmt.Errorf("list ClusterAddons: %w", err)
 	}
-	stack := fluxgen.LabelValue(cs.Name)
+	stack := fluxgen.LabelValue(cs.Name) // the index holds the stack label's value
 	if err := eachCached(ctx, informers, r, &helmv2.HelmReleaseList{}, cs.Namespace, clusterFluxStackIndex, stack,
 		func(hr *helmv2.HelmRelease) { u.addFlux(helmv2.HelmReleaseKind, hr) }); err != nil {
 		return u, fmt.Errorf("list HelmReleases: %w", err)
