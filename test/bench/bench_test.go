@@ -77,12 +77,13 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 	"github.com/clusterstack-io/clusterstack-operator/test/bench/benchresult"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 const (
 	benchNS   = "bench"
 	stackName = "aws-base-1-36"
-	release   = "aws-base-1-36-v1"
+	release   = framework.TagPrefix + "v1"
 	repoName  = "stacks"
 )
 
@@ -566,22 +567,28 @@ func pollUntil(ctx context.Context, b testing.TB, alive func() error, logDir str
 // component after one of another kind still waits for it, as Flux orders only within a kind).
 func publishStack(ctx context.Context, b testing.TB, e *benchEnv, root, order string) {
 	b.Helper()
-	dir := filepath.Join(e.dir, "stacks-src")
-	must(b, os.CopyFS(dir, os.DirFS(filepath.Join(root, "stacks"))))
+	var withoutOrder func(dir string) error
 	if order == "none" {
-		files, err := filepath.Glob(filepath.Join(dir, "*", "*", "*", "clusteraddon.yaml"))
-		must(b, err)
-		if len(files) == 0 {
-			b.Fatalf("no clusteraddon.yaml below %s to leave out", dir)
-		}
-		for _, f := range files {
-			must(b, os.Remove(f))
+		withoutOrder = func(dir string) error {
+			files, err := filepath.Glob(filepath.Join(dir, "*", "*", "*", "clusteraddon.yaml"))
+			if err != nil {
+				return err
+			}
+			if len(files) == 0 {
+				return fmt.Errorf("no clusteraddon.yaml below %s to leave out", dir)
+			}
+			for _, f := range files {
+				if err := os.Remove(f); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 	}
 	if _, err := e.git.CreateRepo(repoName); err != nil {
 		b.Fatal(err)
 	}
-	must(b, e.git.Publish(ctx, repoName, dir, ".", release))
+	must(b, framework.PublishStacks(ctx, e.git, root, e.dir, repoName, release, withoutOrder))
 }
 
 // kubeconfig is what the Clusters' kubeconfig Secrets hold: no workload cluster is reached.
@@ -629,22 +636,11 @@ func createCluster(ctx context.Context, c client.Client, name string, kubeconfig
 	if err := c.Create(ctx, infra); err != nil {
 		return fmt.Errorf("create AWSCluster %s: %w", name, err)
 	}
-	cl := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS},
-		Spec: clusterv1.ClusterSpec{
-			ClusterNetwork: clusterv1.ClusterNetwork{
-				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}},
-				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
-			},
-			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443},
-			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: awsClusterGVK.Group, Kind: awsClusterGVK.Kind, Name: name},
-			Topology: clusterv1.Topology{
-				ClassRef:     clusterv1.ClusterClassRef{Name: release},
-				Version:      "v1.36.3",
-				ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptrTo[int32](1)},
-			},
-		},
-	}
+	cl := framework.Cluster(benchNS, name, release, "10.244.0.0/16")
+	cl.Spec.Topology.Variables = nil // the stack's defaults
+	cl.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443}
+	cl.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: awsClusterGVK.Group, Kind: awsClusterGVK.Kind, Name: name}
+	cl.Spec.Topology.ControlPlane = clusterv1.ControlPlaneTopology{Replicas: ptrTo[int32](1)}
 	if err := c.Create(ctx, cl); err != nil {
 		return fmt.Errorf("create Cluster %s: %w", name, err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // observation is one sample of a cluster's and its stack's status during a rollout.
@@ -110,9 +111,9 @@ func sampleEvery[T any](ctx context.Context, interval time.Duration, sample func
 func helmRevision(ctx context.Context, g Gomega, ns, name string) int {
 	hr := &helmv2.HelmRelease{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hr)).To(Succeed())
-	latest := hr.Status.History.Latest()
-	g.Expect(latest).NotTo(BeNil())
-	return latest.Version
+	rev := framework.HelmRevision(hr)
+	g.Expect(rev).To(BeNumerically(">", 0), "HelmRelease %s/%s has no Helm release yet", ns, name)
+	return rev
 }
 
 var _ = Describe("Cluster addons: values, upgrades, removal, bad input and deletion", Ordered, SpecPriority(7), func() {
@@ -131,7 +132,7 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		Expect(k8s.Create(ctx, newCluster(ns, "a1", "v1", "10.1.0.0/16"))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, "a2", "v1", "10.2.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "a1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, "a1")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		obs := stop()
 		firstAvailable := -1
@@ -154,7 +155,7 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		for _, c := range []string{"a1", "a2"} {
 			Eventually(ctx, func(g Gomega) {
 				a := getAddon(ctx, g, ns, c)
-				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
 				g.Expect(a.Status.Progress).To(Equal("2/2"))
 				for _, comp := range a.Status.Components {
@@ -191,8 +192,8 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a1")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(a).To(haveCondition(csv1.ProgressingCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ProgressingCondition, metav1.ConditionFalse))
 		}).Should(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(getStack(ctx, g, ns).Status.Versions.Available).To(Equal("v2"))
@@ -255,10 +256,10 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		moveCluster(ctx, ns, "a2", "v5")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a2")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a2", "component cni", "cluster-addon/cni/overwrite.yaml", "missing from the data", "zone:"))
-			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "overwrite.yaml"))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a2", "component cni", "cluster-addon/cni/overwrite.yaml", "missing from the data", "zone:"))
+			g.Expect(a).To(framework.HaveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "overwrite.yaml"))
 		}).Should(Succeed())
-		Expect(getAddon(ctx, Default, ns, "a1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "other clusters are unaffected")
+		Expect(getAddon(ctx, Default, ns, "a1")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "other clusters are unaffected")
 		// Nothing installed is removed or replaced while the values do not render. The operator
 		// looks at the cluster again on events and at the stack's interval (10s, when it lists the
 		// stack's tags); Flux re-applies these objects every 10 minutes, which removes nothing as
@@ -273,8 +274,8 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		publishVersion(ctx, "v5", nil)
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a2")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v5"))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		Expect(deliveredObjects(ctx, Default, wl2)).To(Equal(delivered), "the upgrade to v5 changed the objects in place")
@@ -287,14 +288,14 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 			a := getAddon(ctx, g, ns, "a1")
 			// Once helm-controller rolled back, its Ready message says only that ("Helm rollback
 			// to previous release … succeeded"); the condition says what failed, then that.
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a1", "component cni", "HelmRelease/a1-cni",
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a1", "component cni", "HelmRelease/a1-cni",
 				"Helm upgrade failed for release kube-system/cni", "(rolled back to the previous release)"))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionFalse))
 		}).Should(Succeed())
 		gw.Check(fault)
 		ds := &appsv1.DaemonSet{}
 		Expect(wl1.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "cni"}, ds)).To(Succeed(), "the installed version stays")
-		Expect(getAddon(ctx, Default, ns, "a2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "other clusters are unaffected")
+		Expect(getAddon(ctx, Default, ns, "a2")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "other clusters are unaffected")
 
 		var events corev1.EventList
 		Expect(k8s.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "a1"})).To(Succeed())
@@ -304,8 +305,8 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		moveCluster(ctx, ns, "a1", "v3")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a1")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v3"))
 		}).Should(Succeed())
 	})
@@ -316,7 +317,7 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		c := &clusterv1.Cluster{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a2"}, c)).To(Succeed())
 		patch := client.MergeFrom(c.DeepCopy())
-		c.Spec.Topology.Variables = []clusterv1.ClusterVariable{{Name: "region", Value: jsonValue(`"eu-south-2"`)}}
+		c.Spec.Topology.Variables = []clusterv1.ClusterVariable{{Name: "region", Value: framework.JSON(`"eu-south-2"`)}}
 		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			cm := valuesOf(ctx, g, ns, "a2")
@@ -361,8 +362,8 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 			g.Expect(readyStatus(hr.Status.Conditions)).To(Equal(metav1.ConditionTrue), "HelmRelease a1-cni Ready: %v", hr.Status.Conditions)
 			g.Expect(hr.Status.ObservedGeneration).To(Equal(hr.Generation))
 			a := getAddon(ctx, g, ns, "a1")
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
 			// The operator has seen it healthy: no record of an earlier failure whose clock a
 			// retry would keep running.
 			g.Expect(a.Status.Unhealthy).To(BeEmpty(), "ClusterAddon a1 still records unhealthy objects")
@@ -375,18 +376,18 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 		requestReconcile(ctx, ns, "a1-cni", &helmv2.HelmRelease{})
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a1")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a1", "HelmRelease/a1-cni", endpoint, "connection refused"))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/a1", "HelmRelease/a1-cni", endpoint, "connection refused"))
 			faultInPlace(g)
 		}).Should(Succeed())
 		gw.Check(fault)
-		Expect(getAddon(ctx, Default, ns, "a2")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse), "other clusters are unaffected")
+		Expect(getAddon(ctx, Default, ns, "a2")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse), "other clusters are unaffected")
 
 		Expect(pl.StartWorkloadAPIServer(ctx, ns, "a1")).To(Succeed())
 		requestReconcile(ctx, ns, "a1-cni", &helmv2.HelmRelease{})
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a1")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 	})
 
@@ -478,7 +479,7 @@ var _ = Describe("A component whose kind changes between releases", Ordered, fun
 	}
 	infoAvailable := func(ctx context.Context, g Gomega, v string, kind csv1.ComponentKind) {
 		a := getAddon(ctx, g, ns, cluster)
-		g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + v))
 		g.Expect(a.Status.Components).To(ContainElement(And(HaveField("Name", "cluster-info"), HaveField("Kind", kind), HaveField("Ready", true))))
 	}

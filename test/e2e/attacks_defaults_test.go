@@ -22,6 +22,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Attacks on what the operator generates from tenants' input and on the shipped defaults
@@ -48,7 +49,7 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 		c.Labels = map[string]string{fluxgen.FluxShardLabel: "privileged-shard"}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "c1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tagPrefix+"v1"))
+			g.Expect(getAddon(ctx, g, ns, "c1")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tagPrefix+"v1"))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	}, NodeTimeout(5*time.Minute))
 
@@ -92,12 +93,12 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			st := getStack(ctx, g, saNS)
-			c := condition(st, csv1.ReleasesResolvedCondition)
+			c := framework.Condition(st, csv1.ReleasesResolvedCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(csv1.ReasonServiceAccountNotAllowed))
 			GinkgoWriter.Printf("the operator said: %s\n", c.Message)
 			g.Expect(c.Message).To(ContainSubstring("kubectl label serviceaccount -n " + saNS + " ci-admin " + csv1.ServiceAccountOptInLabel + "=true"))
-			g.Expect(st).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "ci-admin"))
+			g.Expect(st).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "ci-admin"))
 		}).Should(Succeed())
 		Consistently(ctx, func(g Gomega) {
 			rels, repos := &csv1.ClusterStackReleaseList{}, &sourcev1.GitRepositoryList{}
@@ -176,7 +177,7 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Eventually(ctx, func() error { return k8s.Create(ctx, c.DeepCopy()) }).WithTimeout(2 * time.Minute).Should(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, cycleNS, "stuck")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
+			g.Expect(getAddon(ctx, g, cycleNS, "stuck")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
 		}).WithTimeout(4*time.Minute).Should(Succeed(), "the operator is delivered at v1.0.0, which 1.35's release allows")
 
 		By("moving the Cluster to 1.36: the operator may not leave <1.1.0 while the Cluster is at 1.35, and 1.36 needs >=1.1.0")
@@ -187,10 +188,10 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 		var held, degraded *metav1.Condition
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, cycleNS, "stuck")
-			held = condition(a, csv1.ReleaseReadyCondition)
+			held = framework.Condition(a, csv1.ReleaseReadyCondition)
 			g.Expect(held).NotTo(BeNil())
 			g.Expect(held.Reason).To(Equal(csv1.ReasonRequirementsConflict))
-			degraded = condition(a, csv1.DegradedCondition)
+			degraded = framework.Condition(a, csv1.DegradedCondition)
 			g.Expect(degraded).NotTo(BeNil())
 			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(degraded.Reason).To(Equal(csv1.ReasonRequirementsConflict))
@@ -205,7 +206,7 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 		Eventually(ctx, func(g Gomega) {
 			st := &csv1.ClusterStack{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: cycleNS, Name: "aws-base-1-36"}, st)).To(Succeed())
-			g.Expect(st).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "requirements cycle"))
+			g.Expect(st).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "requirements cycle"))
 		}).Should(Succeed(), "the ClusterStack's roll-up names the cycle")
 		Expect(getAddon(ctx, Default, cycleNS, "stuck").Status.LastAppliedRelease).To(Equal(oldTag), "the addons stay where they are")
 	})
@@ -257,7 +258,7 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 			}
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		st := getStack(ctx, Default, ns)
-		GinkgoWriter.Printf("the operator said: %s\n", condition(st, csv1.FluxLockdownCondition).Message)
+		GinkgoWriter.Printf("the operator said: %s\n", framework.Condition(st, csv1.FluxLockdownCondition).Message)
 
 		By("with --flux-lockdown=required, a new ClusterStack gets no release")
 		Expect(pl.StopOperatorInstance("lockdown-detect")).To(Succeed())
@@ -268,7 +269,7 @@ var _ = Describe("Attacks on generated objects and the shipped defaults", Ordere
 		createNamespace(ctx, newNS)
 		Expect(k8s.Create(ctx, newClusterStack(newNS, "v1"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			c := condition(getStack(ctx, g, newNS), csv1.ReleasesResolvedCondition)
+			c := framework.Condition(getStack(ctx, g, newNS), csv1.ReleasesResolvedCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(csv1.ReasonFluxLockdownRequired))
 			g.Expect(c.Message).To(ContainSubstring("--flux-lockdown=required"))

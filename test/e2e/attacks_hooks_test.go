@@ -27,6 +27,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Attacks on the Runtime Extension and on upgrades held without end (docs/multi-tenancy.md,
@@ -113,7 +114,7 @@ var _ = Describe("Attacks on the Runtime Extension", Ordered, ContinueOnFailure,
 		Expect(k8s.Create(ctx, cluster(ns, "held", oldTag, oldKube, "10.140.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			initialized(g, ns, "held")
-			g.Expect(getAddon(ctx, g, ns, "held")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
+			g.Expect(getAddon(ctx, g, ns, "held")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		Eventually(ctx, func() error { return patchTopology(ctx, ns, "held", newTag, newKube) }).WithTimeout(time.Minute).Should(Succeed())
 
@@ -131,7 +132,7 @@ var _ = Describe("Attacks on the Runtime Extension", Ordered, ContinueOnFailure,
 		var degraded *metav1.Condition
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "held")
-			degraded = condition(a, csv1.DegradedCondition)
+			degraded = framework.Condition(a, csv1.DegradedCondition)
 			g.Expect(degraded).NotTo(BeNil())
 			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(degraded.Reason).To(Equal(csv1.ReasonUpgradeHeld))
@@ -145,7 +146,7 @@ var _ = Describe("Attacks on the Runtime Extension", Ordered, ContinueOnFailure,
 			"Degraded at %s, the hold began at %s: not before the grace period of %s", degraded.LastTransitionTime, stage.LastTransitionTime, grace)
 		Expect(controlPlaneVersion(Default, ns, "held")).To(Equal(oldKube), "the hook still holds the upgrade")
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, csv1.SkipBeforeUpgradeGateAnnotation))
+			g.Expect(getStack(ctx, g, ns)).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, csv1.SkipBeforeUpgradeGateAnnotation))
 		}).Should(Succeed(), "the ClusterStack's roll-up names the hold too")
 
 		By("a request crafted for that Cluster gets no stage message; only the Cluster CAPI sends, uid and all, does")

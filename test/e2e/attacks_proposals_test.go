@@ -26,6 +26,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Attacks on pull-request proposals (docs/multi-tenancy.md, the attack table), on the plane's
@@ -192,7 +193,7 @@ spec:
 		applyFleet(ctx, victimFleet, f.RepoURL(owner, victimFleet), victimNS, f.BotToken(), false)
 		Eventually(ctx, func(g Gomega) {
 			cs := stackIn(ctx, g, victimNS, "aws-base-1-36")
-			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionTrue))
+			g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionTrue))
 			g.Expect(cs.Status.Rollout).NotTo(BeNil())
 			g.Expect(cs.Status.Rollout.Target).To(Equal(tagPrefix + "v1"))
 		}).WithTimeout(4*time.Minute).Should(Succeed(), "the victim's stack reads its forge and its rollout: nothing newer than v1")
@@ -223,7 +224,7 @@ spec:
 			cs := stackIn(ctx, g, victimNS, "aws-base-1-36")
 			g.Expect(cs.Status.Rollout).NotTo(BeNil())
 			g.Expect(cs.Status.Rollout.OpenPullRequest).To(Equal(own.HTMLURL))
-			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonProposed))
+			g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonProposed))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		var ignored string
 		Eventually(ctx, func(g Gomega) {
@@ -257,7 +258,7 @@ spec:
 				}
 			}
 			g.Expect(cs.Status.Rollout.OpenPullRequest).To(Equal(own.HTMLURL))
-			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonProposed))
+			g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonProposed))
 			g.Expect(botPR(ctx, g).Number).To(Equal(own.Number))
 		}).WithTimeout(3 * interval).Should(Succeed())
 	}, NodeTimeout(10*time.Minute))
@@ -276,12 +277,12 @@ spec:
 		By("the operator refuses, naming the GitRepository, the URL and the token's Secret")
 		Eventually(ctx, func(g Gomega) {
 			cs := stackIn(ctx, g, httpNS, "aws-base-1-36")
-			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse,
+			g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse,
 				"GitRepository "+plane.FluxNamespace+"/attack-http-fleet",
 				"refusing to send credentials (from Secret "+httpNS+"/fleet-bot) over plain http to "+fleetURL+": use an https URL"))
-			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonInvalidProposalConfig))
+			g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonInvalidProposalConfig))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
-		GinkgoWriter.Printf("UpdatesProposed: %s\n", condition(stackIn(ctx, Default, httpNS, "aws-base-1-36"), csv1.UpdatesProposedCondition).Message)
+		GinkgoWriter.Printf("UpdatesProposed: %s\n", framework.Condition(stackIn(ctx, Default, httpNS, "aws-base-1-36"), csv1.UpdatesProposedCondition).Message)
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(p.Anonymous()).To(BeNumerically(">", 0), "Flux reads the repository through the proxy")
 			g.Expect(p.WithCredentials()).To(BeEmpty(), "no request carried credentials")
@@ -321,14 +322,14 @@ spec:
 		Eventually(ctx, func(g Gomega) {
 			for i := range tarpitStacks {
 				cs := stackIn(ctx, g, tarpitNS, fmt.Sprintf("tarpit-%02d", i))
-				g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse,
+				g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse,
 					"GitRepository "+plane.FluxNamespace+"/attack-tarpit-fleet ("+tarpitURL+")",
 					"no answer within "+forgeAPITimeout.String()+" (the forge API deadline, --forge-api-timeout)"), cs.Name)
-				g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonForgeError), cs.Name)
+				g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonForgeError), cs.Name)
 			}
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		GinkgoWriter.Printf("tarpit-00: %s; requests held at most %d at once\n",
-			condition(stackIn(ctx, Default, tarpitNS, "tarpit-00"), csv1.UpdatesProposedCondition).Message, tp.MaxHeld())
+			framework.Condition(stackIn(ctx, Default, tarpitNS, "tarpit-00"), csv1.UpdatesProposedCondition).Message, tp.MaxHeld())
 		// --forge-host-concurrency (2) stacks talk to the tarpit at once; one more request may be
 		// seen for the moment between a stack giving up and the tarpit noticing it.
 		Expect(tp.MaxHeld()).To(BeNumerically("<=", 3), "not every worker is held by the tarpit")

@@ -29,6 +29,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth/gittest"
 	"github.com/clusterstack-io/clusterstack-operator/internal/opgen"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Attacks on what the operator reads from Git (docs/multi-tenancy.md, the attack table): a
@@ -132,7 +133,7 @@ var _ = Describe("Attacks on sources", Ordered, func() {
 			for name, url := range urls {
 				cs := &csv1.ClusterStack{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: hostileNS, Name: name}, cs)).To(Succeed())
-				c := condition(cs, csv1.ReleasesResolvedCondition)
+				c := framework.Condition(cs, csv1.ReleasesResolvedCondition)
 				g.Expect(c).NotTo(BeNil(), name)
 				g.Expect(c.Reason).To(Equal(csv1.ReasonTagListTooLarge), "%s: %s", name, c.Message)
 				g.Expect(c.Message).To(And(ContainSubstring(url), ContainSubstring("more than 16777216 bytes of reference advertisement"),
@@ -142,7 +143,7 @@ var _ = Describe("Attacks on sources", Ordered, func() {
 		for _, name := range []string{"hostile-0", "hostile-1"} {
 			cs := &csv1.ClusterStack{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: hostileNS, Name: name}, cs)).To(Succeed())
-			GinkgoWriter.Printf("ReleasesResolved of %s: %s\n", name, condition(cs, csv1.ReleasesResolvedCondition).Message)
+			GinkgoWriter.Printf("ReleasesResolved of %s: %s\n", name, framework.Condition(cs, csv1.ReleasesResolvedCondition).Message)
 		}
 		after := operatorProcess()
 		Expect(after.Pid).To(Equal(before.Pid), "the operator did not restart")
@@ -169,7 +170,7 @@ var _ = Describe("Attacks on sources", Ordered, func() {
 			repo := &sourcev1.GitRepository{}
 			g.Expect(k8s.Get(ctx, repoKey, repo)).To(Succeed())
 			g.Expect(repo.Spec.Reference.Commit).To(Equal(movedCommit), "pinned to the commit first fetched")
-			g.Expect(condition(mo, csv1.TagVerifiedCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(framework.Condition(mo, csv1.TagVerifiedCondition)).To(HaveField("Status", metav1.ConditionTrue))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 
 		By("moving tag v1.0.0 to a commit that adds a ConfigMap")
@@ -179,11 +180,11 @@ var _ = Describe("Attacks on sources", Ordered, func() {
 		Expect(newCommit).NotTo(Equal(movedCommit))
 		Eventually(ctx, func(g Gomega) {
 			mo := getOp(g, moved)
-			c := condition(mo, csv1.TagVerifiedCondition)
+			c := framework.Condition(mo, csv1.TagVerifiedCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(csv1.ReasonTagMoved), c.Message)
 			g.Expect(c.Message).To(And(ContainSubstring(movedCommit), ContainSubstring(newCommit)))
-			g.Expect(condition(mo, csv1.DegradedCondition)).To(HaveField("Reason", csv1.ReasonTagMoved))
+			g.Expect(framework.Condition(mo, csv1.DegradedCondition)).To(HaveField("Reason", csv1.ReasonTagMoved))
 			GinkgoWriter.Printf("TagVerified: %s\n", c.Message)
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Consistently(ctx, func(g Gomega) {
@@ -211,7 +212,7 @@ var _ = Describe("Attacks on sources", Ordered, func() {
 			g.Expect(mo.Status.AvailableUpdates).To(ContainElement("v1.3.0"),
 				"the status written holds a listing with both tags (the API server refuses a write listing the long one: availableUpdates items are at most 64 characters)")
 			g.Expect(mo.Status.AvailableUpdates).NotTo(ContainElement(long))
-			c := condition(mo, csv1.TagVerifiedCondition)
+			c := framework.Condition(mo, csv1.TagVerifiedCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.ObservedGeneration).To(Equal(mo.Generation))
 			g.Expect(c.Message).To(ContainSubstring(`1 tag(s) with the tag prefix "" are not versions of at most 64 characters`))

@@ -20,6 +20,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // With Cluster API's core manager in the plane, the operator's Cluster
@@ -87,7 +88,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			for _, tag := range []string{oldTag, newTag} {
 				rel := &csv1.ClusterStackRelease{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tag}, rel)).To(Succeed())
-				g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "release %s", tag)
+				g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "release %s", tag)
 			}
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 	}, NodeTimeout(8*time.Minute))
@@ -134,7 +135,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			g.Expect(c.Spec.ControlPlaneRef.Kind).To(Equal("KubeadmControlPlane"), "CAPI's topology controller made the control plane")
 			g.Expect(ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false)).To(BeTrue())
 			a := getAddon(ctx, g, ns, "upgrade")
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, oldTag))
 			g.Expect(componentOf(a, "legacy")).NotTo(BeNil())
 			md := workerPool(ctx, g, ns, "upgrade")
 			g.Expect(ptr.Deref(md.Status.AvailableReplicas, 0)).To(Equal(int32(1)))
@@ -239,7 +240,7 @@ var _ = Describe("Cluster API alongside the operator", Ordered, func() {
 			md := workerPool(ctx, g, ns, "upgrade")
 			g.Expect(md.Spec.Template.Spec.Version).To(Equal(newKube))
 			a := getAddon(ctx, g, ns, "upgrade")
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, newTag))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, newTag))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(newTag))
 			g.Expect(componentOf(a, "cluster-info").Release).To(Equal(newTag))
 			g.Expect(componentOf(a, "legacy")).To(BeNil())

@@ -19,6 +19,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv/browser"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // `kubectl clusterstack dashboard`, run as a user runs it (the plugin's binary, the suite's
@@ -56,7 +57,7 @@ var _ = Describe("The dashboard", Ordered, func() {
 		By("a Cluster whose cni chart never installs (v6)")
 		Expect(k8s.Create(ctx, newCluster(ns, "broken", "v6", "10.43.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "broken")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/broken-cni"))
+			g.Expect(getAddon(ctx, g, ns, "broken")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/broken-cni"))
 		}).Should(Succeed())
 		// A bound on the live path (watch, event stream, refresh), not a speed: a page that
 		// does not follow its events stays as it was and fails here.

@@ -19,6 +19,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // `kubectl clusterstack diff` (the kubectl plugin, built and run as a user runs it) against the
@@ -59,9 +60,9 @@ var _ = Describe("kubectl clusterstack diff", Ordered, func() {
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, cluster, "v1", "10.43.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, cluster)).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, cluster)).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			// v2's stack is read from its GitRepository's artifact: the release has validated it.
-			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.StackValidCondition, metav1.ConditionTrue))
+			g.Expect(getRelease(ctx, g, ns, "v2")).To(framework.HaveCondition(csv1.StackValidCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 	}, NodeTimeout(8*time.Minute))
 
@@ -158,7 +159,7 @@ var _ = Describe("kubectl clusterstack diff", Ordered, func() {
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, cluster)
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		valuesHaveOverride("v2")
 	}, NodeTimeout(12*time.Minute))

@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 func TestE2E(t *testing.T) {
@@ -110,12 +110,10 @@ var (
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(GinkgoLogr)
-	stateDir, err := os.MkdirTemp("", "clusterstack-e2e-")
-	Expect(err).NotTo(HaveOccurred())
-	// Start finds the checkout from the working directory and says which binaries `make tools
-	// build` (make test runs it) has not built yet.
-	pl, err = plane.Start(ctx, plane.Options{
-		StateDir:     stateDir,
+	// The plane finds the checkout from the working directory and says which binaries `make
+	// tools build` (make test runs it) has not built yet.
+	var err error
+	pl, k8s, err = framework.StartPlane(ctx, "e2e", plane.Options{
 		WithOperator: true,
 		// E2E_MANAGER runs another operator binary (bin/manager when unset), e.g. a build made to
 		// misbehave on purpose, to see a check of this suite fail.
@@ -136,10 +134,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		StartTimeout:   4 * time.Minute,
 		Logger:         GinkgoLogr,
 	})
-	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
-	repoRoot = pl.RepoRoot()
-	k8s, err = pl.NewClient(csv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
+	repoRoot = pl.RepoRoot()
 	startSecretWatch(ctx)
 	GinkgoWriter.Printf("local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
 
@@ -187,22 +183,19 @@ var _ = AfterSuite(func(ctx SpecContext) {
 	}
 })
 
-// publish commits the stacks/ tree of this repository, changed by mutate (which gets a copy), to
-// the Git server and tags it.
-func publish(ctx context.Context, tag string, mutate func(dir string)) {
-	GinkgoHelper()
-	publishTo(ctx, stacksRepo, tag, mutate)
-}
-
-// publishTo is publish into another repository of the Git server.
+// publishTo commits the stacks/ tree of this repository, changed by mutate (which gets a copy),
+// to repository repo of the Git server and tags it.
 func publishTo(ctx context.Context, repo, tag string, mutate func(dir string)) {
 	GinkgoHelper()
-	dir := GinkgoT().TempDir()
-	Expect(os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "stacks")))).To(Succeed())
-	if mutate != nil {
-		mutate(dir)
+	Expect(framework.PublishStacks(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), repo, tag, orNil(mutate))).To(Succeed())
+}
+
+// orNil adapts the suite's mutations (which fail the spec themselves) to the framework's.
+func orNil(mutate func(dir string)) func(string) error {
+	if mutate == nil {
+		return nil
 	}
-	Expect(pl.Git().Publish(ctx, repo, dir, ".", tag)).To(Succeed())
+	return func(dir string) error { mutate(dir); return nil }
 }
 
 // gitURL is the URL of the stacks repository.

@@ -26,6 +26,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // The GitOps loop (docs/gitops.md): the fleet lives in a repository on a real Gitea that real Flux
@@ -204,7 +205,7 @@ spec:
 			for _, c := range []string{"canary-1", "rest-1", "rest-2"} {
 				a := getAddon(ctx, g, ns, c)
 				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
-				g.Expect(condition(a, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+				g.Expect(framework.Condition(a, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 			}
 		}).WithTimeout(6 * time.Minute).Should(Succeed())
 		Consistently(ctx, func(g Gomega) { g.Expect(prs(ctx, g)).To(BeEmpty()) }).WithTimeout(2*interval).Should(Succeed(), "nothing newer than v1: no pull request")
@@ -224,8 +225,8 @@ spec:
 		publishStack(ctx, "v2", withCNIClusterRole)
 		Eventually(ctx, func(g Gomega) {
 			cs := stackStatus(ctx, g)
-			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "push of branch "+branchBase+"canary"))
-			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonPushRefused))
+			g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "push of branch "+branchBase+"canary"))
+			g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonPushRefused))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		refusedAt := time.Now()
 		// spec.updates.minReleaseAge: the first push of v2 came only once v2 was that old (both
@@ -394,8 +395,8 @@ spec:
 		Expect(f.CommitFile(ctx, owner, fleetRepo, remainingPR.Head, "NOTES.md", "reviewed by the platform team\n", "Review note", false)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			cs := stackStatus(ctx, g)
-			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "fleet-admin"))
-			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonBranchModified))
+			g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "fleet-admin"))
+			g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonBranchModified))
 		}).Should(Succeed())
 		withNote := openPR(ctx, Default, "remaining").HeadSHA
 		Consistently(ctx, func(g Gomega) { g.Expect(openPR(ctx, g, "remaining").HeadSHA).To(Equal(withNote)) }).
@@ -407,7 +408,7 @@ spec:
 			for _, c := range []string{"canary-1", "rest-1", "rest-2"} {
 				a := getAddon(ctx, g, ns, c)
 				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix+"v4"), c)
-				g.Expect(condition(a, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue), c)
+				g.Expect(framework.Condition(a, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue), c)
 			}
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		GinkgoWriter.Printf("tag v4 to the last Cluster Available: %s\n", time.Since(tagged).Round(time.Second))
@@ -416,7 +417,7 @@ spec:
 			g.Expect(wavePhase(cs, "canary")).To(Equal(csv1.WaveDone))
 			g.Expect(wavePhase(cs, "remaining")).To(Equal(csv1.WaveDone))
 			g.Expect(cs.Status.Rollout.OpenPullRequest).To(BeEmpty())
-			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionTrue))
+			g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		Expect(prs(ctx, Default)).To(HaveLen(3))
 		Expect(getAddon(ctx, Default, ns, "rest-1").Status.AvailableUpgrades).To(BeEmpty(), "v4 is the newest release")
@@ -440,11 +441,11 @@ spec:
 		Eventually(ctx, func(g Gomega) {
 			cs := stackStatus(ctx, g)
 			g.Expect(wavePhase(cs, "canary")).To(Equal(csv1.WaveHalted))
-			g.Expect(cs).To(haveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "canary-1", "cni"))
-			g.Expect(condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonRolloutHalted))
-			g.Expect(cs).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue))
+			g.Expect(cs).To(framework.HaveCondition(csv1.UpdatesProposedCondition, metav1.ConditionFalse, "canary-1", "cni"))
+			g.Expect(framework.Condition(cs, csv1.UpdatesProposedCondition).Reason).To(Equal(csv1.ReasonRolloutHalted))
+			g.Expect(cs).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
-		GinkgoWriter.Printf("halted: %s\n", condition(stackStatus(ctx, Default), csv1.UpdatesProposedCondition).Message)
+		GinkgoWriter.Printf("halted: %s\n", framework.Condition(stackStatus(ctx, Default), csv1.UpdatesProposedCondition).Message)
 
 		By("the dashboard's stack page, in Chromium, shows the halted wave first, with its reason")
 		d := startDashboard(ctx, ns)

@@ -16,6 +16,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // operatorProcess is the operator's process as the plane lists it, found by its exact name (the
@@ -64,10 +65,10 @@ var _ = Describe("Hostile input: a value template that asks for gigabytes", Orde
 		Expect(k8s.Create(ctx, newCluster(ns, "good", "v1", "10.72.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "bad")
-			g.Expect(a).To(haveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "repeat", "limit"))
-			g.Expect(condition(a, csv1.ValuesRenderedCondition).Reason).To(Equal(csv1.ReasonRenderLimitExceeded))
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml"))
-			g.Expect(getAddon(ctx, g, ns, "good")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ValuesRenderedCondition, metav1.ConditionFalse, "repeat", "limit"))
+			g.Expect(framework.Condition(a, csv1.ValuesRenderedCondition).Reason).To(Equal(csv1.ReasonRenderLimitExceeded))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml"))
+			g.Expect(getAddon(ctx, g, ns, "good")).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		after := operatorProcess()
 		Expect(after.Pid).To(Equal(before.Pid), "the operator did not restart")
@@ -94,8 +95,8 @@ var _ = Describe("Hostile input: generated names that would collide or overflow"
 		for _, c := range clusters {
 			Eventually(ctx, func(g Gomega) {
 				a := getAddon(ctx, g, ns, c)
-				g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-				g.Expect(a).To(haveCondition(csv1.ObjectsOwnedCondition, metav1.ConditionTrue))
+				g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+				g.Expect(a).To(framework.HaveCondition(csv1.ObjectsOwnedCondition, metav1.ConditionTrue))
 				g.Expect(a.Status.Components).To(HaveLen(2 + len(namesComponents)))
 			}).WithTimeout(6 * time.Minute).Should(Succeed())
 			wl, err := pl.WorkloadClient(ctx, ns, c)

@@ -30,6 +30,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // workloadWatch hands every change of some kinds of objects in a workload cluster's kube-system
@@ -243,7 +244,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		for _, c := range []string{"one", "two"} {
 			Eventually(ctx, func(g Gomega) {
 				a := getAddon(ctx, g, ns, c)
-				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
 			}).WithTimeout(8 * time.Minute).Should(Succeed())
 		}
@@ -258,7 +259,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		var cniRevision int
 		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni")) }).Should(Succeed())
@@ -270,8 +271,8 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		moveCluster(ctx, ns, "one", "v10")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml", "missing from the data"))
-			g.Expect(a).To(haveCondition(csv1.StalledCondition, metav1.ConditionTrue, "overwrite.yaml"))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml", "missing from the data"))
+			g.Expect(a).To(framework.HaveCondition(csv1.StalledCondition, metav1.ConditionTrue, "overwrite.yaml"))
 		}).Should(Succeed())
 		By("v2 is kept, and status says why: one's addons were applied from it and its Flux objects use it")
 		Eventually(ctx, func(g Gomega) {
@@ -282,7 +283,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		}).Should(Succeed())
 		printStep(ctx, ns, "one", "one moved to the broken v10")
 		Consistently(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getRelease(ctx, g, ns, "v2")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(clusterClassPresence(ctx, ns, "v2")()).To(Equal(present))
 			hr := &helmv2.HelmRelease{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("one", "cni")}, hr)).To(Succeed())
@@ -295,9 +296,9 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 			a := getAddon(ctx, g, ns, "one")
 			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v2"))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			g.Expect(helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni"))).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
 		}).Should(Succeed())
 		printStep(ctx, ns, "one", "one moved back to v2")
@@ -315,12 +316,12 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		wd := watchDeletions(ctx, ns, "one")
 		pinVersions(ctx, ns, "v6")
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v6")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getRelease(ctx, g, ns, "v6")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		gw := watchGrace(ctx, "ClusterAddon "+ns+"/one", addonDegraded(ns, "one", "v6"))
 		fault := moveCluster(ctx, ns, "one", "v6")
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "one")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
+			g.Expect(getAddon(ctx, g, ns, "one")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
 		}).Should(Succeed())
 		gw.Check(fault)
 		// From the status that names v2 the desired release on, the rollout back is a new one with
@@ -332,7 +333,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "one")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			g.Expect(a.Status.DesiredReleaseTime).NotTo(BeNil())
 			g.Expect(a.Status.DesiredReleaseTime.Time).To(BeTemporally(">=", moved.Add(-time.Second)), "desiredReleaseTime is the move back")
 		}).Should(Succeed())
@@ -377,7 +378,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		c.Spec.Paused = ptr.To(true)
 		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "two")).To(haveCondition(csv1.PausedCondition, metav1.ConditionTrue, "paused"))
+			g.Expect(getAddon(ctx, g, ns, "two")).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionTrue, "paused"))
 		}).Should(Succeed())
 		hr := &helmv2.HelmRelease{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("two", "cni")}, hr)).To(Succeed())
@@ -399,7 +400,7 @@ var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, 
 		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "two")
-			g.Expect(a).To(haveCondition(csv1.PausedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionFalse))
 			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix+"v6"), "the move was acted on once unpaused")
 		}).Should(Succeed())
 	})
@@ -465,8 +466,8 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "early")
-			g.Expect(a).To(haveCondition(csv1.ReleaseReadyCondition, metav1.ConditionFalse, tagPrefix+"v14", "aws-base-1-36", "does not exist"))
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v14", "aws-base-1-36"))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReleaseReadyCondition, metav1.ConditionFalse, tagPrefix+"v14", "aws-base-1-36", "does not exist"))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v14", "aws-base-1-36"))
 			g.Expect(getStack(ctx, g, ns).Status.MissingReleases).To(ContainElement(And(HaveField("Name", tagPrefix+"v14"), HaveField("Reason", csv1.ReasonTagNotFound))))
 		}).Should(Succeed())
 		Expect(releasePresence(ctx, ns, "v14")()).To(Equal(absent), "no release for a tag that does not exist")
@@ -476,7 +477,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "early")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v14"))
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(releaseReasons(ctx, g, ns)).To(HaveKeyWithValue(tagPrefix+"v14", ContainElement("InUse")))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	})
@@ -498,7 +499,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 			Expect(err.Error()).To(And(ContainSubstring("validation.cluster.cluster.x-k8s.io"), ContainSubstring(tagPrefix+"v2"), ContainSubstring("not found")))
 			pinVersions(ctx, ns, "v1", "v2")
 			Eventually(ctx, func(g Gomega) {
-				g.Expect(getRelease(ctx, g, ns, "v2")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(getRelease(ctx, g, ns, "v2")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			}).Should(Succeed())
 		}
 		// The ClusterAddon and its Flux objects stay from the move until v2 is delivered: sampled
@@ -512,7 +513,7 @@ var _ = Describe("Release lifecycle: Clusters on releases that do not exist", Or
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "early")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		samples := stay()
 		Expect(samples).NotTo(BeEmpty())
@@ -529,7 +530,7 @@ var _ = Describe("Release lifecycle: values and charts switch together", Ordered
 		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v9"))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, "vs", "v1", "10.51.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "vs")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, "vs")).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		oldValues := getAddon(ctx, Default, ns, "vs").Status.ValuesConfigMap
 
@@ -547,7 +548,7 @@ var _ = Describe("Release lifecycle: values and charts switch together", Ordered
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "vs")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v9"))
-			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			hmu.Lock()
 			defer hmu.Unlock()
 			g.Expect(history).To(ContainElement(HaveKeyWithValue("values-schema", "2")), "the v9 chart was installed")
@@ -574,7 +575,7 @@ var _ = Describe("Release lifecycle: a moved tag is not delivered silently", Ord
 		var validated string
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v4")
-			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			g.Expect(rel.Status.Commit).NotTo(BeEmpty())
 			validated = rel.Status.Commit
 			repo := &sourcev1.GitRepository{}
@@ -589,9 +590,9 @@ var _ = Describe("Release lifecycle: a moved tag is not delivered silently", Ord
 		Expect(moved).NotTo(Equal(validated))
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v4")
-			g.Expect(rel).To(haveCondition(csv1.TagVerifiedCondition, metav1.ConditionFalse, tagPrefix+"v4", validated, moved))
-			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "moved", validated, moved))
-			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "the validated commit is still delivered")
+			g.Expect(rel).To(framework.HaveCondition(csv1.TagVerifiedCondition, metav1.ConditionFalse, tagPrefix+"v4", validated, moved))
+			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "moved", validated, moved))
+			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "the validated commit is still delivered")
 			g.Expect(rel.Status.Commit).To(Equal(validated))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		repo := &sourcev1.GitRepository{}
@@ -607,8 +608,8 @@ var _ = Describe("Release lifecycle: a moved tag is not delivered silently", Ord
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v4")
 			g.Expect(rel.Status.Commit).To(Equal(moved))
-			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(rel).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(rel).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 })
@@ -623,7 +624,7 @@ var _ = Describe("Release lifecycle: a deleted pinned release is recreated at on
 		var uid string
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v1")
-			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			uid = string(rel.UID)
 		}).Should(Succeed())
 		Expect(k8s.Delete(ctx, &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tagPrefix + "v1"}})).To(Succeed())
@@ -650,7 +651,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 	degradedThroughRetries := func(ctx context.Context, gw *graceWatch, fault time.Time, cluster, fluxObject string, ready func(g Gomega) metav1.ConditionStatus) string {
 		GinkgoHelper()
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, cluster)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, fluxObject))
+			g.Expect(getAddon(ctx, g, ns, cluster)).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, fluxObject))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 		gw.Check(fault)
 		GinkgoWriter.Printf("%s Degraded %s after the fault\n", fluxObject, time.Since(fault).Round(time.Second))
@@ -658,9 +659,9 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		var msg string
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, cluster)
-			c := condition(a, csv1.DegradedCondition)
+			c := framework.Condition(a, csv1.DegradedCondition)
 			Expect(c.Status).To(Equal(metav1.ConditionTrue), "Degraded must hold through Flux's retries (after %d)", retries)
-			Expect(condition(a, csv1.AvailableCondition).Status).To(Equal(metav1.ConditionFalse))
+			Expect(framework.Condition(a, csv1.AvailableCondition).Status).To(Equal(metav1.ConditionFalse))
 			msg = c.Message
 			now := ready(g)
 			if last != metav1.ConditionFalse && now == metav1.ConditionFalse {
@@ -709,7 +710,7 @@ var _ = Describe("Release lifecycle: persistent failures stay Degraded", Ordered
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "p1")
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + pinnedVersion))
-			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			g.Expect(a.Status.Unhealthy).To(BeEmpty(), "ClusterAddon p1 still records unhealthy objects")
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 
@@ -790,13 +791,13 @@ var _ = Describe("kstatus: Flux health checks understand ClusterStacks", Ordered
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, ks)).To(Succeed())
 			g.Expect(readyStatus(ks.Status.Conditions)).To(Equal(metav1.ConditionTrue))
 			// Ready only once the stack is: the stack was Available when Flux said so.
-			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getStack(ctx, g, ns)).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 
 		By("committing a broken version of the stack")
 		commitStack(ctx, "v1", "v8")
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.StalledCondition, metav1.ConditionTrue, tagPrefix+"v8"))
+			g.Expect(getStack(ctx, g, ns)).To(framework.HaveCondition(csv1.StalledCondition, metav1.ConditionTrue, tagPrefix+"v8"))
 			ks := &kustomizev1.Kustomization{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, ks)).To(Succeed())
 			c := apimeta.FindStatusCondition(ks.Status.Conditions, "Ready")

@@ -13,15 +13,14 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // createNamespace creates a tenant namespace for one group of specs: the namespace, the
@@ -81,35 +80,12 @@ const stackInterval = 10 * time.Second
 
 // newClusterStack returns the reference stack's ClusterStack in ns, pinned to versions.
 func newClusterStack(ns string, versions ...string) *csv1.ClusterStack {
-	return &csv1.ClusterStack{
-		ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36", Namespace: ns},
-		Spec: csv1.ClusterStackSpec{
-			Provider: "aws", Name: "base", KubernetesVersion: "1.36",
-			Source:   csv1.StackSource{URL: gitURL(), Path: stackPath},
-			Versions: versions,
-			Interval: &metav1.Duration{Duration: stackInterval},
-		},
-	}
+	return framework.ClusterStack(ns, gitURL(), stackInterval, versions...)
 }
 
 // newCluster returns a Cluster in ns using the ClusterClass of version v of the reference stack.
 func newCluster(ns, name, v, podCIDR string) *clusterv1.Cluster {
-	return &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: clusterv1.ClusterSpec{
-			ClusterNetwork: clusterv1.ClusterNetwork{
-				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR}},
-				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
-			},
-			Topology: clusterv1.Topology{
-				ClassRef: clusterv1.ClusterClassRef{Name: tagPrefix + v},
-				Version:  "v1.36.3",
-				Variables: []clusterv1.ClusterVariable{
-					{Name: "region", Value: jsonValue(`"eu-north-1"`)},
-				},
-			},
-		},
-	}
+	return framework.Cluster(ns, name, tagPrefix+v, podCIDR)
 }
 
 // moveCluster points a Cluster's topology at version v of the reference stack, and returns when
@@ -160,19 +136,6 @@ func getStack(ctx context.Context, g Gomega, ns string) *csv1.ClusterStack {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
 	return cs
 }
-
-// haveCondition matches an object whose condition t has the status s and a message containing all parts.
-func haveCondition(t string, s metav1.ConditionStatus, parts ...string) OmegaMatcher {
-	ms := []OmegaMatcher{HaveField("Status", s)}
-	for _, p := range parts {
-		ms = append(ms, HaveField("Message", ContainSubstring(p)))
-	}
-	return WithTransform(func(o interface{ GetConditions() []metav1.Condition }) *metav1.Condition {
-		return condition(o, t)
-	}, And(Not(BeNil()), And(ms...)))
-}
-
-func jsonValue(raw string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(raw)} }
 
 // valuesOf returns a cluster's current values ConfigMap (the desired release's, named in its
 // ClusterAddon's status).

@@ -27,6 +27,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/opgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Delivery, status, downgrade, Disabled: a ManagementOperator delivers one of the
@@ -171,7 +172,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, SpecPriority
 
 		Expect(k8s.Create(ctx, newCluster(reqNS, "needs-v11", "v1", "192.168.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, reqNS, "needs-v11")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tagPrefix+"v1"))
+			g.Expect(getAddon(ctx, g, reqNS, "needs-v11")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tagPrefix+"v1"))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		before := addonFluxSpecs(ctx, Default, reqNS, "needs-v11")
 		Expect(before).NotTo(BeEmpty())
@@ -232,7 +233,7 @@ var _ = Describe("Management operators delivered by Flux", Ordered, SpecPriority
 		By("the release that required v1.1.0 becomes usable by itself: the Cluster's addons move to it")
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, reqNS, "needs-v11")
-			g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, reqRelease))
+			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, reqRelease))
 			g.Expect(a.Status.LastAppliedRelease).To(Equal(reqRelease))
 			// The contract is read from the versions the installed Cluster CRD serves.
 			rel := &csv1.ClusterStackRelease{}

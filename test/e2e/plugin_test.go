@@ -21,6 +21,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/plugin"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // The kubectl plugin (cmd/kubectl-clusterstack), built and run as a user runs it (kubectl finds it
@@ -78,10 +79,10 @@ var _ = Describe("The kubectl plugin", Ordered, func() {
 		Expect(k8s.Create(ctx, newCluster(ns, "healthy", "v1", "10.41.0.0/16"))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(ns, "broken", "v6", "10.42.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "healthy")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-			g.Expect(getAddon(ctx, g, ns, "broken")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "component cni", "HelmRelease/broken-cni"))
+			g.Expect(getAddon(ctx, g, ns, "healthy")).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, "broken")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "component cni", "HelmRelease/broken-cni"))
 			// The stack's roll-up follows its ClusterAddons (written at most once a second).
-			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/broken"))
+			g.Expect(getStack(ctx, g, ns)).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster "+ns+"/broken"))
 		}).Should(Succeed())
 	}, NodeTimeout(8*time.Minute))
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // What presence reports of an object.
@@ -81,7 +82,7 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 		for _, v := range []string{"v1", "v2"} {
 			Eventually(ctx, func(g Gomega) {
 				rel := getRelease(ctx, g, ns, v)
-				g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 				g.Expect(rel.Status.KubernetesVersion).To(Equal("v1.36.3"))
 				g.Expect(rel.Status.ClusterClassName).To(Equal(tagPrefix + v))
 				g.Expect(rel.Status.Components).To(ConsistOf(HaveField("Name", "cni"), HaveField("Name", "cluster-info")))
@@ -126,7 +127,7 @@ var _ = Describe("Releases: pinned versions, garbage collection and deletion", O
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
 		Expect(k8s.Delete(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getStack(ctx, g, ns)).To(haveCondition(csv1.ReleasesResolvedCondition, metav1.ConditionFalse, "deletion waits", tagPrefix+"v2", "r1"))
+			g.Expect(getStack(ctx, g, ns)).To(framework.HaveCondition(csv1.ReleasesResolvedCondition, metav1.ConditionFalse, "deletion waits", tagPrefix+"v2", "r1"))
 		}).Should(Succeed())
 		Consistently(ctx, releasePresence(ctx, ns, "v2"), 5*time.Second, time.Second).Should(Equal(present))
 
@@ -162,7 +163,7 @@ var _ = Describe("Releases: auto-subscribe", Ordered, func() {
 			cs := getStack(ctx, g, ns)
 			g.Expect(cs.Status.LatestRelease).To(Equal(tagPrefix + "v20"))
 			rel := getRelease(ctx, g, ns, "v20")
-			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Eventually(ctx, releasePresence(ctx, ns, newestVersion)).Should(Equal(absent), "the previous latest, unused and no rollback target (rollbackReleases 0), is garbage-collected")
 	})
@@ -178,10 +179,10 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		cs.Name = "missing-tag"
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v404")).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v404", tagPrefix+"v404"))
+			g.Expect(getRelease(ctx, g, ns, "v404")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v404", tagPrefix+"v404"))
 			s := &csv1.ClusterStack{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "missing-tag"}, s)).To(Succeed())
-			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v404"))
+			g.Expect(s).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, tagPrefix+"v404"))
 		}).Should(Succeed())
 	})
 
@@ -193,7 +194,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		Eventually(ctx, func(g Gomega) {
 			s := &csv1.ClusterStack{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unreachable"}, s)).To(Succeed())
-			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v1", "127.0.0.1:1"))
+			g.Expect(s).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "GitRepository/"+tagPrefix+"v1", "127.0.0.1:1"))
 		}).Should(Succeed())
 		awaitGone(ctx, cs, 2*time.Minute)
 	})
@@ -204,7 +205,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v8")
-			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+tagPrefix+"v8-cluster-class", "cluster-class.yaml"))
+			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+tagPrefix+"v8-cluster-class", "cluster-class.yaml"))
 		}).Should(Succeed())
 		awaitGone(ctx, cs, 2*time.Minute)
 	})
@@ -215,7 +216,7 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		cs.Spec.FollowMovedTags = true // delivers a moved tag (the default pins the validated commit)
 		Expect(k8s.Create(ctx, cs)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v7")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getRelease(ctx, g, ns, "v7")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 		Expect(clusterClassPresence(ctx, ns, "v7")()).To(Equal(present))
 
@@ -223,8 +224,8 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		publishVersion(ctx, "v7", withoutClusterClass)
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v7")
-			g.Expect(rel).To(haveCondition(csv1.StackValidCondition, metav1.ConditionFalse, "cluster-class", tagPrefix+"v7"))
-			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-class"))
+			g.Expect(rel).To(framework.HaveCondition(csv1.StackValidCondition, metav1.ConditionFalse, "cluster-class", tagPrefix+"v7"))
+			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-class"))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		// Flux fetches the moved tag and rebuilds the cluster-class chart at the release's
 		// interval (the stack's): two of them.
@@ -234,9 +235,9 @@ var _ = Describe("Releases: bad input", Ordered, func() {
 		publishVersion(ctx, "v7", nil)
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v7")
-			g.Expect(rel).To(haveCondition(csv1.StackValidCondition, metav1.ConditionTrue))
-			g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+			g.Expect(rel).To(framework.HaveCondition(csv1.StackValidCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 })

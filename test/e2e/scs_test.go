@@ -21,6 +21,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/chartrepo"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Stacks laid out like the three stacks of the Sovereign Cloud Stack
@@ -113,7 +114,7 @@ var _ = Describe("Stacks in the SCS cluster-stacks layouts", Ordered, func() {
 			for _, s := range stacks {
 				rel := &csv1.ClusterStackRelease{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tag(s)}, rel)).To(Succeed())
-				g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "release %s", tag(s))
+				g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "release %s", tag(s))
 				g.Expect(rel.Status.KubernetesVersion).To(Equal(s.kube))
 				cc := &clusterv1.ClusterClass{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tag(s)}, cc)).To(Succeed())
@@ -149,7 +150,7 @@ var _ = Describe("Stacks in the SCS cluster-stacks layouts", Ordered, func() {
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName(s)}, c)).To(Succeed())
 				g.Expect(c.Spec.ControlPlaneRef.Kind).To(Equal("KubeadmControlPlane"), "CAPI's topology controller built %s", c.Name)
 				a := getAddon(ctx, g, ns, clusterName(s))
-				g.Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tag(s)), "Cluster %s", c.Name)
+				g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, tag(s)), "Cluster %s", c.Name)
 			}
 		}).WithTimeout(6 * time.Minute).Should(Succeed())
 

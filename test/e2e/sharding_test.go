@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // Sharding by label (docs/sharding.md): the plane's operator is the main instance
@@ -46,7 +47,7 @@ var _ = Describe("Sharding by label", Ordered, SpecPriority(4), func() {
 		GinkgoHelper()
 		for _, n := range names {
 			Eventually(ctx, func(g Gomega) {
-				g.Expect(getAddon(ctx, g, ns, n)).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+				g.Expect(getAddon(ctx, g, ns, n)).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 			}).WithTimeout(4*time.Minute).Should(Succeed(), "ClusterAddon %s Ready", n)
 		}
 	}
@@ -113,18 +114,18 @@ var _ = Describe("Sharding by label", Ordered, SpecPriority(4), func() {
 			c.Annotations[clusterv1.PausedAnnotation] = "true"
 		})
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "a1")).To(haveCondition(csv1.PausedCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, "a1")).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionTrue))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		patchCluster(ctx, ns, "a1", func(c *clusterv1.Cluster) { delete(c.Annotations, clusterv1.PausedAnnotation) })
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "a1")
-			g.Expect(a).To(haveCondition(csv1.PausedCondition, metav1.ConditionFalse))
-			g.Expect(a).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-			g.Expect(a).To(haveCondition(csv1.ObjectsOwnedCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionFalse))
+			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(a).To(framework.HaveCondition(csv1.ObjectsOwnedCondition, metav1.ConditionTrue))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(addonUIDs(ctx, g, ns, "a1")).To(Equal(before))
-			g.Expect(getAddon(ctx, g, ns, "a1")).To(haveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, "a1")).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 		GinkgoWriter.Printf("a1 moved to shard b, UIDs kept: %v\n", before)
 	})

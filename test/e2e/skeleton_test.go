@@ -31,6 +31,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // applyExamples commits the manifests in examples/, with ${GIT_URL} pointing at the local Git
@@ -62,10 +63,6 @@ func waitFleetApplied(ctx context.Context, commit string) {
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Kustomization %s Ready: %s", fleet.Name, ready.Message)
 		g.Expect(ready.ObservedGeneration).To(Equal(ks.Generation))
 	}).WithTimeout(6 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-}
-
-func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
-	return apimeta.FindStatusCondition(obj.GetConditions(), t)
 }
 
 // operatorSettled succeeds when the operator (its first replica) has worked through everything
@@ -176,7 +173,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 			g.Expect(rel.Status.KubernetesVersion).To(Equal("v1.36.3"))
 			g.Expect(rel.Status.ClusterClassName).To(Equal(release))
 			g.Expect(rel.Status.Components).To(HaveLen(2))
-			g.Expect(condition(rel, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(framework.Condition(rel, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 		}).Should(Succeed())
 	})
 
@@ -239,8 +236,8 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 		cs := &csv1.ClusterStack{}
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-			g.Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
-			g.Expect(condition(cs, csv1.ReadyCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(framework.Condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(framework.Condition(cs, csv1.ReadyCondition)).To(HaveField("Status", metav1.ConditionTrue))
 			g.Expect(cs.Status.Versions.Available).To(Equal("v1"))
 			g.Expect(cs.Status.ClustersSummary).To(Equal("2/2"))
 		}).Should(Succeed())
@@ -249,7 +246,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 			addon := &csv1.ClusterAddon{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c}, addon)).To(Succeed())
 			Expect(addon.Status.LastAppliedRelease).To(Equal(release))
-			Expect(condition(addon, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			Expect(framework.Condition(addon, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 		}
 
 		By("kubectl get clusterstacks shows it, and kubectl wait agrees")
@@ -332,7 +329,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		cs := &csv1.ClusterStack{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(framework.Condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 	})
 
 	It("delivers the example ManagementOperator through Flux and reports it Available (Disabled: no stack requires it)", func(ctx SpecContext) {
@@ -374,7 +371,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 			rel := &csv1.ClusterStackRelease{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v2}, rel)).To(Succeed())
 			g.Expect(rel.Status.ClusterClassName).To(Equal(v2))
-			g.Expect(condition(rel, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			g.Expect(framework.Condition(rel, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 			cc := &unstructured.Unstructured{}
 			cc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"})
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v2}, cc)).To(Succeed())
@@ -386,7 +383,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 		GinkgoWriter.Printf("Kustomization %s Ready on %s %s after the commit\n", fleet.Name, next, time.Since(start).Round(time.Second))
 		cs := &csv1.ClusterStack{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		Expect(condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(framework.Condition(cs, csv1.AvailableCondition)).To(HaveField("Status", metav1.ConditionTrue))
 		for _, c := range []string{"alpha", "beta"} {
 			addon := &csv1.ClusterAddon{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c}, addon)).To(Succeed())

@@ -9,13 +9,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // The stack versions the suite publishes, each a tag of the reference stack with a change.
 const (
-	stackPath = "aws/base/1-36"
-	tagPrefix = "aws-base-1-36-"
+	stackPath = framework.StackPath
+	tagPrefix = framework.TagPrefix
 )
 
 // publishVersion publishes the reference stack as version v (tag aws-base-1-36-<v>), with the
@@ -23,13 +23,7 @@ const (
 // stack directory.
 func publishVersion(ctx context.Context, v string, mutate func(stackDir string)) {
 	GinkgoHelper()
-	publish(ctx, tagPrefix+v, func(dir string) {
-		sd := filepath.Join(dir, stackPath)
-		Expect(stack.SetChartVersion(sd, v)).To(Succeed())
-		if mutate != nil {
-			mutate(sd)
-		}
-	})
+	Expect(framework.PublishVersion(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), stacksRepo, v, orNil(mutate))).To(Succeed())
 }
 
 // Mutations of the reference stack.

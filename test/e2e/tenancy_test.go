@@ -20,6 +20,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // attacksRepo holds stacks whose cluster-class tries to leave its namespace. It is a repository
@@ -137,7 +138,7 @@ webhooks:
 		Expect(k8s.Create(ctx, newClusterStack(victim, "v1"))).To(Succeed())
 		Expect(k8s.Create(ctx, newCluster(victim, "victim", "v1", "10.81.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, victim, "victim")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, victim, "victim")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	})
 
@@ -153,21 +154,21 @@ webhooks:
 			Eventually(ctx, func(g Gomega) {
 				rel := getRelease(ctx, g, attacker, a.version)
 				parts := append([]string{"HelmRelease/" + fluxgen.ClusterClassObjectName(rel.Name)}, a.mentions...)
-				g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, parts...))
-				g.Expect(rel).To(haveCondition(csv1.AvailableCondition, metav1.ConditionFalse))
-				c := condition(rel, csv1.DegradedCondition)
+				g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, parts...))
+				g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionFalse))
+				c := framework.Condition(rel, csv1.DegradedCondition)
 				GinkgoWriter.Printf("%s: Degraded: %s\n", a.what, c.Message)
 			}).WithTimeout(3 * time.Minute).Should(Succeed())
 			Expect(a.created(ctx)).To(BeFalse(), "%s must not be created", a.what)
 		}
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getStack(ctx, g, attacker)).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue))
+			g.Expect(getStack(ctx, g, attacker)).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue))
 		}).Should(Succeed())
 
 		By("the other team's stack and cluster stay Available, and nothing was created anywhere, through two of Flux's retries (at the stack's interval)")
 		Consistently(ctx, func(g Gomega) {
-			g.Expect(getStack(ctx, g, victim)).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(getAddon(ctx, g, victim, "victim")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getStack(ctx, g, victim)).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, victim, "victim")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 			for _, a := range attacks {
 				g.Expect(a.created(ctx)).To(BeFalse(), "%s must not be created", a.what)
 			}
@@ -199,7 +200,7 @@ webhooks:
 		Expect(hrs.Items).To(BeEmpty(), "nothing is generated in the attacker's namespace for the other team's cluster")
 		a := getAddon(ctx, Default, victim, "victim")
 		Expect(a.Status.LastAppliedRelease).To(Equal(before))
-		Expect(a).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+		Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 	})
 
 	// credentialsStack creates a Secret with password in secretNS and an auto-subscribing
@@ -221,9 +222,9 @@ webhooks:
 		s := &csv1.ClusterStack{}
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: name}, s)).To(Succeed())
-			g.Expect(s).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, parts...))
+			g.Expect(s).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, parts...))
 			// Not even the start of the password ("team-b-password" of team B's).
-			g.Expect(condition(s, csv1.DegradedCondition).Message).NotTo(ContainSubstring(password[:15]))
+			g.Expect(framework.Condition(s, csv1.DegradedCondition).Message).NotTo(ContainSubstring(password[:15]))
 		}).Should(Succeed())
 		awaitGone(ctx, cs, 2*time.Minute)
 		return s
@@ -252,7 +253,7 @@ webhooks:
 		Eventually(ctx, func(g Gomega) {
 			rel := getRelease(ctx, g, ns, "v1")
 			g.Expect(rel.Spec.ServiceAccountName).To(Equal(sa))
-			g.Expect(rel).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.ClusterClassObjectName(rel.Name), user, "forbidden"))
+			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.ClusterClassObjectName(rel.Name), user, "forbidden"))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 
 		By("granting the account the tenant role in its namespace")
@@ -262,14 +263,14 @@ webhooks:
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
 		})).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v1")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getRelease(ctx, g, ns, "v1")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 
 		By("a Cluster's addons run as the same account on its workload cluster, which must grant it too")
 		Expect(k8s.Create(ctx, newCluster(ns, "own-identity", "v1", "10.83.0.0/16"))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			a := getAddon(ctx, g, ns, "own-identity")
-			g.Expect(a).To(haveCondition(csv1.DegradedCondition, metav1.ConditionTrue, user))
+			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, user))
 			var hrs helmv2.HelmReleaseList
 			g.Expect(k8s.List(ctx, &hrs, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: "own-identity"})).To(Succeed())
 			g.Expect(hrs.Items).NotTo(BeEmpty())
@@ -285,7 +286,7 @@ webhooks:
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 		})).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "own-identity")).To(haveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(getAddon(ctx, g, ns, "own-identity")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
 		}).WithTimeout(4 * time.Minute).Should(Succeed())
 	})
 })

@@ -47,11 +47,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 func TestFaults(t *testing.T) {
@@ -67,11 +67,7 @@ const (
 	// ns is the tenant namespace of the fleet.
 	ns = "faults"
 	// stackName is the ClusterStack of the fleet (the repository's reference stack).
-	stackName = "aws-base-1-36"
-	// tagPrefix is the prefix of the reference stack's release tags.
-	tagPrefix = stackName + "-"
-	// stackPath is the reference stack in the repository's stacks/ tree.
-	stackPath = "aws/base/1-36"
+	stackName = framework.StackName
 	// stacksRepo is the Git repository the versions are published to.
 	stacksRepo = "stacks"
 	// grace is the operator's --degraded-grace-period here: short, so that scenarios see
@@ -146,12 +142,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		seed, seed, fleetSize, laterFleet, planeKind())
 	AddReportEntry("seed", seed)
 
-	stateDir, err := os.MkdirTemp("", "clusterstack-faults-")
-	Expect(err).NotTo(HaveOccurred())
-	// Start finds the checkout from the working directory and says which binaries `make tools
-	// build` (make test-faults runs it) has not built yet.
-	pl, err = plane.Start(ctx, plane.Options{
-		StateDir:             stateDir,
+	// The plane finds the checkout from the working directory and says which binaries `make
+	// tools build` (make test-faults runs it) has not built yet.
+	var err error
+	pl, k8s, err = framework.StartPlane(ctx, "faults", plane.Options{
 		WithOperator:         true,
 		WithCAPI:             withCAPI,
 		SkipFixtureOperators: true,
@@ -169,10 +163,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		StartTimeout: 4 * time.Minute,
 		Logger:       GinkgoLogr,
 	})
-	Expect(err).NotTo(HaveOccurred(), "start the local plane; logs in %s", filepath.Join(stateDir, "logs"))
-	repoRoot = pl.RepoRoot()
-	k8s, err = pl.NewClient(csv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
+	repoRoot = pl.RepoRoot()
 	startSecretWatch(ctx)
 	fmt.Fprintf(GinkgoWriter, "local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
 
@@ -219,7 +211,7 @@ var _ = ReportAfterEach(func(r SpecReport) {
 func version(i int) string { return "v" + strconv.Itoa(i) }
 
 // releaseOf is the ClusterStackRelease (and ClusterClass) name of version v.
-func releaseOf(v string) string { return tagPrefix + v }
+func releaseOf(v string) string { return framework.ReleaseOf(v) }
 
 // publishVersion publishes the reference stack as version v: the cluster-class chart has
 // version v (as a release step sets it), and both addon components change with every version
@@ -227,16 +219,16 @@ func releaseOf(v string) string { return tagPrefix + v }
 // Cluster to the next version is exactly one Helm upgrade and one new Kustomization revision.
 func publishVersion(ctx context.Context, v string) {
 	GinkgoHelper()
-	dir := GinkgoT().TempDir()
-	Expect(os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "stacks")))).To(Succeed())
-	sd := filepath.Join(dir, stackPath)
-	Expect(stack.SetChartVersion(sd, v)).To(Succeed())
-	appendTo(sd, "cluster-addon/cni/overwrite.yaml", "  stackVersion: \""+v+"\"\n")
-	appendTo(sd, "cluster-addon/cluster-info/configmap.yaml", "  stack-version: \""+v+"\"\n")
-	st, err := stack.Load(sd)
-	Expect(err).NotTo(HaveOccurred(), "load version %s", v)
-	components[v] = st.RenderComponents()
-	Expect(pl.Git().Publish(ctx, stacksRepo, dir, ".", releaseOf(v))).To(Succeed())
+	Expect(framework.PublishVersion(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), stacksRepo, v, func(sd string) error {
+		appendTo(sd, "cluster-addon/cni/overwrite.yaml", "  stackVersion: \""+v+"\"\n")
+		appendTo(sd, "cluster-addon/cluster-info/configmap.yaml", "  stack-version: \""+v+"\"\n")
+		st, err := stack.Load(sd)
+		if err != nil {
+			return fmt.Errorf("load version %s: %w", v, err)
+		}
+		components[v] = st.RenderComponents()
+		return nil
+	})).To(Succeed())
 }
 
 func appendTo(dir, rel, text string) {

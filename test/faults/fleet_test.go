@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +28,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
+	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
 // fleet is the Clusters the scenarios roll out, and what the suite expects of each: the
@@ -76,15 +75,7 @@ func newFleet(n int) *fleet {
 func (f *fleet) create(ctx context.Context) {
 	GinkgoHelper()
 	f.version, f.next = version(1), 2
-	Expect(k8s.Create(ctx, &csv1.ClusterStack{
-		ObjectMeta: metav1.ObjectMeta{Name: stackName, Namespace: ns},
-		Spec: csv1.ClusterStackSpec{
-			Provider: "aws", Name: "base", KubernetesVersion: "1.36",
-			Source:   csv1.StackSource{URL: pl.Git().RepoURL(stacksRepo), Path: stackPath},
-			Versions: []string{f.version},
-			Interval: &metav1.Duration{Duration: stackInterval},
-		},
-	})).To(Succeed())
+	Expect(k8s.Create(ctx, framework.ClusterStack(ns, pl.Git().RepoURL(stacksRepo), stackInterval, f.version))).To(Succeed())
 	f.waitRelease(ctx, f.version)
 	for i, c := range f.clusters {
 		Expect(k8s.Create(ctx, newCluster(c, f.version, fmt.Sprintf("10.%d.0.0/16", i+1)))).To(Succeed())
@@ -107,22 +98,7 @@ func (f *fleet) create(ctx context.Context) {
 
 // newCluster returns a Cluster of the fleet using the ClusterClass of version v.
 func newCluster(name, v, podCIDR string) *clusterv1.Cluster {
-	return &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: clusterv1.ClusterSpec{
-			ClusterNetwork: clusterv1.ClusterNetwork{
-				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR}},
-				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
-			},
-			Topology: clusterv1.Topology{
-				ClassRef: clusterv1.ClusterClassRef{Name: releaseOf(v)},
-				Version:  "v1.36.3",
-				Variables: []clusterv1.ClusterVariable{
-					{Name: "region", Value: apiextensionsv1.JSON{Raw: []byte(`"eu-north-1"`)}},
-				},
-			},
-		},
-	}
+	return framework.Cluster(ns, name, releaseOf(v), podCIDR)
 }
 
 // nextVersion is the version the next rollout goes to.
@@ -173,7 +149,7 @@ func (f *fleet) waitReleasesReady(ctx context.Context) {
 		list := &csv1.ClusterStackReleaseList{}
 		g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		for _, r := range list.Items {
-			g.Expect(apimeta.IsStatusConditionTrue(r.Status.Conditions, csv1.ReadyCondition)).To(BeTrue(), "release %s is not Ready: %s", r.Name, conditionMessage(r.Status.Conditions, csv1.ReadyCondition))
+			g.Expect(apimeta.IsStatusConditionTrue(r.Status.Conditions, csv1.ReadyCondition)).To(BeTrue(), "release %s is not Ready: %s", r.Name, framework.ConditionMessage(r.Status.Conditions, csv1.ReadyCondition))
 		}
 	}).WithTimeout(5 * time.Minute).Should(Succeed())
 }
@@ -243,7 +219,7 @@ func (f *fleet) waitConvergedOf(ctx context.Context, clusters []string, timeout 
 			case a.Status.LastAppliedRelease != want:
 				waiting = append(waiting, fmt.Sprintf("%s: last applied %q", c, a.Status.LastAppliedRelease))
 			case !apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition):
-				waiting = append(waiting, fmt.Sprintf("%s: not Ready: %s", c, conditionMessage(a.Status.Conditions, csv1.ReadyCondition)))
+				waiting = append(waiting, fmt.Sprintf("%s: not Ready: %s", c, framework.ConditionMessage(a.Status.Conditions, csv1.ReadyCondition)))
 			}
 		}
 		g.Expect(waiting).To(BeEmpty(), "%d of %d Clusters not converged at %s", len(waiting), len(clusters), want)
@@ -378,10 +354,7 @@ func (f *fleet) upgradesInFlight(ctx context.Context) map[string]bool {
 		hrs := &helmv2.HelmReleaseList{}
 		Expect(k8s.List(ctx, hrs, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: c, csv1.ManagedByLabel: csv1.ManagedByValue})).To(Succeed())
 		for _, hr := range hrs.Items {
-			recorded := 0
-			if latest := hr.Status.History.Latest(); latest != nil {
-				recorded = latest.Version
-			}
+			recorded := framework.HelmRevision(&hr)
 			secrets := &corev1.SecretList{}
 			Expect(f.workload(ctx, c).List(ctx, secrets, client.InNamespace(hr.Spec.StorageNamespace), client.MatchingLabels{"owner": "helm", "name": hr.Spec.ReleaseName})).To(Succeed())
 			stored := 0
@@ -413,7 +386,7 @@ func (f *fleet) acceptInterruptedUpgrades(ctx context.Context, inFlight map[stri
 		Expect(k8s.List(ctx, hrs, client.InNamespace(ns), client.MatchingLabels{csv1.ClusterNameLabel: c, csv1.ManagedByLabel: csv1.ManagedByValue})).To(Succeed())
 		for _, hr := range hrs.Items {
 			comp := hr.Labels[csv1.ComponentLabel]
-			if latest := hr.Status.History.Latest(); latest != nil && acceptsExtraRevision(inFlight, c+"/"+comp, latest.Version, f.helmRev[c][comp]) {
+			if rev := framework.HelmRevision(&hr); rev > 0 && acceptsExtraRevision(inFlight, c+"/"+comp, rev, f.helmRev[c][comp]) {
 				f.helmRev[c][comp]++
 				took = append(took, c+"/"+comp)
 			}
@@ -640,17 +613,7 @@ func (f *fleet) checkUIDs(ctx context.Context, g Gomega, c string, wl client.Cli
 		seen = map[string]types.UID{}
 		f.uids[c] = seen
 	}
-	var lost []string
-	for k, uid := range seen {
-		switch got, ok := now[k]; {
-		case !ok:
-			lost = append(lost, k+" is gone")
-		case got != uid:
-			lost = append(lost, fmt.Sprintf("%s was removed and created again (UID %s, was %s)", k, got, uid))
-		}
-	}
-	sort.Strings(lost)
-	g.Expect(lost).To(BeEmpty(), "objects delivered into workload cluster %s", c)
+	g.Expect(framework.LostUIDs(seen, now)).To(BeEmpty(), "objects delivered into workload cluster %s", c)
 	for k, uid := range now {
 		seen[k] = uid
 	}
@@ -710,11 +673,4 @@ func contains(path string, want, live any) error {
 		}
 	}
 	return nil
-}
-
-func conditionMessage(conds []metav1.Condition, t string) string {
-	if c := apimeta.FindStatusCondition(conds, t); c != nil {
-		return c.Reason + ": " + c.Message
-	}
-	return "no " + t + " condition"
 }
