@@ -105,10 +105,16 @@ type judgement struct {
 
 // componentReadiness is a component's ready and message: whether its Flux object is healthy and
 // what Flux said about it; while the object does not exist, why the ClusterAddon reconciler has
-// not written it (waitingFor), when it says.
+// not written it (waitingFor), when it says. A routine reconcile of a component that is ready
+// (Flux's drift check at every interval) changes nothing of it: its message would otherwise turn
+// "Reconciliation in progress" and back, two status writes per Flux object and interval of a
+// fleet where nothing changes.
 func componentReadiness(c csv1.AddonComponentStatus, o fluxstatus.ObjectState) (ready bool, message string) {
 	if !o.Exists && c.WaitingFor != "" {
 		return false, c.WaitingFor
+	}
+	if c.Ready && c.Message != "" && o.RoutineReconcile() {
+		return true, c.Message
 	}
 	return o.Healthy(), o.Describe()
 }

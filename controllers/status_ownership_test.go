@@ -58,6 +58,14 @@ func TestComponentReadiness(t *testing.T) {
 	ready := fluxstatus.ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Current: true, Ready: metav1.ConditionTrue, Revision: "1.0.0", ExpectedRevision: "1.0.0"}
 	failing := fluxstatus.ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Current: true, Ready: metav1.ConditionFalse, Message: "install failed"}
 	missing := fluxstatus.Missing("Kustomization", "c1-info", "info")
+	// kustomize-controller's start of every reconcile, interval ones included, of an object
+	// that already applied the expected revision.
+	routine := fluxstatus.ObjectState{Kind: "Kustomization", Name: "c1-info", Exists: true, Current: true, Ready: metav1.ConditionUnknown,
+		Reason: "Progressing", Message: "Reconciliation in progress", Revision: "v1@sha1:abc", ExpectedRevision: "v1@sha1:abc"}
+	readyInfo := csv1.AddonComponentStatus{Name: "info", Ready: true, Message: "Kustomization/c1-info is Ready"}
+	failedInfo := csv1.AddonComponentStatus{Name: "info", Message: "Kustomization/c1-info: health check failed"}
+	upgrading := routine
+	upgrading.ExpectedRevision = "v2@sha1:def"
 	waiting := csv1.AddonComponentStatus{Name: "info", WaitingFor: "waiting for HelmRelease/c1-cni to be Ready before creating it"}
 	tests := []struct {
 		name      string
@@ -71,6 +79,9 @@ func TestComponentReadiness(t *testing.T) {
 		{"missing and waiting: why", waiting, missing, false, "waiting for HelmRelease/c1-cni to be Ready before creating it"},
 		{"missing, nothing said: missing", csv1.AddonComponentStatus{Name: "info"}, missing, false, "Kustomization/c1-info does not exist yet"},
 		{"exists although waitingFor is stale: Flux's word wins", csv1.AddonComponentStatus{Name: "cni", WaitingFor: "waiting"}, failing, false, "HelmRelease/c1-cni: install failed"},
+		{"ready, Flux's routine reconcile: nothing changes", readyInfo, routine, true, "Kustomization/c1-info is Ready"},
+		{"not ready before, Flux reconciles again: what Flux says", failedInfo, routine, true, "Kustomization/c1-info: Reconciliation in progress"},
+		{"ready, Flux reconciles toward another revision: what Flux says", readyInfo, upgrading, false, "Kustomization/c1-info: Reconciliation in progress"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

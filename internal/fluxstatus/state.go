@@ -96,6 +96,13 @@ func (s ObjectState) Healthy() bool {
 	return s.Ready == metav1.ConditionTrue || s.routineReconcile()
 }
 
+// RoutineReconcile is true while Flux reconciles an object that is healthy and stays so
+// (Healthy): kustomize-controller marks Ready Unknown, "Reconciliation in progress", at the start
+// of every reconcile, the interval's drift checks included, with nothing moving.
+func (s ObjectState) RoutineReconcile() bool {
+	return s.Healthy() && s.routineReconcile()
+}
+
 func (s ObjectState) routineReconcile() bool {
 	return s.Ready == metav1.ConditionUnknown && s.Reason == meta.ProgressingReason && s.Revision != ""
 }
