@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -28,15 +29,23 @@ const (
 // auditedVerbs are the verbs the audit policy records: every write.
 var auditedVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
 
+// statusWithBody are the status subresources whose writes are recorded with their request body:
+// the operator's own kinds (no Secret, nor anything else a tenant's data is in), so that a write
+// a test did not expect can be explained by what it changed (DescribeWrites).
+var statusWithBody = []auditv1.GroupResources{{Group: "clusterstack.io",
+	Resources: []string{"clusteraddons/status", "clusterstacks/status", "clusterstackreleases/status", "managementoperators/status"}}}
+
 // AuditFlags writes the audit policy for users into dir and returns the kube-apiserver flags
 // that apply it: writes by those users at Metadata level (who, what, which object, the answer; no
-// bodies), one line per request once it was answered, in blocking mode (the API server writes
-// the line before it answers, so a reader after the answer finds it), nothing else. ReadAuditedWrites
-// reads the log.
+// bodies) but their status writes of the operator's kinds, with the request's body (Request
+// level), one line per request once it was answered, in blocking mode (the API server writes
+// the line before it answers, so a reader after the answer finds it), nothing else.
+// ReadAuditedWrites reads the log.
 func AuditFlags(dir, logPath string, users []string) (map[string]string, error) {
 	policy := auditv1.Policy{
 		OmitStages: []auditv1.Stage{auditv1.StageRequestReceived, auditv1.StageResponseStarted},
 		Rules: []auditv1.PolicyRule{
+			{Level: auditv1.LevelRequest, Users: users, Verbs: []string{"update", "patch"}, Resources: statusWithBody},
 			{Level: auditv1.LevelMetadata, Users: users, Verbs: auditedVerbs},
 			{Level: auditv1.LevelNone},
 		},
@@ -72,6 +81,8 @@ type AuditedWrite struct {
 	Namespace, Name string
 	// Code is the HTTP status code of the answer.
 	Code int32
+	// Request is the request's body, for the status writes recorded with it (AuditFlags), else nil.
+	Request []byte
 }
 
 // String names the write: "15:04:05.000 patch clusteraddons/status faults/f01 (200) by <user>".
@@ -131,10 +142,63 @@ func ReadAuditedWrites(path string, since time.Time) ([]AuditedWrite, error) {
 		if ev.ResponseStatus != nil {
 			w.Code = ev.ResponseStatus.Code
 		}
+		if ev.RequestObject != nil {
+			w.Request = ev.RequestObject.Raw
+		}
 		out = append(out, w)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("plane: read audit log %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// DescribeWrites names each write of all at or after since (all as AuditedWrites or
+// ReadAuditedWrites return them, from any earlier time) and, for a status write recorded with its
+// body, what it changed in the status since the same writer's write of that object before it
+// (a diff of the two updates' status; "first recorded write" when there is none), or what a
+// status patch wrote.
+func DescribeWrites(all []AuditedWrite, since time.Time) string {
+	var b strings.Builder
+	last := map[string][]byte{}
+	for _, w := range all {
+		key := w.User + " " + w.APIGroup + "/" + w.Resource + "/" + w.Subresource + " " + w.Namespace + "/" + w.Name
+		prev := last[key]
+		if w.Request != nil && w.Verb == "update" && w.Code < 300 {
+			last[key] = w.Request
+		}
+		if w.At.Before(since) {
+			continue
+		}
+		b.WriteString("  " + w.String() + "\n")
+		switch {
+		case w.Request == nil:
+			continue
+		case w.Verb != "update": // a patch's body is what it changes
+			b.WriteString("    " + string(w.Request) + "\n")
+			continue
+		case prev == nil:
+			b.WriteString("    first recorded write of this object's status\n")
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimRight(statusDiff(prev, w.Request), "\n"), "\n") {
+			b.WriteString("    " + line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// statusDiff is the difference of the status of two request bodies (-before +after), or a
+// sentence saying there is none or that a body is not an object.
+func statusDiff(before, after []byte) string {
+	var a, c struct {
+		Status any `json:"status"`
+	}
+	if json.Unmarshal(before, &a) != nil || json.Unmarshal(after, &c) != nil {
+		return "(a request body is not a JSON object)"
+	}
+	if d := cmp.Diff(a.Status, c.Status); d != "" {
+		return "status (-before +after):\n" + d
+	}
+	return "the status is the same as in the write before (a write that changed nothing)"
 }
