@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 )
 
@@ -35,6 +36,15 @@ func newFluxObservation(listed []client.Object) *fluxObservation {
 		f.byRef[fluxRef(kindOf(o), o.GetName())] = o
 	}
 	return f
+}
+
+// existing is the listed objects as fluxgen's decisions read them.
+func (f *fluxObservation) existing() []fluxgen.ExistingObject {
+	out := make([]fluxgen.ExistingObject, len(f.listed))
+	for i, o := range f.listed {
+		out[i] = fluxgen.ExistingObject{Kind: kindOf(o), Name: o.GetName(), Component: o.GetLabels()[csv1.ComponentLabel]}
+	}
+	return out
 }
 
 // fluxRef is a Flux object's reference as the ClusterAddon's status names it: Kind/name.

@@ -338,25 +338,14 @@ func fluxShardOf(c *clusterv1.Cluster, allowed map[string]bool) string {
 }
 
 // removeOtherKind deletes the cluster's Flux object of the other kind for a component whose kind
-// the release changed (a Helm chart that became a kustomize directory, or the reverse; both
-// objects have the same name), and names it until it is gone. Flux uninstalls or prunes what the
-// old object installed before the new one applies the component: created side by side, an
-// uninstall ending after the new object's apply would remove what that object had just reported
-// Ready, and nothing would put it back before the next interval. "" when there is no such object.
+// the release changed, as fluxgen.KindChange decides from the observation, and names it until
+// it is gone. "" when there is no such object.
 func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonScope, obj client.Object, component string) (string, error) {
-	var other client.Object
-	switch obj.(type) {
-	case *helmv2.HelmRelease:
-		other = s.flux.listedAs(kustomizev1.KustomizationKind, obj.GetName())
-	case *kustomizev1.Kustomization:
-		other = s.flux.listedAs(helmv2.HelmReleaseKind, obj.GetName())
-	}
-	if other == nil {
+	gone := fluxgen.KindChange(kindOf(obj), obj.GetName(), component, s.flux.existing())
+	if gone == nil {
 		return "", nil
 	}
-	if !fluxgen.LabelledFor(other.GetLabels(), csv1.ComponentLabel, component) {
-		return "", nil
-	}
+	other := s.flux.listedAs(gone.Kind, gone.Name)
 	ref, kind := kindOf(other)+"/"+other.GetName(), kindOf(obj)
 	if other.GetDeletionTimestamp().IsZero() {
 		uid := other.GetUID()
@@ -447,11 +436,7 @@ func (r *ClusterAddonReconciler) pruneStale(ctx context.Context, s *addonScope, 
 	if s.plan != nil {
 		in.Removing = s.plan.Remove
 	}
-	existing := make([]fluxgen.ExistingObject, len(objs))
-	for i, o := range objs {
-		existing[i] = fluxgen.ExistingObject{Kind: o.GetObjectKind().GroupVersionKind().Kind, Name: o.GetName(), Component: o.GetLabels()[csv1.ComponentLabel]}
-	}
-	for i, action := range fluxgen.PruneDecision(in, existing) {
+	for i, action := range fluxgen.PruneDecision(in, s.flux.existing()) {
 		o := objs[i]
 		switch action {
 		case fluxgen.PruneKeep:

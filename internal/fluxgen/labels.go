@@ -19,8 +19,3 @@ func ClusterSelector(cluster string) map[string]string {
 func StackReleaseLabels(stack, release string) map[string]string {
 	return map[string]string{csv1.ManagedByLabel: csv1.ManagedByValue, csv1.StackLabel: LabelValue(stack), csv1.ReleaseLabel: LabelValue(release)}
 }
-
-// LabelledFor tells whether labels name name under key, as the generated labels do (LabelValue).
-func LabelledFor(labels map[string]string, key, name string) bool {
-	return name != "" && labels[key] == LabelValue(name)
-}

@@ -33,9 +33,5 @@ func TestSelectorsMatchGeneratedLabels(t *testing.T) {
 		if !matches(ClusterSelector(n.cluster), ClusterLabels(n.stack, "rel", n.cluster, "cni")) || matches(ClusterSelector(n.cluster+"z"), ClusterLabels(n.stack, "rel", n.cluster, "cni")) {
 			t.Errorf("ClusterSelector(%q) does not select exactly the Cluster's objects", n.cluster)
 		}
-		l := ClusterLabels(n.stack, "rel", n.cluster, n.cluster)
-		if !LabelledFor(l, csv1.ComponentLabel, n.cluster) || LabelledFor(l, csv1.ComponentLabel, n.cluster+"z") || LabelledFor(l, csv1.ComponentLabel, "") {
-			t.Errorf("LabelledFor(component %q) is wrong", n.cluster)
-		}
 	}
 }

@@ -86,3 +86,21 @@ func PruneDecision(in PruneInput, existing []ExistingObject) []PruneAction {
 	}
 	return out
 }
+
+// KindChange decides, for one object the release wants (kind and name of the Flux object
+// delivering component), whether it waits for an existing object to go first: the object of
+// the other Flux kind under the same name that delivers the same component (the release changed
+// the component's kind; both kinds name their object alike). That object is removed, and Flux
+// uninstalls or prunes what it installed, before the new one is applied: created side by side,
+// an uninstall ending after the new object's apply would remove what the new one had just
+// reported Ready. It returns the object to remove, or nil when the desired object may be applied.
+// An object of the other kind under that name for another component is not this component's
+// (the apply of the desired object reports the conflict, or the prune removes it).
+func KindChange(kind, name, component string, existing []ExistingObject) *ExistingObject {
+	for i, o := range existing {
+		if o.Name == name && o.Kind != kind && o.Component == LabelValue(component) {
+			return &existing[i]
+		}
+	}
+	return nil
+}

@@ -79,3 +79,37 @@ func TestPruneDecision(t *testing.T) {
 		})
 	}
 }
+
+// TestKindChange: a desired object waits for the other kind's object of its name and component;
+// objects of its own kind, of other names or of other components do not hold it.
+func TestKindChange(t *testing.T) {
+	long := "component-with-a-name-much-longer-than-a-label-value-may-be-at-all-xx"
+	existing := []ExistingObject{
+		{Kind: "HelmRelease", Name: "c1-cni", Component: "cni"},
+		{Kind: "Kustomization", Name: "c1-info", Component: "info"},
+		{Kind: "HelmRelease", Name: "c1-other", Component: "someone-else"},
+		{Kind: "Kustomization", Name: "c1-long", Component: LabelValue(long)},
+	}
+	for _, tc := range []struct {
+		name                  string
+		kind, obj, component  string
+		wantKind, wantObjName string
+	}{
+		{name: "Helm became kustomize: the HelmRelease goes first", kind: "Kustomization", obj: "c1-cni", component: "cni", wantKind: "HelmRelease", wantObjName: "c1-cni"},
+		{name: "kustomize became Helm: the Kustomization goes first", kind: "HelmRelease", obj: "c1-info", component: "info", wantKind: "Kustomization", wantObjName: "c1-info"},
+		{name: "same kind: applied over", kind: "HelmRelease", obj: "c1-cni", component: "cni"},
+		{name: "another component's object of that name: not this one's to remove", kind: "Kustomization", obj: "c1-other", component: "other"},
+		{name: "no object of that name", kind: "HelmRelease", obj: "c1-csi", component: "csi"},
+		{name: "a component name longer than a label value", kind: "HelmRelease", obj: "c1-long", component: long, wantKind: "Kustomization", wantObjName: "c1-long"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := KindChange(tc.kind, tc.obj, tc.component, existing)
+			switch {
+			case tc.wantKind == "" && got != nil:
+				t.Errorf("waits for %+v, want none", *got)
+			case tc.wantKind != "" && (got == nil || got.Kind != tc.wantKind || got.Name != tc.wantObjName):
+				t.Errorf("waits for %v, want %s/%s", got, tc.wantKind, tc.wantObjName)
+			}
+		})
+	}
+}
