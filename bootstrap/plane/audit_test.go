@@ -106,3 +106,31 @@ func TestDescribeWrites(t *testing.T) {
 		t.Errorf("the first write: %s", first)
 	}
 }
+
+// TestReadAuditedWritesKeepsBodies: an audit line as kube-apiserver writes it at Request level
+// gives the write with its request body; a Metadata line gives none; a line cut off by a restart
+// is skipped.
+func TestReadAuditedWritesKeepsBodies(t *testing.T) {
+	lines := []string{
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"a","stage":"ResponseComplete","requestURI":"/apis/clusterstack.io/v1alpha1/namespaces/faults/clusteraddons/f03/status","verb":"update","user":{"username":"` + OperatorUser + `"},"objectRef":{"resource":"clusteraddons","namespace":"faults","name":"f03","apiGroup":"clusterstack.io","apiVersion":"v1alpha1","subresource":"status"},"responseStatus":{"metadata":{},"code":200},"requestObject":{"apiVersion":"clusterstack.io/v1alpha1","kind":"ClusterAddon","status":{"progress":"2/2"}},"requestReceivedTimestamp":"2026-11-29T05:45:17.159685Z","stageTimestamp":"2026-11-29T05:45:17.310940Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"b","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/faults/configmaps/x","verb":"patch","user":{"username":"` + OperatorUser + `"},"objectRef":{"resource":"configmaps","namespace":"faults","name":"x","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-29T05:45:18.000000Z","stageTimestamp":"2026-11-29T05:45:18.000000Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Met`,
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAuditedWrites(path, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d writes, want 2: %+v", len(got), got)
+	}
+	if !strings.Contains(string(got[0].Request), `"progress":"2/2"`) || got[0].Subresource != "status" || got[0].Code != 200 {
+		t.Errorf("status write: %+v (body %s)", got[0], got[0].Request)
+	}
+	if got[1].Request != nil {
+		t.Errorf("a Metadata line has a body: %s", got[1].Request)
+	}
+}
