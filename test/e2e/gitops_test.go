@@ -339,6 +339,9 @@ spec:
 		Eventually(ctx, func(g Gomega) {
 			canaryPR = openPR(ctx, g, "canary")
 			g.Expect(canaryPR.Title).To(ContainSubstring(tagPrefix + "v4"))
+			// Gitea edits a pull request's title and its description one after the other: a read
+			// in between has the new title and the old description.
+			g.Expect(canaryPR.Body).To(ContainSubstring("proposes release `" + tagPrefix + "v4`"))
 		}).WithTimeout(5 * time.Minute).Should(Succeed())
 		Expect(prs(ctx, Default)).To(HaveLen(2), "the closed v2 pull request and one open pull request, updated from v3 to v4")
 		diff, err = f.PullRequestDiff(ctx, owner, fleetRepo, canaryPR.Number)
