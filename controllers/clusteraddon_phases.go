@@ -346,7 +346,7 @@ func (r *ClusterAddonReconciler) removeOtherKind(ctx context.Context, s *addonSc
 		return "", nil
 	}
 	other := s.flux.listedAs(gone.Kind, gone.Name)
-	ref, kind := kindOf(other)+"/"+other.GetName(), kindOf(obj)
+	ref, kind := fluxRef(gone.Kind, gone.Name), kindOf(obj)
 	if other.GetDeletionTimestamp().IsZero() {
 		uid := other.GetUID()
 		if err := r.Delete(ctx, other, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 )
@@ -197,10 +198,7 @@ func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxst
 				}
 			}
 		}
-		kind := kustomizev1.KustomizationKind
-		if c.Kind == csv1.ComponentKindHelm {
-			kind = helmv2.HelmReleaseKind
-		}
+		kind := fluxgen.FluxKind(c.Kind)
 		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
 		st := fluxObjectState(kind, name, r.flux.current(kind, name), version, revision)
 		st.Component = c.Name
