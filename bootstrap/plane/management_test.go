@@ -246,12 +246,17 @@ var _ = Describe("Fixture operators on the local Git server", func() {
 			g.Expect(ready.Reason).To(Equal(meta.HealthCheckFailedReason), "Ready: %s: %s", ready.Reason, ready.Message)
 			g.Expect(ready.Message).To(ContainSubstring("Deployment/" + infra.Namespace + "/" + infra.Name))
 		}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
-		pods := &corev1.PodList{}
-		Expect(c.List(ctx, pods, client.InNamespace(infra.Namespace))).To(Succeed())
-		Expect(pods.Items).To(HaveLen(1))
-		Expect(pods.Items[0].Spec.NodeName).To(BeEmpty())
-		Expect(pods.Items[0].Status.Conditions).To(ContainElement(And(
-			HaveField("Type", corev1.PodScheduled), HaveField("Status", corev1.ConditionFalse),
-			HaveField("Reason", corev1.PodReasonUnschedulable))))
-	}, SpecTimeout(3*time.Minute))
+		// The health check fails on the Deployment alone: its Pod may still be on its way from
+		// kube-controller-manager (which retries a ReplicaSet sync on a stale read) and the
+		// scheduler.
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(infra.Namespace))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Expect(pods.Items[0].Spec.NodeName).To(BeEmpty())
+			g.Expect(pods.Items[0].Status.Conditions).To(ContainElement(And(
+				HaveField("Type", corev1.PodScheduled), HaveField("Status", corev1.ConditionFalse),
+				HaveField("Reason", corev1.PodReasonUnschedulable))))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(4*time.Minute))
 })
