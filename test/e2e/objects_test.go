@@ -14,7 +14,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,10 +34,10 @@ func createNamespace(ctx context.Context, name string) {
 }
 
 // finished holds the namespaces the current top-level container created. When the suite moves
-// on to the next container, the Clusters in them are deleted (not waited for): each is a
-// workload cluster of the plane (an API server, etcd, a controller-manager, a scheduler and kwok,
-// about 3% of a core even when idle), and the containers before would otherwise keep twenty of
-// them running to the end of the suite. Ginkgo runs a top-level container's specs one after
+// on to the next container, the Clusters and ClusterStacks in them are deleted (not waited
+// for). Each Cluster is a workload cluster of the plane (an API server, etcd, a
+// controller-manager, a scheduler and kwok, about 3% of a core even when idle), and the
+// containers before would otherwise keep twenty of them running to the end of the suite. Ginkgo runs a top-level container's specs one after
 // another unless told to randomize all specs, which turns this off.
 var finished containerNamespaces
 
@@ -56,8 +58,8 @@ func (f *containerNamespaces) add(ns string) {
 	f.namespaces = append(f.namespaces, ns)
 }
 
-// Before the first spec of another top-level container: the Clusters of the namespaces the
-// previous container created are deleted.
+// Before the first spec of another top-level container: the Clusters and ClusterStacks of the
+// namespaces the previous container created are deleted.
 var _ = BeforeEach(func(ctx SpecContext) {
 	if suite, _ := GinkgoConfiguration(); suite.RandomizeAllSpecs || finished.container == "" || finished.container == topContainer() {
 		return
@@ -69,10 +71,27 @@ var _ = BeforeEach(func(ctx SpecContext) {
 		for i := range clusters.Items {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &clusters.Items[i]))).To(Succeed())
 		}
-		GinkgoWriter.Printf("deleted %d Clusters of namespace %s (container %q finished)\n", len(clusters.Items), ns, finished.container)
+		// Its ClusterStacks, and the Flux objects the specs made themselves, go too: each
+		// stack's sources and cluster-class HelmRelease reconcile every stackInterval, and the
+		// containers before would otherwise keep that load on the API server to the end of the
+		// suite. The operator deletes each stack's releases once no Cluster uses them.
+		Expect(k8s.DeleteAllOf(ctx, &csv1.ClusterStack{}, client.InNamespace(ns))).To(Succeed())
+		for _, o := range []client.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.GitRepository{}} {
+			Expect(k8s.DeleteAllOf(ctx, o, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: notGenerated})).To(Succeed())
+		}
+		GinkgoWriter.Printf("deleted %d Clusters and the ClusterStacks of namespace %s (container %q finished)\n", len(clusters.Items), ns, finished.container)
 	}
 	finished = containerNamespaces{}
 })
+
+// notGenerated selects the objects the operator did not generate.
+var notGenerated = func() labels.Selector {
+	r, err := labels.NewRequirement(csv1.ManagedByLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
 
 // stackInterval is the spec.interval of the ClusterStacks of newClusterStack: how often the
 // operator lists their repositories' tags and looks at their releases again.
