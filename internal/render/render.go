@@ -68,12 +68,16 @@ type Component struct {
 	AllowMissing bool
 	// Shared is the `values` template of a file shared by every component of the stack (a
 	// cluster-addon-values.yaml next to per-component directories); empty when there is none.
-	// Its output maps component names to values: the entry under Name is the base that the
-	// values of Template are deep-merged over (Template wins: maps merge key by key, anything
-	// else replaces, as Helm merges values files).
+	// Its output maps component names (and subcharts' keys, see Subcharts) to values: the
+	// entry under Name is the base that the values of Template are deep-merged over (Template
+	// wins: maps merge key by key, anything else replaces, as Helm merges values files).
 	Shared string
 	// SharedFile is the stack file Shared came from, for error messages.
 	SharedFile string
+	// Subcharts are the keys of the chart's dependencies (each one's alias, or else its name),
+	// Helm only: Shared's entry under one of them holds values for that subchart and is nested
+	// under its key (SharedBase), as an umbrella chart of the components would hand it on.
+	Subcharts []string
 }
 
 // Error is a render failure of one component, naming the file it came from. A template that hit

@@ -7,7 +7,8 @@ import (
 )
 
 // A shared values template (Component.Shared) is rendered once per Render and split by
-// component: each component takes the entry under its name as the base of its own values.
+// component: each component takes the entry under its name, and those under its subcharts'
+// keys nested under them (SharedBase), as the base of its own values.
 
 // sharedCache holds the rendered Shared templates of one Render.
 type sharedCache map[sharedKey]sharedResult
@@ -38,7 +39,37 @@ func (sc sharedCache) entry(in Input, c Component, lim Limits) (map[string]any, 
 	if r.err != nil {
 		return nil, r.err
 	}
-	return SharedEntry(r.values, c.Name)
+	return SharedBase(r.values, c.Name, c.Subcharts)
+}
+
+// SharedBase returns the base values of component name from the output of a shared values
+// template, read as the values of an umbrella chart of the stack's components: the entry under
+// each of the component's subcharts (the keys of its chart's dependencies) is nested under that
+// key, as an umbrella chart hands a subchart its values; the entry under the component's own
+// name is its chart's own values, unless a subchart has that key (SCS's per-component layout:
+// cluster-addon/metrics-server/ wraps the metrics-server chart under the alias metrics-server,
+// and the entry metrics-server is for that chart).
+func SharedBase(shared map[string]any, name string, subcharts []string) (map[string]any, error) {
+	base := map[string]any{}
+	own := true
+	for _, key := range subcharts {
+		own = own && key != name
+		entry, err := SharedEntry(shared, key)
+		if err != nil {
+			return nil, err
+		}
+		if len(entry) > 0 {
+			base[key] = entry
+		}
+	}
+	if !own {
+		return base, nil
+	}
+	entry, err := SharedEntry(shared, name)
+	if err != nil {
+		return nil, err
+	}
+	return mergeValues(entry, base), nil
 }
 
 // SharedEntry returns component name's values from the output of a shared values template: a

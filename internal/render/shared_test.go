@@ -10,8 +10,9 @@ import (
 
 const sharedFile = "cluster-addon-values.yaml"
 
-// scsDockerShared is the shape of SCS providers/docker/scs/cluster-addon-values.yaml: a
-// template whose output is keyed by component name.
+// scsDockerShared is SCS providers/docker/scs/cluster-addon-values.yaml's template: its output
+// is keyed as an umbrella chart's values, by the alias of the chart that
+// cluster-addon/metrics-server/ wraps.
 const scsDockerShared = `metrics-server:
   commonLabels:
     domain: "{{ .Cluster.spec.controlPlaneEndpoint.host }}"
@@ -27,14 +28,30 @@ func TestRenderShared(t *testing.T) {
 		components []Component
 		want       map[string]string
 	}{{
-		name: "SCS docker/scs: the entry goes to its component, the others get none",
+		name: "SCS docker/scs: the entry goes to the subchart of that alias, the others get none",
 		components: []Component{
-			shared(Component{Name: "cni", Helm: true}, scsDockerShared),
-			shared(Component{Name: "metrics-server", Helm: true}, scsDockerShared),
+			shared(Component{Name: "cni", Helm: true, Subcharts: []string{"cilium"}}, scsDockerShared),
+			shared(Component{Name: "metrics-server", Helm: true, Subcharts: []string{"metrics-server"}}, scsDockerShared),
 		},
 		want: with(baseVars(),
 			"helm_values_cni", "{}\n",
-			"helm_values_metrics_server", "commonLabels:\n  domain: api.c1.example.com\n"),
+			"helm_values_metrics_server", "metrics-server:\n  commonLabels:\n    domain: api.c1.example.com\n"),
+	}, {
+		name: "a component's own entry is its chart's values; a subchart's entry goes below the subchart's key",
+		components: []Component{shared(Component{Name: "cni", Helm: true, Subcharts: []string{"cilium", "hubble"}},
+			"cni:\n  tolerations: [a]\n  cilium: {ipam: {mode: cluster-pool}}\ncilium:\n  ipam: {mode: kubernetes}\n  k8sServiceHost: {{ .Cluster.spec.controlPlaneEndpoint.host }}\nmetrics-server:\n  replicas: 2\n")},
+		want: with(baseVars(), "helm_values_cni",
+			"cilium:\n  ipam:\n    mode: kubernetes\n  k8sServiceHost: api.c1.example.com\ntolerations:\n- a\n"),
+	}, {
+		name: "overwrite.yaml is deep-merged over a subchart's entry and wins",
+		components: []Component{shared(Component{Name: "metrics-server", Helm: true, File: cniFile, Subcharts: []string{"metrics-server"},
+			Template: "metrics-server:\n  commonLabels:\n    team: a\n    domain: own.example.com\n"}, scsDockerShared)},
+		want: with(baseVars(), "helm_values_metrics_server",
+			"metrics-server:\n  commonLabels:\n    domain: own.example.com\n    team: a\n"),
+	}, {
+		name:       "a chart without that subchart takes its entry as its own values",
+		components: []Component{shared(Component{Name: "metrics-server", Helm: true}, scsDockerShared)},
+		want:       with(baseVars(), "helm_values_metrics_server", "commonLabels:\n  domain: api.c1.example.com\n"),
 	}, {
 		name: "overwrite.yaml is deep-merged over the shared entry and wins",
 		components: []Component{shared(Component{Name: "cni", Helm: true, File: cniFile,

@@ -3,23 +3,30 @@ package stack
 import (
 	"errors"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 )
 
 // A stack-wide cluster-addon-values.yaml next to per-component directories (SCS
-// providers/docker/scs has one) holds a template whose output is keyed by component name:
+// providers/docker/scs has one) holds a template whose output is keyed as the values of an
+// umbrella chart of the components would be:
 //
 //	values: |
 //	  metrics-server:
 //	    commonLabels:
 //	      domain: "{{ .Cluster.spec.controlPlaneEndpoint.host }}"
 //
-// Each component takes the entry under its name, and its own overwrite.yaml is deep-merged
-// over that entry (overwrite.yaml wins). The file is rendered per cluster with the components'
-// own templates (RenderComponents, internal/render); lint checks that every key names a
-// component. In an old-style stack the file belongs to the umbrella component instead.
+// A key that is one of a Helm component's subcharts (the alias of a Chart.yaml dependency, or
+// its name: SCS's cluster-addon/metrics-server/ wraps the upstream chart under the alias
+// metrics-server) gives that subchart its values, so the component's chart gets the entry
+// nested under the key. Any other key names a component, whose chart (or kustomize directory)
+// gets the entry as its own values. The component's overwrite.yaml is deep-merged over that
+// (overwrite.yaml wins). The file is rendered per cluster with the components' own templates
+// (RenderComponents, render.SharedBase); lint checks that every key names a component or a
+// subchart, and SCSNotes says where SCS's own tooling reads the file otherwise. In an old-style
+// stack the file belongs to the umbrella component instead.
 
 // umbrella reports whether cluster-addon/ is itself one (old-style umbrella) chart or kustomize
 // directory rather than a directory of components.
@@ -59,7 +66,7 @@ func (s *Stack) RenderComponents() []render.Component {
 func (s *Stack) renderComponent(c Component) render.Component {
 	return render.Component{
 		Name: c.Name, Helm: c.Kind == KindHelm, Template: c.ValuesTemplate, File: c.ValuesFile,
-		Shared: s.AddonValuesTemplate, SharedFile: s.AddonValuesFile,
+		Shared: s.AddonValuesTemplate, SharedFile: s.AddonValuesFile, Subcharts: c.Subcharts,
 	}
 }
 
@@ -69,17 +76,15 @@ func (s *Stack) hasValues(c Component) bool {
 }
 
 // lintAddonValues renders a shared cluster-addon-values.yaml for the sample cluster and reports
-// keys that name no component and entries that are no mapping. When the sample rendering
-// fails for want of data the sample cluster lacks, the keys are unknown and nothing is
-// reported (the template was parsed by load).
+// keys that name neither a component nor a subchart, and entries that are no mapping. When the
+// sample rendering fails for want of data the sample cluster lacks, the keys are unknown and
+// nothing is reported (the template was parsed by load).
 func (lt *linter) lintAddonValues() {
 	s := lt.s
 	if strings.TrimSpace(s.AddonValuesTemplate) == "" {
 		return
 	}
-	values, err := render.RenderComponent(lt.sampleData(), render.Component{
-		Name: UmbrellaComponent, Template: s.AddonValuesTemplate, File: s.AddonValuesFile, AllowMissing: true,
-	})
+	values, err := lt.sharedSample()
 	var rerr *render.Error
 	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Err.Error(), "rendered values are not a YAML map") {
 		lt.ps.addf(s.AddonValuesFile, "the values template does not produce a YAML mapping of component names to values for a sample cluster: %v", rerr.Err)
@@ -90,15 +95,34 @@ func (lt *linter) lintAddonValues() {
 	}
 	names := addonNames(s.Components)
 	for _, key := range sortedKeys(values) {
-		if _, ok := s.Component(key); !ok {
-			lt.ps.addf(s.AddonValuesFile, "key %q is no component of this stack (components: %s): top-level keys name the component under %s/ whose values follow; rename the key or move its values under a component's key",
+		_, component := s.Component(key)
+		if !component && len(s.subchartOwners(key)) == 0 {
+			lt.ps.addf(s.AddonValuesFile, "key %q is neither a component of this stack (components: %s) nor a subchart of one (a Chart.yaml dependency's alias or name): top-level keys name the component under %s/, or the subchart, whose values follow; rename the key or move its values under a component's key",
 				key, strings.Join(names, ", "), ClusterAddonDir)
 			continue
 		}
 		if _, err := render.SharedEntry(values, key); err != nil {
-			lt.ps.addf(s.AddonValuesFile, "%v: write the component's values below its name", err)
+			lt.ps.addf(s.AddonValuesFile, "%v: write the component's (or subchart's) values below its name", err)
 		}
 	}
+}
+
+// sharedSample renders the shared cluster-addon-values.yaml for the sample cluster.
+func (lt *linter) sharedSample() (map[string]any, error) {
+	return render.RenderComponent(lt.sampleData(), render.Component{
+		Name: UmbrellaComponent, Template: lt.s.AddonValuesTemplate, File: lt.s.AddonValuesFile, AllowMissing: true,
+	})
+}
+
+// subchartOwners returns the Helm components one of whose subcharts has the key.
+func (s *Stack) subchartOwners(key string) []Component {
+	var out []Component
+	for _, c := range s.Components {
+		if slices.Contains(c.Subcharts, key) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func addonNames(cs []Component) []string {

@@ -82,6 +82,10 @@ type Component struct {
 	ValuesTemplate string `json:"valuesTemplate,omitempty"`
 	// ValuesFile is where ValuesTemplate came from, relative to the stack directory.
 	ValuesFile string `json:"valuesFile,omitempty"`
+	// Subcharts are the keys of the chart's Chart.yaml dependencies, each one's alias or else
+	// its name (Helm addons only): a shared cluster-addon-values.yaml's entry under one of them
+	// is values for that subchart (render.SharedBase).
+	Subcharts []string `json:"subcharts,omitempty"`
 	// Namespace is the target namespace in the workload cluster (addons only):
 	// DefaultNamespace unless stack.yaml's namespaces map names another.
 	Namespace string `json:"namespace,omitempty"`
@@ -404,6 +408,22 @@ type chartDependency struct {
 	Alias      string `yaml:"alias"`
 }
 
+// subchartKeys returns the key each dependency's values go under in its parent chart's values:
+// its alias, or else its name.
+func subchartKeys(deps []chartDependency) []string {
+	var out []string
+	for _, d := range deps {
+		key := d.Alias
+		if key == "" {
+			key = d.Name
+		}
+		if key != "" {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
 // detectKind tells what a component directory is. kustomization reports whether the
 // directory has its own kustomization file (else Flux would generate one).
 func (l *stackReader) detectKind(rel string) (kind Kind, kustomization bool, ok bool) {
@@ -485,6 +505,9 @@ func (l *stackReader) readComponent(name, rel string, clusterClass bool) (Compon
 		chart, ok := l.readChart(rel)
 		if ok {
 			c.ChartName, c.Version = chart.Name, chart.Version
+			if !clusterClass {
+				c.Subcharts = subchartKeys(chart.Dependencies)
+			}
 		}
 	case KindKustomize:
 		c.Version = "sha256-" + strings.TrimPrefix(digest, "sha256:")[:12]

@@ -137,7 +137,7 @@ func TestDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(s1.Components, s2.Components) || s1.ClusterClass != s2.ClusterClass {
+	if !reflect.DeepEqual(s1.Components, s2.Components) || !reflect.DeepEqual(s1.ClusterClass, s2.ClusterClass) {
 		t.Fatal("two loads of the same directory differ")
 	}
 	writeFile(t, dir, "cluster-addon/cluster-info/overwrite.yaml", "values: |\n  infra:\n    region: \"{{ .InfraCluster.spec.region }}\"\n    zone: a\n")

@@ -14,7 +14,8 @@ import (
 
 // Stacks laid out like the three stacks of the Sovereign Cloud Stack cluster-stacks repository:
 // providers/openstack/scs (vendored subcharts, overwrite.yaml), providers/docker/scs
-// (cluster-addon-values.yaml keyed by component next to per-component directories) and
+// (SCS's own cluster-addon-values.yaml, keyed by the alias of the chart each per-component
+// wrapper chart vendors) and
 // providers/openstack/scs2 (dependencies Flux fetches, not vendored).
 const (
 	scsVendored = "testdata/scs/providers/openstack/scs"
@@ -154,22 +155,28 @@ func TestLintSCSLayoutProblems(t *testing.T) {
 		},
 		want: []wantProblem{{"cluster-addon/ccm/Chart.yaml", "cluster-addon/ccm/charts/ holds 1 charts (cluster-addon/ccm/charts/old) for 1 dependencies, so Flux assumes none is missing and does not fetch greeter"}},
 	}, {
-		name:   "shared values: the component's entry reaches its chart",
-		dir:    func(t *testing.T) string { return copyStack(t, scsShared) },
-		mutate: func(t *testing.T, dir string) { writeFile(t, dir, ClusterAddonValuesFile, "values: |\n  cni: {}\n") },
-		want:   []wantProblem{{"cluster-addon/metrics-server/templates/configmap.yaml", "commonLabels.domain is missing"}},
+		name: "shared values: as SCS wrote them",
+		dir:  func(t *testing.T) string { return copyStack(t, scsShared) },
 	}, {
-		name: "shared values: a key that is no component",
+		name: "shared values: a key that is neither a component nor a subchart",
 		dir:  func(t *testing.T) string { return copyStack(t, scsShared) },
 		mutate: func(t *testing.T, dir string) {
 			appendFile(t, dir, ClusterAddonValuesFile, "  metrics_server:\n    replicas: 2\n")
 		},
-		want: []wantProblem{{ClusterAddonValuesFile, `key "metrics_server" is no component of this stack (components: cni, metrics-server)`}},
+		want: []wantProblem{{ClusterAddonValuesFile, `key "metrics_server" is neither a component of this stack (components: cni, metrics-server) nor a subchart of one`}},
+	}, {
+		name: "shared values: a subchart's key is no problem",
+		dir:  func(t *testing.T) string { return copyStack(t, scsShared) },
+		mutate: func(t *testing.T, dir string) {
+			appendFile(t, dir, "cluster-addon/cni/Chart.yaml", "dependencies:\n  - name: cilium\n    version: 1.16.6\n    repository: https://helm.cilium.io/\n")
+			writeFile(t, dir, "cluster-addon/cni/charts/cilium/Chart.yaml", "apiVersion: v2\nname: cilium\nversion: 1.16.6\n")
+			appendFile(t, dir, ClusterAddonValuesFile, "  cilium:\n    ipam: {mode: kubernetes}\n")
+		},
 	}, {
 		name:   "shared values: an entry that is no mapping",
 		dir:    func(t *testing.T) string { return copyStack(t, scsShared) },
 		mutate: func(t *testing.T, dir string) { appendFile(t, dir, ClusterAddonValuesFile, "  cni: calico\n") },
-		want:   []wantProblem{{ClusterAddonValuesFile, `the entry "cni" is a string, not a mapping of the component's values: write the component's values below its name`}},
+		want:   []wantProblem{{ClusterAddonValuesFile, `the entry "cni" is a string, not a mapping of the component's values: write the component's (or subchart's) values below its name`}},
 	}, {
 		name:   "shared values: output that is no mapping",
 		dir:    func(t *testing.T) string { return copyStack(t, scsShared) },
@@ -236,7 +243,9 @@ func TestLintSCSLayoutProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tt.dir(t)
-			tt.mutate(t, dir)
+			if tt.mutate != nil {
+				tt.mutate(t, dir)
+			}
 			checkProblems(t, Lint(dir, "v1"), tt.want)
 		})
 	}
@@ -273,19 +282,26 @@ func TestRenderComponentsRouting(t *testing.T) {
 		mutate func(t *testing.T, dir string)
 		want   map[string]string // ConfigMap keys to values
 	}{{
-		name: "docker/scs: the shared file's entry goes to its component only",
+		name: "docker/scs: the shared file's entry goes to the subchart of its alias only",
 		dir:  scsShared,
 		want: map[string]string{
-			"helm_values_metrics_server": "commonLabels:\n  domain: api.c1.example.com\n",
+			"helm_values_metrics_server": "metrics-server:\n  commonLabels:\n    domain: api.c1.example.com\n",
 			"helm_values_cni":            "{}\n",
 		},
 	}, {
 		name: "overwrite.yaml is deep-merged over the shared entry and wins",
 		dir:  scsShared,
 		mutate: func(t *testing.T, dir string) {
-			writeFile(t, dir, "cluster-addon/metrics-server/overwrite.yaml", "values: |\n  commonLabels:\n    team: a\n    domain: own.example.com\n")
+			writeFile(t, dir, "cluster-addon/metrics-server/overwrite.yaml", "values: |\n  metrics-server:\n    commonLabels:\n      team: a\n      domain: own.example.com\n")
 		},
-		want: map[string]string{"helm_values_metrics_server": "commonLabels:\n  domain: own.example.com\n  team: a\n"},
+		want: map[string]string{"helm_values_metrics_server": "metrics-server:\n  commonLabels:\n    domain: own.example.com\n    team: a\n"},
+	}, {
+		name: "a component's own key is its chart's own values",
+		dir:  scsShared,
+		mutate: func(t *testing.T, dir string) {
+			appendFile(t, dir, ClusterAddonValuesFile, "  cni:\n    ipam: kubernetes\n")
+		},
+		want: map[string]string{"helm_values_cni": "ipam: kubernetes\n"},
 	}, {
 		name: "a kustomize component's entry becomes substitution variables",
 		dir:  scsShared,
@@ -369,5 +385,94 @@ func TestDigestCoversAddonValues(t *testing.T) {
 	}
 	if before.ClusterClass.Digest != after.ClusterClass.Digest {
 		t.Error("digest of the cluster-class changed")
+	}
+}
+
+// TestSCSDockerValuesReachTheDeployment renders docker/scs's metrics-server component as Flux
+// delivers it into a Cluster, with the values the operator renders for that Cluster: SCS's
+// cluster-addon-values.yaml label reaches the Deployment of the wrapped chart, beside the
+// wrapper's own values.
+func TestSCSDockerValuesReachTheDeployment(t *testing.T) {
+	s, err := Load(copyStack(t, scsShared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := render.Render(sampleTemplateData(), s.RenderComponents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := s.Component("metrics-server")
+	if !ok {
+		t.Fatal("no component metrics-server")
+	}
+	objs, err := s.NewAddonRenderer().Render(c, AddonRender{ReleaseName: "c1-metrics-server", Namespace: "kube-system",
+		Values: data, ValuesKey: render.HelmValuesKey(c.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployments []map[string]any
+	for _, o := range objs {
+		if o.Object["kind"] == "Deployment" {
+			deployments = append(deployments, o.Object)
+		}
+	}
+	if len(deployments) != 1 {
+		t.Fatalf("rendered %d Deployments, want 1: %v", len(deployments), objs)
+	}
+	md := deployments[0]["metadata"].(map[string]any)
+	if md["name"] != "metrics-server" {
+		t.Errorf("Deployment name %v, want metrics-server (the wrapper's values.yaml)", md["name"])
+	}
+	if labels, _ := md["labels"].(map[string]any); labels["domain"] != "api.c1.example.com" {
+		t.Errorf("Deployment labels %v, want domain: api.c1.example.com (cluster-addon-values.yaml)", md["labels"])
+	}
+}
+
+func TestSCSNotes(t *testing.T) {
+	tests := []struct {
+		name   string
+		dir    string
+		mutate func(t *testing.T, dir string)
+		want   []wantProblem
+	}{{
+		name: "docker/scs: the file csctl leaves out, and the subchart its entry reaches",
+		dir:  scsShared,
+		want: []wantProblem{
+			{ClusterAddonValuesFile, "SCS's csctl leaves this file out of a release when the stack has a clusteraddon.yaml"},
+			{ClusterAddonValuesFile, `entry "metrics-server" is values for the subchart "metrics-server" of component metrics-server (cluster-addon/metrics-server/Chart.yaml)`},
+		},
+	}, {
+		name: "an entry nested twice",
+		dir:  scsShared,
+		mutate: func(t *testing.T, dir string) {
+			writeFile(t, dir, ClusterAddonValuesFile, "values: |\n  metrics-server:\n    metrics-server:\n      replicas: 2\n")
+		},
+		want: []wantProblem{
+			{ClusterAddonValuesFile, "SCS's csctl leaves this file out"},
+			{ClusterAddonValuesFile, `entry "metrics-server" is values for the subchart`},
+			{ClusterAddonValuesFile, `entry "metrics-server" holds only "metrics-server", so the subchart gets its values nested twice`},
+		},
+	}, {
+		name: "without clusteraddon.yaml the file ships, keyed by component: nothing to say",
+		dir:  scsShared,
+		mutate: func(t *testing.T, dir string) {
+			removeFile(t, dir, "clusteraddon.yaml")
+			writeFile(t, dir, ClusterAddonValuesFile, "values: |\n  cni:\n    ipam: kubernetes\n")
+		},
+	}, {
+		name: "openstack/scs: no shared file, nothing to say",
+		dir:  scsVendored,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyStack(t, tt.dir)
+			if tt.mutate != nil {
+				tt.mutate(t, dir)
+			}
+			if _, err := Load(dir); err != nil {
+				t.Fatal(err) // a stack that does not load has no notes
+			}
+			checkProblems(t, SCSNotes(dir), tt.want)
+		})
 	}
 }

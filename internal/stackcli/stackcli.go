@@ -25,10 +25,18 @@ const (
 
 // Lint checks the stack directory dir for release version ("" for the chart's own) and reports
 // every problem as a "<dir>/<file>: problem" line on stdout, their count on stderr, and
-// "<dir>: ok" on stderr when there is none. It returns ExitProblems when there are problems,
-// ExitOK otherwise.
+// "<dir>: ok" on stderr when there is none. Where SCS's own tooling would read the stack
+// otherwise (stack.SCSNotes), it says so first, in "<dir>/<file>: note: ..." lines on stdout,
+// which do not count as problems. It returns ExitProblems when there are problems, ExitOK
+// otherwise.
 func Lint(dir, version string, stdout, stderr io.Writer) int {
 	problems := stack.Lint(dir, version)
+	if notes := stack.SCSNotes(dir); len(notes) > 0 {
+		for i := range notes {
+			notes[i].Message = "note: " + notes[i].Message
+		}
+		fmt.Fprint(stdout, stack.FormatProblems(dir, notes))
+	}
 	if len(problems) > 0 {
 		fmt.Fprint(stdout, stack.FormatProblems(dir, problems))
 		fmt.Fprintf(stderr, "%d problem(s)\n", len(problems))

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,7 +33,8 @@ import (
 //   - providers/openstack/scs: subcharts vendored under charts/, values in overwrite.yaml
 //     templated with the Cluster, OpenStack kinds and an ORC Image (the plane's stand-in CRDs);
 //   - providers/docker/scs: a v1beta1 ClusterClass on CAPD's Docker kinds with a worker class,
-//     per-component directories and a top-level cluster-addon-values.yaml keyed by component;
+//     per-component wrapper charts and SCS's own cluster-addon-values.yaml, keyed by the
+//     wrapped chart's alias as for an umbrella chart;
 //   - providers/openstack/scs2: chart dependencies not vendored, fetched by source-controller
 //     from a chart repository (bootstrap/chartrepo, on loopback) the Chart.yaml names.
 var _ = Describe("Stacks in the SCS cluster-stacks layouts", Ordered, func() {
@@ -176,8 +178,13 @@ var _ = Describe("Stacks in the SCS cluster-stacks layouts", Ordered, func() {
 				Expect(data("openstack-cloud-controller-manager-ccm")).To(Equal(map[string]string{"greeting": "hello " + c.Name, "replicas": "2"}))
 				Expect(data("metrics-server-metrics-server")).To(Equal(map[string]string{"greeting": "hello " + host, "replicas": "1"}))
 			case "providers/docker/scs":
-				// cluster-addon-values.yaml's metrics-server key reaches the metrics-server chart.
-				Expect(data("metrics-server")).To(HaveKeyWithValue("domain", host))
+				// cluster-addon-values.yaml, as SCS wrote it, keys its values by the subchart
+				// alias metrics-server: its commonLabels reach the Deployment the wrapped
+				// metrics-server chart renders, next to the wrapper's own values.yaml.
+				deploy := &appsv1.Deployment{}
+				Expect(wc.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "metrics-server"}, deploy)).To(Succeed(), "Deployment kube-system/metrics-server in Cluster %s", c.Name)
+				Expect(deploy.Labels).To(HaveKeyWithValue("domain", host))
+				Expect(deploy.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"--kubelet-insecure-tls"}))
 				Expect(data("cni")).To(HaveKey("kubernetes"))
 				// The ClusterClass patch set the Docker machines' image; the worker Machine runs.
 				Eventually(ctx, func(g Gomega) {

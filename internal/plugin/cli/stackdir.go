@@ -19,6 +19,9 @@ type LintResult struct {
 	Version string `json:"version,omitempty"`
 	// Problems are every problem found, each with the file (relative to Dir) and what is wrong.
 	Problems []stack.Problem `json:"problems"`
+	// Notes say where SCS's own tooling (csctl, the cluster-stack-operator) would read the
+	// stack otherwise than the operator does; they are not problems.
+	Notes []stack.Problem `json:"notes,omitempty"`
 }
 
 func newLintCommand(o *options) *cobra.Command {
@@ -28,7 +31,9 @@ func newLintCommand(o *options) *cobra.Command {
 		Short: "Check a stack directory as stackctl lint does",
 		Long: `Check the stack directory DIR (stacks/README.md) as the operator will read it, exactly as
 stackctl lint does: every problem as a "file: problem" line; exit code 1 if there is any.
-With -o json or -o yaml: {dir, version, problems: [{file, message}]}, with the same exit code.`,
+Lines starting "note:" say where SCS's own tooling would read the stack otherwise; they are
+not problems. With -o json or -o yaml: {dir, version, problems: [{file, message}], notes},
+with the same exit code.`,
 		Example: `  kubectl clusterstack lint providers/aws/base/1-36 --version v2`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,7 +42,7 @@ With -o json or -o yaml: {dir, version, problems: [{file, message}]}, with the s
 				return exitCode(stackcli.Lint(dir, version, o.streams.Out, o.streams.ErrOut))
 			}
 			ps := stack.Lint(dir, version)
-			res := LintResult{Dir: dir, Version: version, Problems: nonNilProblems(ps)}
+			res := LintResult{Dir: dir, Version: version, Problems: nonNilProblems(ps), Notes: stack.SCSNotes(dir)}
 			if err := plugin.WriteData(o.streams.Out, o.output, res); err != nil {
 				return err
 			}
