@@ -148,12 +148,8 @@ demo: tools build ## Start the local management plane with the examples (Ctrl-C 
 # a broken go.mod) make stops there, instead of testing whatever the list still held.
 UNIT_PKGS = $(eval _pkgs := $(shell go list ./...))$(if $(filter 0,$(.SHELLSTATUS)),,$(error go list ./... failed (exit status $(.SHELLSTATUS)): no package list to test))$(if $(_pkgs),,$(error go list ./... listed no package))$(foreach p,$(_pkgs),$(if $(findstring /test/e2e,$(p))$(findstring /test/bench,$(p))$(findstring /test/faults,$(p)),,$(p)))
 
-# make test runs the unit and envtest tests with the race detector (make test-race) inside make
-# test-suites, after the fault suite and beside the end-to-end suite, which takes longest: run
-# before the suites they would add their minutes to the whole.
 .PHONY: test
-test: tools build inotify-limit lint verify-generated ## Lint, generated files, then the end-to-end suite beside the fault-injection suite, the unit and envtest tests with the race detector and the local plane's suite (make test-suites WITH_UNIT_RACE=1).
-	@$(MAKE) --no-print-directory test-suites WITH_UNIT_RACE=1
+test: tools build inotify-limit lint verify-generated test-race test-suites ## Lint, generated files, unit and envtest tests with the race detector, then the end-to-end and fault-injection suites side by side (make test-suites).
 
 # E2E_PROCS is how many Ginkgo processes share the end-to-end suite's top-level containers, each
 # on a plane of its own: the suite mostly waits (for Flux, grace periods, intervals, workload
@@ -163,23 +159,19 @@ E2E_PROCS ?= 2
 TEST_REPORTS ?= $(ROOT)/.test-reports
 GINKGO := go run github.com/onsi/ginkgo/v2/ginkgo
 
-# The end-to-end suite takes longest; the fault suite, the benchmark package's tests, with
-# WITH_UNIT_RACE set the unit and envtest tests with the race detector (make test-race), and then
-# the local plane's own suite (with the race detector) run beside it, on the cores its waits leave.
-WITH_UNIT_RACE ?=
+# The end-to-end suite takes longest; the fault suite, the benchmark package's tests and then the
+# local plane's own suite (with the race detector) run beside it, on the cores its waits leave.
 .PHONY: test-suites
-test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo processes, each on its own plane) beside the fault-injection suite, the benchmark package's tests (the idle-writes test), the unit tests with the race detector if WITH_UNIT_RACE is set, and then the local plane's suite with the race detector; then the 20 slowest specs and every failure.
+test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo processes, each on its own plane) beside the fault-injection suite, the benchmark package's tests (the idle-writes test) and then the local plane's suite with the race detector; then the 20 slowest specs and every failure.
 	@rm -rf $(TEST_REPORTS) && mkdir -p $(TEST_REPORTS)
 	@set +e; \
 	( $(GINKGO) --procs=$(E2E_PROCS) --timeout=74m --json-report=e2e.json --output-dir=$(TEST_REPORTS) ./test/e2e 2>&1 | sed -u 's/^/[e2e] /' ) & e2e=$$!; \
 	( GINKGO_REPORT_DIR=$(TEST_REPORTS) go test ./test/faults/... ./test/bench/... -count=1 -timeout 77m 2>&1 | sed -u 's/^/[faults] /'; f=$$?; \
-	  u=0; if [ -n "$(WITH_UNIT_RACE)" ]; then go test -race $(QUICK_PKGS) -count=1 -timeout 30m 2>&1 | sed -u 's/^/[unit] /'; u=$$?; fi; \
 	  go test -race ./bootstrap/plane/... -count=1 -timeout 30m 2>&1 | sed -u 's/^/[plane] /'; p=$$?; \
-	  echo "fault suite and benchmark tests: exit status $$f; unit tests: exit status $$u; local plane suite: exit status $$p"; \
-	  [ $$f -eq 0 ] && [ $$u -eq 0 ] && [ $$p -eq 0 ] ) & faults=$$!; \
+	  [ $$f -eq 0 ] && [ $$p -eq 0 ] ) & faults=$$!; \
 	wait $$e2e; e2e_status=$$?; wait $$faults; faults_status=$$?; \
 	go run ./hack/slowspecs $(TEST_REPORTS)/e2e.json $(TEST_REPORTS)/faults.json; \
-	echo "end-to-end suite: exit status $$e2e_status; fault suite, benchmark tests, unit tests and local plane suite: exit status $$faults_status"; \
+	echo "end-to-end suite: exit status $$e2e_status; fault suite, benchmark tests and local plane suite: exit status $$faults_status"; \
 	[ $$e2e_status -eq 0 ] && [ $$faults_status -eq 0 ]
 
 # QUICK_PKGS are UNIT_PKGS but bootstrap/plane, whose suite starts a whole local plane (Flux,
