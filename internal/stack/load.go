@@ -408,6 +408,24 @@ type chartDependency struct {
 	Alias      string `yaml:"alias"`
 }
 
+// dependencies returns the chart's dependencies: those of its Chart.yaml, or else those of its
+// requirements.yaml (apiVersion v1 charts). A requirements.yaml that does not parse gives none
+// here; lint reports it.
+func (l *stackReader) dependencies(rel string, chart chartFile) []chartDependency {
+	if len(chart.Dependencies) > 0 {
+		return chart.Dependencies
+	}
+	data, err := os.ReadFile(l.abs(path.Join(rel, "requirements.yaml")))
+	if err != nil {
+		return nil
+	}
+	var req dependenciesFile
+	if decodeYAML(data, &req, false) != nil {
+		return nil
+	}
+	return req.Dependencies
+}
+
 // subchartKeys returns the key each dependency's values go under in its parent chart's values:
 // its alias, or else its name.
 func subchartKeys(deps []chartDependency) []string {
@@ -506,7 +524,7 @@ func (l *stackReader) readComponent(name, rel string, clusterClass bool) (Compon
 		if ok {
 			c.ChartName, c.Version = chart.Name, chart.Version
 			if !clusterClass {
-				c.Subcharts = subchartKeys(chart.Dependencies)
+				c.Subcharts = subchartKeys(l.dependencies(rel, chart))
 			}
 		}
 	case KindKustomize:

@@ -296,6 +296,15 @@ func TestRenderComponentsRouting(t *testing.T) {
 		},
 		want: map[string]string{"helm_values_metrics_server": "metrics-server:\n  commonLabels:\n    domain: own.example.com\n    team: a\n"},
 	}, {
+		name: "an apiVersion v1 chart's subchart, from requirements.yaml",
+		dir:  scsShared,
+		mutate: func(t *testing.T, dir string) {
+			writeFile(t, dir, "cluster-addon/metrics-server/Chart.yaml", "apiVersion: v1\nname: yorizonpoc-metrics-server\nversion: v1\n")
+			writeFile(t, dir, "cluster-addon/metrics-server/requirements.yaml",
+				"dependencies:\n  - name: metrics-server\n    version: 3.12.2\n    repository: https://kubernetes-sigs.github.io/metrics-server/\n    alias: metrics-server\n")
+		},
+		want: map[string]string{"helm_values_metrics_server": "metrics-server:\n  commonLabels:\n    domain: api.c1.example.com\n"},
+	}, {
 		name: "a component's own key is its chart's own values",
 		dir:  scsShared,
 		mutate: func(t *testing.T, dir string) {
