@@ -82,8 +82,8 @@ type Component struct {
 	ValuesTemplate string `json:"valuesTemplate,omitempty"`
 	// ValuesFile is where ValuesTemplate came from, relative to the stack directory.
 	ValuesFile string `json:"valuesFile,omitempty"`
-	// Subcharts are the keys of the chart's Chart.yaml dependencies, each one's alias or else
-	// its name (Helm addons only): a shared cluster-addon-values.yaml's entry under one of them
+	// Subcharts are the keys of the chart's dependencies (Chart.yaml's, or requirements.yaml's),
+	// each one's alias or else its name (Helm addons only): a shared cluster-addon-values.yaml's entry under one of them
 	// is values for that subchart (render.SharedBase).
 	Subcharts []string `json:"subcharts,omitempty"`
 	// Namespace is the target namespace in the workload cluster (addons only):
