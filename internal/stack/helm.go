@@ -108,15 +108,11 @@ func (lt *linter) readDependencies(c Component) ([]chartDependency, string) {
 	if decodeYAML(data, &cf, false) != nil {
 		return nil, chartRel
 	}
-	reqRel := path.Join(c.Path, "requirements.yaml")
-	if len(cf.Dependencies) > 0 || !lt.exists(reqRel) {
-		return cf.Dependencies, chartRel
+	deps, file, p := lt.chartDependencies(c.Path, cf)
+	if p != nil {
+		lt.ps.add(*p)
 	}
-	var req dependenciesFile
-	if !lt.readYAML(reqRel, &req) {
-		return nil, reqRel
-	}
-	return req.Dependencies, reqRel
+	return deps, file
 }
 
 // dependenciesFile is requirements.yaml, Chart.lock or requirements.lock.

@@ -83,8 +83,8 @@ type Component struct {
 	// ValuesFile is where ValuesTemplate came from, relative to the stack directory.
 	ValuesFile string `json:"valuesFile,omitempty"`
 	// Subcharts are the keys of the chart's dependencies (Chart.yaml's, or requirements.yaml's),
-	// each one's alias or else its name (Helm addons only): a shared cluster-addon-values.yaml's entry under one of them
-	// is values for that subchart (render.SharedBase).
+	// each one's alias or else its name (Helm addons only): a shared cluster-addon-values.yaml's
+	// entry under one of them is values for that subchart (render.SharedBase).
 	Subcharts []string `json:"subcharts,omitempty"`
 	// Namespace is the target namespace in the workload cluster (addons only):
 	// DefaultNamespace unless stack.yaml's namespaces map names another.
@@ -408,22 +408,24 @@ type chartDependency struct {
 	Alias      string `yaml:"alias"`
 }
 
-// dependencies returns the chart's dependencies: those of its Chart.yaml, or else those of its
-// requirements.yaml (apiVersion v1 charts). A requirements.yaml that does not parse gives none
-// here; lint reports it.
-func (l *stackReader) dependencies(rel string, chart chartFile) []chartDependency {
-	if len(chart.Dependencies) > 0 {
-		return chart.Dependencies
+// chartDependencies returns the dependencies of the chart in directory rel, whose Chart.yaml is
+// chart: those of its Chart.yaml, or else those of its requirements.yaml (apiVersion v1 charts),
+// with the file they are in. A requirements.yaml that cannot be read or does not parse gives
+// none and a problem, which lint reports.
+func (l *stackReader) chartDependencies(rel string, chart chartFile) ([]chartDependency, string, *Problem) {
+	chartRel, reqRel := path.Join(rel, ChartFile), path.Join(rel, "requirements.yaml")
+	if len(chart.Dependencies) > 0 || !l.exists(reqRel) {
+		return chart.Dependencies, chartRel, nil
 	}
-	data, err := os.ReadFile(l.abs(path.Join(rel, "requirements.yaml")))
+	data, err := os.ReadFile(l.abs(reqRel))
 	if err != nil {
-		return nil
+		return nil, reqRel, &Problem{File: reqRel, Message: err.Error()}
 	}
 	var req dependenciesFile
-	if decodeYAML(data, &req, false) != nil {
-		return nil
+	if err := decodeYAML(data, &req, false); err != nil {
+		return nil, reqRel, &Problem{File: reqRel, Message: "not valid YAML: " + yamlErr(err)}
 	}
-	return req.Dependencies
+	return req.Dependencies, reqRel, nil
 }
 
 // subchartKeys returns the key each dependency's values go under in its parent chart's values:
@@ -524,7 +526,8 @@ func (l *stackReader) readComponent(name, rel string, clusterClass bool) (Compon
 		if ok {
 			c.ChartName, c.Version = chart.Name, chart.Version
 			if !clusterClass {
-				c.Subcharts = subchartKeys(l.dependencies(rel, chart))
+				deps, _, _ := l.chartDependencies(rel, chart) // lint reports a broken requirements.yaml
+				c.Subcharts = subchartKeys(deps)
 			}
 		}
 	case KindKustomize:

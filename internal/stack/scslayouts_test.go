@@ -165,6 +165,17 @@ func TestLintSCSLayoutProblems(t *testing.T) {
 		},
 		want: []wantProblem{{ClusterAddonValuesFile, `key "metrics_server" is neither a component of this stack (components: cni, metrics-server) nor a subchart of one`}},
 	}, {
+		name: "an apiVersion v1 chart whose requirements.yaml does not parse",
+		dir:  func(t *testing.T) string { return copyStack(t, scsShared) },
+		mutate: func(t *testing.T, dir string) {
+			writeFile(t, dir, "cluster-addon/metrics-server/Chart.yaml", "apiVersion: v1\nname: yorizonpoc-metrics-server\nversion: v1\n")
+			writeFile(t, dir, "cluster-addon/metrics-server/requirements.yaml", "dependencies: [\n")
+		},
+		want: []wantProblem{
+			{"cluster-addon/metrics-server/requirements.yaml", "not valid YAML"},
+			{"cluster-addon/metrics-server/", "helm cannot load the chart: cannot load requirements.yaml"},
+		},
+	}, {
 		name: "shared values: a subchart's key is no problem",
 		dir:  func(t *testing.T) string { return copyStack(t, scsShared) },
 		mutate: func(t *testing.T, dir string) {
