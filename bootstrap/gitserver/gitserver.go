@@ -276,6 +276,19 @@ func (s *Server) CreateRepo(name string) (string, error) {
 // it exists; no tag when tag is empty) and pushes branch and tag over HTTP. When the content
 // is unchanged, the tag is put on the current head of main. The repository must exist.
 func (s *Server) Publish(ctx context.Context, repo, srcDir, pathInRepo, tag string) error {
+	return s.PublishAll(ctx, repo, Publication{SrcDir: srcDir, PathInRepo: pathInRepo, Tag: tag})
+}
+
+// Publication is one commit (and tag) of PublishAll: the content of SrcDir made the content
+// of PathInRepo, tagged Tag (none when empty).
+type Publication struct {
+	SrcDir, PathInRepo, Tag string
+}
+
+// PublishAll publishes each publication as Publish does, one commit after the other in the
+// order given, on branch main of repository repo, and pushes the branch and every tag at
+// once: one fetch and one push for all of them. Nothing is pushed when one fails.
+func (s *Server) PublishAll(ctx context.Context, repo string, pubs ...Publication) error {
 	dir, err := s.repoDir(repo)
 	if err != nil {
 		return err
@@ -283,17 +296,19 @@ func (s *Server) Publish(ctx context.Context, repo, srcDir, pathInRepo, tag stri
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
 		return fmt.Errorf("publish to repository %q: repository does not exist (CreateRepo first)", repo)
 	}
-	rel, err := cleanRepoPath(pathInRepo)
-	if err != nil {
-		return err
-	}
-	if tag != "" {
-		if _, err := s.run(ctx, "", "check-ref-format", "refs/tags/"+tag); err != nil {
-			return fmt.Errorf("publish to repository %q: invalid tag %q", repo, tag)
+	rels := make([]string, len(pubs))
+	for i, p := range pubs {
+		if rels[i], err = cleanRepoPath(p.PathInRepo); err != nil {
+			return err
 		}
-	}
-	if st, err := os.Stat(srcDir); err != nil || !st.IsDir() {
-		return fmt.Errorf("publish to repository %q: source %q is not a directory", repo, srcDir)
+		if p.Tag != "" {
+			if _, err := s.run(ctx, "", "check-ref-format", "refs/tags/"+p.Tag); err != nil {
+				return fmt.Errorf("publish to repository %q: invalid tag %q", repo, p.Tag)
+			}
+		}
+		if st, err := os.Stat(p.SrcDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("publish to repository %q: source %q is not a directory", repo, p.SrcDir)
+		}
 	}
 
 	lock := s.repoLock(repo)
@@ -328,32 +343,39 @@ func (s *Server) Publish(ctx context.Context, repo, srcDir, pathInRepo, tag stri
 		}
 	}
 
-	if err := ReplaceTree(work, rel, srcDir); err != nil {
-		return fmt.Errorf("publish %s to %s at %q: %w", srcDir, url, rel, err)
-	}
-	if _, err := s.run(ctx, work, "add", "--all"); err != nil {
-		return fmt.Errorf("publish to %s: %w", url, err)
-	}
-	status, err := s.run(ctx, work, "status", "--porcelain")
-	if err != nil {
-		return fmt.Errorf("publish to %s: %w", url, err)
-	}
-	if strings.TrimSpace(status) != "" || !hasMain {
-		msg := fmt.Sprintf("Publish %s", displayPath(rel))
-		if tag != "" {
-			msg += " as " + tag
-		}
-		if _, err := s.run(ctx, work, "commit", "--quiet", "--allow-empty", "-m", msg); err != nil {
-			return fmt.Errorf("publish to %s: commit: %w", url, err)
-		}
-	}
-
 	refspecs := []string{"refs/heads/" + DefaultBranch + ":refs/heads/" + DefaultBranch}
-	if tag != "" {
-		if _, err := s.run(ctx, work, "tag", "--force", "--annotate", "-m", tag, tag); err != nil {
-			return fmt.Errorf("publish to %s: tag %s: %w", url, tag, err)
+	tagged := map[string]bool{}
+	for i, p := range pubs {
+		rel := rels[i]
+		if err := ReplaceTree(work, rel, p.SrcDir); err != nil {
+			return fmt.Errorf("publish %s to %s at %q: %w", p.SrcDir, url, rel, err)
 		}
-		refspecs = append(refspecs, "+refs/tags/"+tag+":refs/tags/"+tag)
+		if _, err := s.run(ctx, work, "add", "--all"); err != nil {
+			return fmt.Errorf("publish to %s: %w", url, err)
+		}
+		status, err := s.run(ctx, work, "status", "--porcelain")
+		if err != nil {
+			return fmt.Errorf("publish to %s: %w", url, err)
+		}
+		if strings.TrimSpace(status) != "" || !hasMain {
+			msg := fmt.Sprintf("Publish %s", displayPath(rel))
+			if p.Tag != "" {
+				msg += " as " + p.Tag
+			}
+			if _, err := s.run(ctx, work, "commit", "--quiet", "--allow-empty", "-m", msg); err != nil {
+				return fmt.Errorf("publish to %s: commit: %w", url, err)
+			}
+			hasMain = true
+		}
+		if p.Tag != "" {
+			if _, err := s.run(ctx, work, "tag", "--force", "--annotate", "-m", p.Tag, p.Tag); err != nil {
+				return fmt.Errorf("publish to %s: tag %s: %w", url, p.Tag, err)
+			}
+			if !tagged[p.Tag] {
+				tagged[p.Tag] = true
+				refspecs = append(refspecs, "+refs/tags/"+p.Tag+":refs/tags/"+p.Tag)
+			}
+		}
 	}
 	args := append([]string{"push", "--quiet", "origin"}, refspecs...)
 	if _, err := s.run(ctx, work, args...); err != nil {

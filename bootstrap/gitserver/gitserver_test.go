@@ -161,31 +161,46 @@ func TestPublishAndClone(t *testing.T) {
 			want:     map[string]string{"c": "c"},
 		},
 	}
+	// Each case twice: a Publish per step, and every step in one PublishAll (one push).
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := startServer(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			url, err := s.CreateRepo("stacks")
-			if err != nil {
-				t.Fatalf("CreateRepo: %v", err)
+		for _, all := range []bool{false, true} {
+			name := tt.name
+			if all {
+				name += ", all at once"
 			}
-			if url != s.URL()+"/stacks.git" {
-				t.Fatalf("CreateRepo URL = %q, want %q", url, s.URL()+"/stacks.git")
-			}
-			for i, st := range tt.steps {
-				src := t.TempDir()
-				writeFiles(t, src, st.files)
-				if err := s.Publish(ctx, "stacks", src, st.path, st.tag); err != nil {
-					t.Fatalf("Publish step %d: %v", i, err)
+			t.Run(name, func(t *testing.T) {
+				s := startServer(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				url, err := s.CreateRepo("stacks")
+				if err != nil {
+					t.Fatalf("CreateRepo: %v", err)
 				}
-			}
-			clone := filepath.Join(t.TempDir(), "clone")
-			gitCLI(t, "", "clone", "--quiet", "--branch", tt.cloneRef, url, clone)
-			if got := listFiles(t, clone); !equalFiles(got, tt.want) {
-				t.Fatalf("clone of %s has files %v, want %v", tt.cloneRef, got, tt.want)
-			}
-		})
+				if url != s.URL()+"/stacks.git" {
+					t.Fatalf("CreateRepo URL = %q, want %q", url, s.URL()+"/stacks.git")
+				}
+				var pubs []Publication
+				for i, st := range tt.steps {
+					src := t.TempDir()
+					writeFiles(t, src, st.files)
+					if all {
+						pubs = append(pubs, Publication{SrcDir: src, PathInRepo: st.path, Tag: st.tag})
+					} else if err := s.Publish(ctx, "stacks", src, st.path, st.tag); err != nil {
+						t.Fatalf("Publish step %d: %v", i, err)
+					}
+				}
+				if all {
+					if err := s.PublishAll(ctx, "stacks", pubs...); err != nil {
+						t.Fatalf("PublishAll: %v", err)
+					}
+				}
+				clone := filepath.Join(t.TempDir(), "clone")
+				gitCLI(t, "", "clone", "--quiet", "--branch", tt.cloneRef, url, clone)
+				if got := listFiles(t, clone); !equalFiles(got, tt.want) {
+					t.Fatalf("clone of %s has files %v, want %v", tt.cloneRef, got, tt.want)
+				}
+			})
+		}
 	}
 }
 

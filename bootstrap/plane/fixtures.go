@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 )
 
 // FixtureOperatorPath is where a fixture operator's manifests (a kustomize directory) are in
@@ -126,6 +128,7 @@ func (p *Plane) publishFixtureOperators(ctx context.Context) error {
 		if op.URL, err = p.git.CreateRepo(op.Repository); err != nil {
 			return fmt.Errorf("plane: fixture operator %s: %w", op.Name, err)
 		}
+		pubs := make([]gitserver.Publication, 0, len(op.Versions))
 		for _, v := range op.Versions {
 			src, err := fixtureVersionFS(op.Name, v.Version)
 			if err != nil {
@@ -135,9 +138,10 @@ func (p *Plane) publishFixtureOperators(ctx context.Context) error {
 			if err := os.CopyFS(dir, src); err != nil {
 				return fmt.Errorf("plane: fixture operator %s %s: %w", op.Name, v.Version, err)
 			}
-			if err := p.git.Publish(ctx, op.Repository, dir, FixtureOperatorPath, v.Version); err != nil {
-				return fmt.Errorf("plane: fixture operator %s: %w", op.Name, err)
-			}
+			pubs = append(pubs, gitserver.Publication{SrcDir: dir, PathInRepo: FixtureOperatorPath, Tag: v.Version})
+		}
+		if err := p.git.PublishAll(ctx, op.Repository, pubs...); err != nil {
+			return fmt.Errorf("plane: fixture operator %s: %w", op.Name, err)
 		}
 	}
 	p.fixtures = ops

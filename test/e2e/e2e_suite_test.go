@@ -146,23 +146,25 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// auto-subscribe spec publishes a newer one (v20) while it runs, the missing-release spec
 	// publishes v14, and the specs that move tags move only the versions they alone use (v4, v5,
 	// v7).
-	publishVersion(ctx, "v1", nil)
-	publishVersion(ctx, "v2", withStackVersion("v2"))
-	publishVersion(ctx, "v3", withoutClusterInfo)
-	publishVersion(ctx, "v4", withStackVersion("v4"))
-	publishVersion(ctx, "v5", withBrokenTemplate)
-	publishVersion(ctx, "v6", withUninstallableChart)
-	publishVersion(ctx, "v7", nil)
-	publishVersion(ctx, "v8", withBrokenClusterClassChart)
-	publishVersion(ctx, "v9", withRenamedPodCIDRKey)
-	publishVersion(ctx, "v10", withBrokenTemplate)
-	publishVersion(ctx, "v11", withHelmDeployment("never-helm", "none"))
-	publishVersion(ctx, "v12", withKustomizeDeployment("never-ks", "none"))
-	publishVersion(ctx, pinnedVersion, withKustomizeDeployment("pinned", "special"))
-	publishVersion(ctx, helmInfoVersion, withClusterInfoChart)
-	publishVersion(ctx, hostileVersion, withHostileTemplate)
-	publishVersion(ctx, namesVersion, withConfigMapComponents(namesComponents...))
-	publishVersion(ctx, newestVersion, withStackVersion(newestVersion))
+	publishVersions(ctx,
+		versionOf("v1", nil),
+		versionOf("v2", withStackVersion("v2")),
+		versionOf("v3", withoutClusterInfo),
+		versionOf("v4", withStackVersion("v4")),
+		versionOf("v5", withBrokenTemplate),
+		versionOf("v6", withUninstallableChart),
+		versionOf("v7", nil),
+		versionOf("v8", withBrokenClusterClassChart),
+		versionOf("v9", withRenamedPodCIDRKey),
+		versionOf("v10", withBrokenTemplate),
+		versionOf("v11", withHelmDeployment("never-helm", "none")),
+		versionOf("v12", withKustomizeDeployment("never-ks", "none")),
+		versionOf(pinnedVersion, withKustomizeDeployment("pinned", "special")),
+		versionOf(helmInfoVersion, withClusterInfoChart),
+		versionOf(hostileVersion, withHostileTemplate),
+		versionOf(namesVersion, withConfigMapComponents(namesComponents...)),
+		versionOf(newestVersion, withStackVersion(newestVersion)),
+	)
 }, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {

@@ -26,6 +26,18 @@ func publishVersion(ctx context.Context, v string, mutate func(stackDir string))
 	Expect(framework.PublishVersion(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), stacksRepo, v, orNil(mutate))).To(Succeed())
 }
 
+// publishVersions publishes the versions in the order given, with one push for all of them.
+func publishVersions(ctx context.Context, versions ...framework.Version) {
+	GinkgoHelper()
+	Expect(framework.PublishVersions(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), stacksRepo, versions...)).To(Succeed())
+}
+
+// versionOf is version v of the reference stack with mutate (nil: none) applied, for
+// publishVersions.
+func versionOf(v string, mutate func(stackDir string)) framework.Version {
+	return framework.Version{Name: v, Mutate: orNil(mutate)}
+}
+
 // Mutations of the reference stack.
 
 // withStackVersion adds the key stack-version with value to the cluster-info ConfigMap of the

@@ -33,7 +33,6 @@
 package faults
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -170,9 +169,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	_, err = pl.Git().CreateRepo(stacksRepo)
 	Expect(err).NotTo(HaveOccurred())
+	all := make([]framework.Version, 0, versions)
 	for i := 1; i <= versions; i++ {
-		publishVersion(ctx, version(i))
+		all = append(all, versionOf(version(i)))
 	}
+	Expect(framework.PublishVersions(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), stacksRepo, all...)).To(Succeed())
 	Expect(pl.CreateTenantNamespace(ctx, ns)).To(Succeed())
 
 	fl = newFleet(fleetSize)
@@ -213,13 +214,12 @@ func version(i int) string { return "v" + strconv.Itoa(i) }
 // releaseOf is the ClusterStackRelease (and ClusterClass) name of version v.
 func releaseOf(v string) string { return framework.ReleaseOf(v) }
 
-// publishVersion publishes the reference stack as version v: the cluster-class chart has
-// version v (as a release step sets it), and both addon components change with every version
-// (the cni chart's values and the cluster-info ConfigMap carry the version), so that moving a
-// Cluster to the next version is exactly one Helm upgrade and one new Kustomization revision.
-func publishVersion(ctx context.Context, v string) {
-	GinkgoHelper()
-	Expect(framework.PublishVersion(ctx, pl.Git(), repoRoot, GinkgoT().TempDir(), stacksRepo, v, func(sd string) error {
+// versionOf is the reference stack as version v: the cluster-class chart has version v (as a
+// release step sets it), and both addon components change with every version (the cni chart's
+// values and the cluster-info ConfigMap carry the version), so that moving a Cluster to the next
+// version is exactly one Helm upgrade and one new Kustomization revision.
+func versionOf(v string) framework.Version {
+	return framework.Version{Name: v, Mutate: func(sd string) error {
 		appendTo(sd, "cluster-addon/cni/overwrite.yaml", "  stackVersion: \""+v+"\"\n")
 		appendTo(sd, "cluster-addon/cluster-info/configmap.yaml", "  stack-version: \""+v+"\"\n")
 		st, err := stack.Load(sd)
@@ -228,7 +228,7 @@ func publishVersion(ctx context.Context, v string) {
 		}
 		components[v] = st.RenderComponents()
 		return nil
-	})).To(Succeed())
+	}}
 }
 
 func appendTo(dir, rel, text string) {

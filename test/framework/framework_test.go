@@ -14,20 +14,29 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 )
 
-// capture is a Publisher that keeps what it was given instead of pushing it.
-type capture struct{ repo, dir, path, tag, chart, marker string }
+// capture is a Publisher that keeps what it was given (the last publication) instead of
+// pushing it.
+type capture struct {
+	repo, dir, path, tag, chart, marker string
+	tags                                []string
+}
 
-func (c *capture) Publish(_ context.Context, repo, srcDir, pathInRepo, tag string) error {
-	c.repo, c.dir, c.path, c.tag = repo, srcDir, pathInRepo, tag
-	chart, err := os.ReadFile(filepath.Join(srcDir, StackPath, "cluster-class", "Chart.yaml"))
-	if err != nil {
-		return err
-	}
-	c.chart = string(chart)
-	if b, err := os.ReadFile(filepath.Join(srcDir, StackPath, "marker")); err == nil {
-		c.marker = string(b)
+func (c *capture) PublishAll(_ context.Context, repo string, pubs ...gitserver.Publication) error {
+	for _, p := range pubs {
+		c.repo, c.dir, c.path, c.tag = repo, p.SrcDir, p.PathInRepo, p.Tag
+		c.tags = append(c.tags, p.Tag)
+		chart, err := os.ReadFile(filepath.Join(p.SrcDir, StackPath, "cluster-class", "Chart.yaml"))
+		if err != nil {
+			return err
+		}
+		c.chart = string(chart)
+		c.marker = ""
+		if b, err := os.ReadFile(filepath.Join(p.SrcDir, StackPath, "marker")); err == nil {
+			c.marker = string(b)
+		}
 	}
 	return nil
 }
@@ -57,6 +66,25 @@ func TestPublishVersion(t *testing.T) {
 	err = PublishVersion(context.Background(), again, root, t.TempDir(), "stacks", "v8", func(string) error { return errors.New("broken") })
 	if err == nil || again.tag != "" {
 		t.Errorf("a failing mutation: err %v, published %q", err, again.tag)
+	}
+
+	// Several versions at once, in order, each with its own mutation; one failing publishes none.
+	many := &capture{}
+	err = PublishVersions(context.Background(), many, root, t.TempDir(), "stacks",
+		Version{Name: "v1"}, Version{Name: "v2", Mutate: func(sd string) error {
+			return os.WriteFile(filepath.Join(sd, "marker"), []byte("v2"), 0o644)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(many.tags, ",") != "aws-base-1-36-v1,aws-base-1-36-v2" || many.marker != "v2" || !strings.Contains(many.chart, "version: v2") {
+		t.Errorf("published %+v", many)
+	}
+	none := &capture{}
+	err = PublishVersions(context.Background(), none, root, t.TempDir(), "stacks",
+		Version{Name: "v1"}, Version{Name: "v2", Mutate: func(string) error { return errors.New("broken") }})
+	if err == nil || len(none.tags) != 0 {
+		t.Errorf("a failing mutation among several: err %v, published %q", err, none.tags)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -33,39 +34,71 @@ func ReleaseOf(v string) string { return TagPrefix + v }
 // Publisher is a Git server the stacks are published to: the plane's (plane.Plane.Git), or the
 // benchmarks' own (bootstrap/gitserver).
 type Publisher interface {
-	Publish(ctx context.Context, repo, srcDir, pathInRepo, tag string) error
+	PublishAll(ctx context.Context, repo string, pubs ...gitserver.Publication) error
 }
 
 // PublishStacks copies repoRoot's stacks/ tree into a new directory below tmp, lets mutate
 // change the copy (nil: none), commits it to repo of git and tags the commit tag.
 func PublishStacks(ctx context.Context, git Publisher, repoRoot, tmp, repo, tag string, mutate func(dir string) error) error {
-	dir, err := os.MkdirTemp(tmp, "stacks-")
+	pub, err := stacksCopy(repoRoot, tmp, tag, mutate)
 	if err != nil {
 		return err
 	}
+	return git.PublishAll(ctx, repo, pub)
+}
+
+// stacksCopy copies repoRoot's stacks/ tree into a new directory below tmp and lets mutate
+// change the copy (nil: none): the publication of that copy at the repository's root as tag.
+func stacksCopy(repoRoot, tmp, tag string, mutate func(dir string) error) (gitserver.Publication, error) {
+	dir, err := os.MkdirTemp(tmp, "stacks-")
+	if err != nil {
+		return gitserver.Publication{}, err
+	}
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "stacks"))); err != nil {
-		return fmt.Errorf("copy the stacks tree: %w", err)
+		return gitserver.Publication{}, fmt.Errorf("copy the stacks tree: %w", err)
 	}
 	if mutate != nil {
 		if err := mutate(dir); err != nil {
-			return fmt.Errorf("change the stacks tree for %s: %w", tag, err)
+			return gitserver.Publication{}, fmt.Errorf("change the stacks tree for %s: %w", tag, err)
 		}
 	}
-	return git.Publish(ctx, repo, dir, ".", tag)
+	return gitserver.Publication{SrcDir: dir, PathInRepo: ".", Tag: tag}, nil
+}
+
+// Version is a version of the reference stack to publish (PublishVersions): its name ("v3")
+// and what changes in the stack's directory (nil: nothing).
+type Version struct {
+	Name   string
+	Mutate func(stackDir string) error
 }
 
 // PublishVersion publishes the reference stack as version v (tag ReleaseOf(v)) into repo: its
 // cluster-class chart at version v, as a release step sets it, and mutate (nil: none) applied to
 // the stack's directory.
 func PublishVersion(ctx context.Context, git Publisher, repoRoot, tmp, repo, v string, mutate func(stackDir string) error) error {
-	return PublishStacks(ctx, git, repoRoot, tmp, repo, ReleaseOf(v), func(dir string) error {
-		sd := filepath.Join(dir, StackPath)
-		if err := stack.SetChartVersion(sd, v); err != nil {
+	return PublishVersions(ctx, git, repoRoot, tmp, repo, Version{Name: v, Mutate: mutate})
+}
+
+// PublishVersions publishes each version as PublishVersion does, one commit after the other
+// in the order given, with one push for all of them (a suite's versions in seconds, not a
+// push each). Nothing is published when a mutation fails.
+func PublishVersions(ctx context.Context, git Publisher, repoRoot, tmp, repo string, versions ...Version) error {
+	pubs := make([]gitserver.Publication, 0, len(versions))
+	for _, v := range versions {
+		pub, err := stacksCopy(repoRoot, tmp, ReleaseOf(v.Name), func(dir string) error {
+			sd := filepath.Join(dir, StackPath)
+			if err := stack.SetChartVersion(sd, v.Name); err != nil {
+				return err
+			}
+			if v.Mutate != nil {
+				return v.Mutate(sd)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		if mutate != nil {
-			return mutate(sd)
-		}
-		return nil
-	})
+		pubs = append(pubs, pub)
+	}
+	return git.PublishAll(ctx, repo, pubs...)
 }
