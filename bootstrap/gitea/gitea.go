@@ -399,6 +399,10 @@ SECRET_KEY = ${SECRET_KEY}
 INTERNAL_TOKEN = ${INTERNAL_TOKEN}
 PASSWORD_COMPLEXITY = off
 MIN_PASSWORD_LENGTH = 8
+; Basic authentication hashes the password on every request (Gitea's default, pbkdf2 at 50,000
+; iterations: tens of milliseconds of CPU each), and the suites poll the API with the admin's
+; password. The forge is reached on loopback only, with random passwords: 1,000 iterations.
+PASSWORD_HASH_ALGO = pbkdf2$1000$50
 
 [oauth2]
 JWT_SECRET = ${JWT_SECRET}
