@@ -287,11 +287,15 @@ type Publication struct {
 
 // PublishAll publishes each publication as Publish does, one commit after the other in the
 // order given, on branch main of repository repo, and pushes the branch and every tag at
-// once: one fetch and one push for all of them. Nothing is pushed when one fails.
+// once: one fetch and one push for all of them. Nothing is pushed when one fails, or when
+// there is none.
 func (s *Server) PublishAll(ctx context.Context, repo string, pubs ...Publication) error {
 	dir, err := s.repoDir(repo)
 	if err != nil {
 		return err
+	}
+	if len(pubs) == 0 {
+		return nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
 		return fmt.Errorf("publish to repository %q: repository does not exist (CreateRepo first)", repo)

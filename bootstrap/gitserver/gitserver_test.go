@@ -304,6 +304,20 @@ func TestInvalidArguments(t *testing.T) {
 			t.Errorf("%s: Publish succeeded, want error", c.name)
 		}
 	}
+	// One bad publication among good ones: nothing is pushed. No publication: nothing either.
+	good := t.TempDir()
+	if err := os.WriteFile(filepath.Join(good, "f"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PublishAll(ctx, "r", Publication{SrcDir: good, Tag: "v1"}, Publication{SrcDir: src, Tag: "bad tag"}); err == nil {
+		t.Error("PublishAll with an invalid tag succeeded, want error")
+	}
+	if err := s.PublishAll(ctx, "r"); err != nil {
+		t.Errorf("PublishAll of nothing: %v", err)
+	}
+	if _, err := s.Head(ctx, "r", "main"); err == nil {
+		t.Error("main exists after PublishAll failed and PublishAll of nothing: something was pushed")
+	}
 }
 
 func TestStopAndRestartOnTheSameAddress(t *testing.T) {
