@@ -68,6 +68,7 @@ type ManagementOperatorReconciler struct {
 // +kubebuilder:rbac:groups=clusterstack.io,resources=managementoperators/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=clusterstack.io,resources=managementoperators/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // opScope carries one reconcile's facts between the steps.
@@ -143,6 +144,10 @@ func (r *ManagementOperatorReconciler) reconcileDelete(ctx context.Context, op *
 	if err != nil {
 		return err
 	}
+	oci, err := getControlled(ctx, r.Client, key, &sourcev1.OCIRepository{}, op)
+	if err != nil {
+		return err
+	}
 	// Suspend everything that applies before anything is deleted.
 	var appliers, all []client.Object
 	if hr != nil {
@@ -162,6 +167,9 @@ func (r *ManagementOperatorReconciler) reconcileDelete(ctx context.Context, op *
 	}
 	if gr != nil {
 		all = append(all, gr)
+	}
+	if oci != nil {
+		all = append(all, oci)
 	}
 	for _, o := range all {
 		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
@@ -187,6 +195,8 @@ func kindOf(o client.Object) string {
 		return sourcev1.HelmChartKind
 	case *sourcev1.GitRepository:
 		return sourcev1.GitRepositoryKind
+	case *sourcev1.OCIRepository:
+		return sourcev1.OCIRepositoryKind
 	}
 	return ""
 }

@@ -107,7 +107,36 @@ func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *
 		}
 		s.written[reflect.TypeOf(obj)] = obj
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.deleteUnusedSources(ctx, s)
+}
+
+// deleteUnusedSources deletes the sources of the operator's other source kind (its Git
+// repository's GitRepository and HelmChart once it reads from an OCI repository, its
+// OCIRepository once it reads from Git again), once the objects reading the new source are
+// applied: they are the previous delivery's inputs only, and deleting a source changes nothing
+// in the cluster. An object another controls is left alone.
+func (r *ManagementOperatorReconciler) deleteUnusedSources(ctx context.Context, s *opScope) error {
+	key := client.ObjectKey{Namespace: r.Namespace, Name: opgen.ObjectName(s.op.Name)}
+	var unused []client.Object
+	if opgen.UsesOCI(s.op) {
+		unused = []client.Object{&sourcev1.GitRepository{}, &sourcev1.HelmChart{}}
+	} else {
+		unused = []client.Object{&sourcev1.OCIRepository{}}
+	}
+	for _, obj := range unused {
+		got, err := getControlled(ctx, r.Client, key, obj, s.op)
+		if err != nil {
+			return err
+		}
+		if got == nil || reflect.ValueOf(got).IsNil() {
+			continue
+		}
+		if err := r.Delete(ctx, got); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("ManagementOperator %s: delete the unused %s %s: %w", s.op.Name, kindOf(got), key, err)
+		}
+		r.Applier.Forget(kindOf(got), key)
+	}
+	return nil
 }
 
 // observeFluxObjects reads the operator's Flux objects back (those it controls; another's
@@ -115,18 +144,29 @@ func (r *ManagementOperatorReconciler) applyFluxObjects(ctx context.Context, s *
 func (r *ManagementOperatorReconciler) observeFluxObjects(ctx context.Context, s *opScope) (ctrl.Result, error) {
 	key := client.ObjectKey{Namespace: r.Namespace, Name: opgen.ObjectName(s.op.Name)}
 	var err error
-	if s.observed.GitRepository, err = observeControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, s); err != nil {
+	if opgen.UsesOCI(s.op) {
+		if s.observed.OCIRepository, err = observeControlled(ctx, r.Client, key, &sourcev1.OCIRepository{}, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if s.observed.GitRepository, err = observeControlled(ctx, r.Client, key, &sourcev1.GitRepository{}, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if opgen.UsesChart(s.op) {
+	switch {
+	case opgen.UsesChart(s.op) && opgen.UsesOCI(s.op):
+		if s.observed.HelmRelease, err = observeControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	case opgen.UsesChart(s.op):
 		if s.observed.HelmChart, err = observeControlled(ctx, r.Client, key, &sourcev1.HelmChart{}, s); err != nil {
 			return ctrl.Result{}, err
 		}
 		if s.observed.HelmRelease, err = observeControlled(ctx, r.Client, key, &helmv2.HelmRelease{}, s); err != nil {
 			return ctrl.Result{}, err
 		}
-	} else if s.observed.Kustomization, err = observeControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s); err != nil {
-		return ctrl.Result{}, err
+	default:
+		if s.observed.Kustomization, err = observeControlled(ctx, r.Client, key, &kustomizev1.Kustomization{}, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	s.objects = opstatus.States(s.op, s.decision.Target, s.pinned, s.observed)
 	return ctrl.Result{}, nil
@@ -219,14 +259,21 @@ func tagInterval(op *csv1.ManagementOperator) time.Duration {
 // repository, and may predate the tag). A failure leaves availableUpdates as they were and
 // TagVerified Unknown.
 func (r *ManagementOperatorReconciler) listTags(ctx context.Context, s *opScope) (ctrl.Result, error) {
-	git := s.op.Spec.Source.Git
-	if git == nil || r.Tags == nil {
+	git, oci := s.op.Spec.Source.Git, s.op.Spec.Source.OCI
+	if (git == nil && oci == nil) || r.Tags == nil {
 		return ctrl.Result{}, nil
 	}
-	src, sel, every := csv1.StackSource{URL: git.URL, SecretRef: git.SecretRef}, OperatorTags(s.op), tagInterval(s.op)
-	l, err := r.Tags.Listing(ctx, r.Namespace, src, sel, every, time.Time{})
-	if tag := s.op.Tag(s.decision.Target); err == nil && s.pinned != "" && l.Refs[tag] != s.pinned {
-		l, err = r.Tags.Listing(ctx, r.Namespace, src, sel, every, rolloutStarted(s.op, s.decision.Target))
+	sel, every, tag := OperatorTags(s.op), tagInterval(s.op), s.op.Tag(s.decision.Target)
+	listing := func(notBefore time.Time) (TagListing, error) {
+		if oci != nil {
+			// Only the target's tag is resolved to its digest (a HEAD per tag and listing).
+			return r.Tags.OCIListing(ctx, r.Namespace, oci.OCISource, sel, every, notBefore, tag)
+		}
+		return r.Tags.Listing(ctx, r.Namespace, csv1.StackSource{URL: git.URL, SecretRef: git.SecretRef}, sel, every, notBefore)
+	}
+	l, err := listing(time.Time{})
+	if err == nil && s.pinned != "" && l.Refs[tag] != s.pinned {
+		l, err = listing(rolloutStarted(s.op, s.decision.Target))
 	}
 	if err != nil {
 		reason := csv1.ReasonTagListFailed

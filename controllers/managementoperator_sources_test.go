@@ -83,6 +83,44 @@ var _ = Describe("ManagementOperator sources", func() {
 		}).Should(Succeed())
 	})
 
+	It("moves from a Git to an OCI source and back: the new source is applied and the other deleted", func() {
+		const name = "moving-op"
+		url := "https://git.example.test/operators/" + name + ".git"
+		tags.publish(url, "v1.0.0", strings.Repeat("3", 40))
+		createOperator(name, url, nil)
+		objKey := key(managementNamespace, opgen.ObjectName(name))
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, objKey, &sourcev1.GitRepository{})).To(Succeed())
+		}).Should(Succeed())
+
+		// Nothing listens there: the tag listing fails (TagVerified Unknown); the objects do not wait for it.
+		ociURL := "oci://127.0.0.1:1/operators/" + name
+		patchOperatorSpec(name, func(mo *csv1.ManagementOperator) {
+			mo.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: ociURL, Insecure: true}}}
+		})
+		Eventually(func(g Gomega) {
+			oci := &sourcev1.OCIRepository{}
+			g.Expect(k8s.Get(ctx, objKey, oci)).To(Succeed())
+			g.Expect(oci.Spec.URL).To(Equal(ociURL))
+			g.Expect(oci.Spec.Reference.Tag).To(Equal("v1.0.0"))
+			err := k8s.Get(ctx, objKey, &sourcev1.GitRepository{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the GitRepository is left: %v", err)
+			c := condition(getOperator(g, name).Status.Conditions, csv1.TagVerifiedCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionUnknown))
+			g.Expect(c.Message).To(ContainSubstring("oci://127.0.0.1:1/operators/" + name))
+		}).WithTimeout(time.Minute).Should(Succeed())
+
+		patchOperatorSpec(name, func(mo *csv1.ManagementOperator) {
+			mo.Spec.Source = csv1.OperatorSource{Git: &csv1.OperatorGitSource{URL: url, Path: "config"}}
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, objKey, &sourcev1.GitRepository{})).To(Succeed())
+			err := k8s.Get(ctx, objKey, &sourcev1.OCIRepository{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the OCIRepository is left: %v", err)
+		}).Should(Succeed())
+	})
+
 	It("lists no tag whose version the status cannot hold, says how many, and keeps writing the status", func() {
 		const name = "long-tags-op"
 		url := "https://git.example.test/operators/" + name + ".git"

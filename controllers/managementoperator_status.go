@@ -68,7 +68,7 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 		return ctrl.Result{}, err
 	}
 	after := res.RequeueAfter
-	if s.op.Spec.Source.Git != nil && r.Tags != nil {
+	if (s.op.Spec.Source.Git != nil || s.op.Spec.Source.OCI != nil) && r.Tags != nil {
 		after = minNonZero(after, tagInterval(s.op))
 	}
 	if repin {

@@ -37,6 +37,7 @@ func (r *ManagementOperatorReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		// Its own status writes do not bring it back: only spec changes and deletion do.
 		For(&csv1.ManagementOperator{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletingPredicate()))).
 		Watches(&sourcev1.GitRepository{}, owner, rv).
+		Watches(&sourcev1.OCIRepository{}, owner, rv).
 		Watches(&sourcev1.HelmChart{}, owner, rv).
 		Watches(&helmv2.HelmRelease{}, owner, rv).
 		Watches(&kustomizev1.Kustomization{}, owner, rv).

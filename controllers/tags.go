@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -148,6 +149,8 @@ type TagLister struct {
 	// List, when set, replaces the remote listing (for tests of the controller wiring): it
 	// returns every tag, and the selector is applied to its answer.
 	List func(ctx context.Context, remote *gitauth.Remote) (map[string]string, error)
+	// OCITransport, when set, replaces the HTTP transport to registries (tests).
+	OCITransport http.RoundTripper
 	// MaxBytes bounds the cache (DefaultTagCacheBytes when not positive). Read once, at the
 	// first call.
 	MaxBytes int64
@@ -269,8 +272,34 @@ func (l *TagLister) RefsSince(ctx context.Context, ns string, src csv1.StackSour
 
 // Listing is RefsSince with the count of the tags the selector ignored.
 func (l *TagLister) Listing(ctx context.Context, ns string, src csv1.StackSource, sel TagSelector, maxAge time.Duration, notBefore time.Time) (TagListing, error) {
+	with := "without credentials"
+	if src.SecretRef != nil {
+		with = "with credentials Secret " + ns + "/" + src.SecretRef.Name
+	}
+	var remote *gitauth.Remote
+	return l.cached(ctx, sourceKey(ns, src), tagCacheKey(ns, src, sel), maxAge, notBefore,
+		func(ctx context.Context) (string, error) {
+			var err error
+			remote, err = l.remote(ctx, ns, src)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("list tags of %s (%s)", remote.SafeURL(), with), nil
+		},
+		func(ctx context.Context) (TagListing, error) {
+			out, err := l.list(ctx, remote, sel)
+			return out, remote.Redact(err)
+		})
+}
+
+// cached answers a listing from the cache when it holds one at most maxAge old that started at
+// notBefore or later; else it runs prepare (credentials: not counted against --tag-listings,
+// failures not cached; it returns the words that start every error of the listing) and then
+// list, in one of the listing slots, and caches what it returns, or its error when that wraps
+// gitauth.ErrTooManyRefs.
+func (l *TagLister) cached(ctx context.Context, source, key string, maxAge time.Duration, notBefore time.Time,
+	prepare func(context.Context) (string, error), list func(context.Context) (TagListing, error)) (TagListing, error) {
 	l.init()
-	source, key := sourceKey(ns, src), tagCacheKey(ns, src, sel)
 	l.mu.Lock()
 	e, ok := l.cache.get(key, l.now())
 	forgets := l.forgets
@@ -279,13 +308,9 @@ func (l *TagLister) Listing(ctx context.Context, ns string, src csv1.StackSource
 		return e.TagListing, e.err
 	}
 
-	remote, err := l.remote(ctx, ns, src)
+	what, err := prepare(ctx)
 	if err != nil {
 		return TagListing{}, err
-	}
-	with := "without credentials"
-	if src.SecretRef != nil {
-		with = "with credentials Secret " + ns + "/" + src.SecretRef.Name
 	}
 	ctx, cancel := context.WithTimeout(ctx, tagListTimeout)
 	defer cancel()
@@ -293,13 +318,13 @@ func (l *TagLister) Listing(ctx context.Context, ns string, src csv1.StackSource
 	case l.slots <- struct{}{}:
 		defer func() { <-l.slots }()
 	case <-ctx.Done():
-		return TagListing{}, fmt.Errorf("list tags of %s (%s): %d listings of repositories are under way, the most the operator runs at once (--tag-listings); gave up waiting: %w",
-			remote.SafeURL(), with, cap(l.slots), ctx.Err())
+		return TagListing{}, fmt.Errorf("%s: %d listings of repositories are under way, the most the operator runs at once (--tag-listings); gave up waiting: %w",
+			what, cap(l.slots), ctx.Err())
 	}
 	start := l.now()
-	out, err := l.list(ctx, remote, sel)
+	out, err := list(ctx)
 	if err != nil {
-		err = fmt.Errorf("list tags of %s (%s): %w", remote.SafeURL(), with, remote.Redact(err))
+		err = fmt.Errorf("%s: %w", what, err)
 		if !errors.Is(err, gitauth.ErrTooManyRefs) {
 			return TagListing{}, err // not cached: the next call tries again
 		}

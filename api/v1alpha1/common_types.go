@@ -377,6 +377,62 @@ type UnhealthyObject struct {
 	LastFailureReason string `json:"lastFailureReason,omitempty"`
 }
 
+// OCISource is a repository in an OCI registry, read by Flux's OCIRepository and by the
+// operator's tag listing with the same credentials, CA and verification.
+// +kubebuilder:validation:XValidation:rule="!has(self.insecure) || !self.insecure || self.url.matches('^oci://(localhost|127[.][0-9]+[.][0-9]+[.][0-9]+)(:[0-9]+)?/')",message="insecure (plain http) is allowed only for a registry on a loopback address (localhost, 127.0.0.0/8), as in tests and the local plane: serve the registry over https, with certSecretRef for a private CA"
+// +kubebuilder:validation:XValidation:rule="!has(self.insecure) || !self.insecure || !has(self.secretRef)",message="credentials are never sent over plain http: remove secretRef or insecure"
+// +kubebuilder:validation:XValidation:rule="!has(self.insecure) || !self.insecure || !has(self.certSecretRef)",message="a CA (certSecretRef) is meaningless over plain http: remove certSecretRef or insecure"
+type OCISource struct {
+	// url of the OCI repository, without tag or digest: oci://<registry host>[:<port>]/<repository>,
+	// e.g. oci://ghcr.io/org/operators/cluster-api.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^oci://[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]+)?(/[a-z0-9]+(([.]|_|__|-+)[a-z0-9]+)*)+$')",message="url must be an OCI repository URL without tag or digest, oci://<registry host>[:<port>]/<repository>, with a lower-case repository path, e.g. oci://ghcr.io/org/operators/cluster-api"
+	// +required
+	URL string `json:"url"`
+
+	// secretRef names a Secret of type kubernetes.io/dockerconfigjson holding the registry's
+	// credentials (as `kubectl create secret docker-registry` writes it), in the namespace the
+	// Flux objects are generated in. Its data is never copied.
+	// +kubebuilder:validation:XValidation:rule="size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="secretRef.name must be the name of a Secret: at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// certSecretRef names a Secret whose `ca.crt` is the PEM CA bundle the registry's certificate
+	// must chain to (Flux's OCIRepository `spec.certSecretRef`; `tls.crt` and `tls.key`, when
+	// present, are a client certificate for Flux).
+	// +kubebuilder:validation:XValidation:rule="size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="certSecretRef.name must be the name of a Secret: at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +optional
+	CertSecretRef *meta.LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// insecure reaches the registry over plain http. Only a registry on a loopback address may be
+	// reached so (tests, the local plane), and never with credentials.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// verify makes Flux verify every artifact's signature before anything of it is delivered: an
+	// artifact without a valid signature is never delivered, and the object is Degraded with
+	// Flux's message naming its digest.
+	// +optional
+	Verify *OCIVerification `json:"verify,omitempty"`
+}
+
+// OCIVerification verifies the signatures of OCI artifacts (Flux's OCIRepository `spec.verify`).
+type OCIVerification struct {
+	// provider of the signatures: cosign, with the public keys of secretRef. (Keyless cosign
+	// needs Sigstore's public services, which air-gapped sites cannot reach: not offered.)
+	// +kubebuilder:validation:Enum=cosign
+	// +kubebuilder:default=cosign
+	// +optional
+	Provider string `json:"provider,omitempty"`
+
+	// secretRef names a Secret whose keys ending in `.pub` are the cosign public keys a
+	// signature must verify with (any one of them), in the namespace the Flux objects are
+	// generated in.
+	// +kubebuilder:validation:XValidation:rule="size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="verify.secretRef.name must be the name of a Secret: at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
 // StackSource says where a stack's releases are published.
 type StackSource struct {
 	// url of the Git repository holding the stack, e.g. https://github.com/org/stacks.

@@ -73,14 +73,34 @@ type OperatorComponent struct {
 	Name string `json:"name"`
 }
 
-// OperatorSource says where an operator's manifests are published. Exactly one kind of source
-// is set; git is the only kind so far (OCI artifacts may follow).
-// +kubebuilder:validation:XValidation:rule="has(self.git)",message="spec.source.git must be set: the Git repository holding the operator's manifests, tagged per version (it is the only kind of source so far)"
+// OperatorSource says where an operator's manifests are published: a Git repository or an OCI
+// repository in a registry, exactly one of them.
+// +kubebuilder:validation:XValidation:rule="has(self.git) || has(self.oci)",message="spec.source.git must be set: the Git repository holding the operator's manifests, tagged per version; or spec.source.oci: the OCI repository holding them, tagged per version"
+// +kubebuilder:validation:XValidation:rule="!(has(self.git) && has(self.oci))",message="set either spec.source.git or spec.source.oci, not both: an operator's versions come from one source"
 type OperatorSource struct {
 	// git is a Git repository holding the operator's manifests (a kustomize directory or a Helm
 	// chart), with one tag per version: tagPrefix + spec.version.
 	// +optional
 	Git *OperatorGitSource `json:"git,omitempty"`
+
+	// oci is an OCI repository with one tag per version (tagPrefix + spec.version): with
+	// spec.kustomize, artifacts in Flux's format (`flux push artifact`, `stackctl push`) holding
+	// the kustomize directory at their root; with spec.chart, Helm charts pushed with `helm push`.
+	// OCI tags cannot hold '+': versions with build metadata cannot be published so.
+	// +optional
+	OCI *OperatorOCISource `json:"oci,omitempty"`
+}
+
+// OperatorOCISource is an OCI repository with one tag per operator version.
+type OperatorOCISource struct {
+	OCISource `json:",inline"`
+
+	// tagPrefix is put before spec.version to make the OCI tag of a version: with tagPrefix
+	// "capi-" version v1.10.3 is tag "capi-v1.10.3". Empty means the tag is the version itself.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[A-Za-z0-9_][A-Za-z0-9._-]*$')",message="spec.source.oci.tagPrefix must start with a letter, digit or '_' and hold only letters, digits, '_', '.' and '-' (the characters of an OCI tag), e.g. \"capi-\""
+	// +optional
+	TagPrefix string `json:"tagPrefix,omitempty"`
 }
 
 // OperatorGitSource is a Git repository with one tag per operator version.
@@ -170,6 +190,7 @@ type OperatorChart struct {
 // The manifests are delivered either with kustomize (spec.kustomize, the default when neither
 // is set) or as a Helm chart (spec.chart).
 // +kubebuilder:validation:XValidation:rule="!(has(self.kustomize) && has(self.chart))",message="set either spec.kustomize (apply the directory with kustomize, with patches and variables) or spec.chart (install it as a Helm chart with values), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.source.oci) || !has(self.chart) || !has(self.chart.path) || size(self.chart.path) == 0",message="spec.chart.path is a directory of a Git source: an OCI source's artifact is the chart itself (pushed with helm push); remove spec.chart.path"
 // +kubebuilder:validation:XValidation:rule="!has(self.chart) || !has(self.healthChecks) || size(self.healthChecks) == 0",message="spec.healthChecks are checked by the Kustomization of spec.kustomize; a chart's HelmRelease waits for the chart's own resources: remove spec.healthChecks or deliver the operator with spec.kustomize"
 type ManagementOperatorSpec struct {
 	// component is the component the operator is: its type and the name stacks' requirements
@@ -319,8 +340,9 @@ type OperatorHistoryEntry struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	AcceptedRisks string `json:"acceptedRisks,omitempty"`
-	// commit is the Git commit the version's tag pointed to when Flux first fetched it (full hex).
-	// Unless spec.followMovedTags is set, the version's GitRepository is pinned to it, also when
+	// commit is the Git commit the version's tag pointed to when Flux first fetched it (full hex);
+	// for an OCI source, the hex of the artifact's sha256 digest. Unless spec.followMovedTags is
+	// set, the version's GitRepository (OCIRepository) is pinned to it, also when
 	// the ManagementOperator moves back to this version later: a tag moved since is reported
 	// (TagVerified False, reason TagMoved) and not delivered.
 	// +kubebuilder:validation:MaxLength=64
@@ -450,12 +472,15 @@ func (in *ManagementOperator) GetConditions() []metav1.Condition { return in.Sta
 // SetConditions sets the conditions.
 func (in *ManagementOperator) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
 
-// Tag is the Git tag of a version of the operator: spec.source.git.tagPrefix + version.
+// Tag is the tag of a version of the operator: the source's tagPrefix + version.
 func (in *ManagementOperator) Tag(version string) string {
-	if in.Spec.Source.Git == nil {
-		return version
+	switch {
+	case in.Spec.Source.Git != nil:
+		return in.Spec.Source.Git.TagPrefix + version
+	case in.Spec.Source.OCI != nil:
+		return in.Spec.Source.OCI.TagPrefix + version
 	}
-	return in.Spec.Source.Git.TagPrefix + version
+	return version
 }
 
 // DeliveredVersion is status.versions[name=operator], "" before any version was delivered.

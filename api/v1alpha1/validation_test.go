@@ -250,6 +250,36 @@ var _ = Describe("ManagementOperator validation", func() {
 			"metadata.name must equal spec.component.name: name the ManagementOperator after its component"),
 		Entry("no source", func(op *csv1.ManagementOperator) { op.Spec.Source.Git = nil },
 			"spec.source.git must be set: the Git repository holding the operator's manifests"),
+		Entry("both a Git and an OCI source", func(op *csv1.ManagementOperator) {
+			op.Spec.Source.OCI = &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://ghcr.io/org/capi"}}
+		}, "set either spec.source.git or spec.source.oci, not both"),
+		Entry("an OCI URL with a tag", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://ghcr.io/org/capi:v1.0.0"}}}
+		}, "url must be an OCI repository URL without tag or digest"),
+		Entry("an OCI URL over https", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "https://ghcr.io/org/capi"}}}
+		}, "url must be an OCI repository URL without tag or digest, oci://<registry host>[:<port>]/<repository>"),
+		Entry("plain http to a registry that is not on loopback", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://registry.example.com:5000/capi", Insecure: true}}}
+		}, "insecure (plain http) is allowed only for a registry on a loopback address"),
+		Entry("plain http to a host whose name starts like a loopback address", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://127.0.0.1.example.com/capi", Insecure: true}}}
+		}, "insecure (plain http) is allowed only for a registry on a loopback address"),
+		Entry("credentials over plain http", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://127.0.0.1:5000/capi", Insecure: true,
+				SecretRef: &meta.LocalObjectReference{Name: "registry"}}}}
+		}, "credentials are never sent over plain http"),
+		Entry("an OCI tag prefix with '/'", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://ghcr.io/org/capi"}, TagPrefix: "capi/"}}
+		}, "spec.source.oci.tagPrefix must start with a letter, digit or '_'"),
+		Entry("a verification provider other than cosign", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://ghcr.io/org/capi",
+				Verify: &csv1.OCIVerification{Provider: "notation", SecretRef: meta.LocalObjectReference{Name: "keys"}}}}}
+		}, "Unsupported value: \"notation\""),
+		Entry("a chart path with an OCI source", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://ghcr.io/org/capi"}}}
+			op.Spec.Chart = &csv1.OperatorChart{Path: "charts/capi"}
+		}, "spec.chart.path is a directory of a Git source: an OCI source's artifact is the chart itself"),
 		Entry("a URL that is not Git over HTTP(S) or SSH", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.URL = "file:///etc" },
 			"spec.source.git.url must be an http://, https:// or ssh:// Git URL"),
 		Entry("a path leaving the repository", func(op *csv1.ManagementOperator) { op.Spec.Source.Git.Path = "a/../../b" },
@@ -295,6 +325,15 @@ var _ = Describe("ManagementOperator validation", func() {
 			Expect(k8s.Create(ctx, op, client.DryRunAll)).To(Succeed())
 		},
 		Entry("a pre-release with build metadata", func(op *csv1.ManagementOperator) { op.Spec.Version = "v1.11.0-rc.1+build.5" }),
+		Entry("an OCI source on a loopback registry over plain http, verified", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://127.0.0.1:5000/operators/cluster-api", Insecure: true,
+				Verify: &csv1.OCIVerification{SecretRef: meta.LocalObjectReference{Name: "cosign-keys"}}}, TagPrefix: "capi-"}}
+		}),
+		Entry("an OCI source over https with credentials and a CA, delivering a chart", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://registry.example.com:5000/operators/cluster-api",
+				SecretRef: &meta.LocalObjectReference{Name: "registry"}, CertSecretRef: &meta.LocalObjectReference{Name: "registry-ca"}}}}
+			op.Spec.Chart = &csv1.OperatorChart{}
+		}),
 		Entry("channels in the forms Masterminds/semver parses", func(op *csv1.ManagementOperator) {
 			op.Spec.Channel = ">=1.10.0 <1.12.0 || ~2.0, 1.x - 2.3 || ^0.4 || !=1.10.2 || *"
 		}),

@@ -27,7 +27,7 @@ import (
 
 func main() {
 	var (
-		clusters     = flag.String("clusters", "100,1000", "the fan-out benchmark's N, comma-separated")
+		clusters     = flag.String("clusters", "100,1000", "the fan-out benchmark's N, comma-separated; empty: leave the fan-out table as it is")
 		with10k      = flag.Bool("with-10k", false, "also N = 10,000 (about 35 minutes more)")
 		fluxClusters = flag.Int("flux-clusters", 1000, "N of the real-Flux benchmark")
 		skipFlux     = flag.Bool("skip-flux", false, "leave the real-Flux table as it is")
@@ -70,7 +70,10 @@ func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, 
 	fmt.Printf("bench-report: results and logs in %s\n", out)
 	header := fmt.Sprintf("Measured at commit %#q on %s by `make bench-report`, on %s.", commit, time.Now().UTC().Format("2006-01-02"), machine())
 
-	ns := strings.Split(clusters, ",")
+	var ns []string
+	if strings.TrimSpace(clusters) != "" {
+		ns = strings.Split(clusters, ",")
+	}
 	if with10k {
 		ns = append(ns, "10000")
 	}
@@ -97,14 +100,16 @@ func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, 
 		}
 		fanouts = append(fanouts, *r.Fanout)
 	}
-	settings := "Each row is one run of `BENCH_CLUSTERS=N BENCH_IDLE=" + idle + " make bench`"
-	if cgroup {
-		settings += " with the operator in a 300 MiB memory cgroup (`BENCH_MANAGER=$PWD/hack/memory-cgroup.sh`)"
-	}
-	settings += ". Ratios are against the floors measured in the same run, against this writer; each floor is the fastest of the writer's concurrency settings (in parentheses), all of which follow."
-	body := header + "\n\n" + settings + "\n\n" + benchresult.FanoutTable(fanouts) + "\nThe floor writer at each concurrency setting (" + fanouts[0].FloorVerbs + "); the fastest of each floor in bold:\n\n" + benchresult.FloorSweepTable(fanouts)
-	if err := replaceIn("docs/performance.md", "performance", body); err != nil {
-		return err
+	if len(fanouts) > 0 {
+		settings := "Each row is one run of `BENCH_CLUSTERS=N BENCH_IDLE=" + idle + " make bench`"
+		if cgroup {
+			settings += " with the operator in a 300 MiB memory cgroup (`BENCH_MANAGER=$PWD/hack/memory-cgroup.sh`)"
+		}
+		settings += ". Ratios are against the floors measured in the same run, against this writer; each floor is the fastest of the writer's concurrency settings (in parentheses), all of which follow."
+		body := header + "\n\n" + settings + "\n\n" + benchresult.FanoutTable(fanouts) + "\nThe floor writer at each concurrency setting (" + fanouts[0].FloorVerbs + "); the fastest of each floor in bold:\n\n" + benchresult.FloorSweepTable(fanouts)
+		if err := replaceIn("docs/performance.md", "performance", body); err != nil {
+			return err
+		}
 	}
 
 	if !skipFlux {
@@ -121,6 +126,9 @@ func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, 
 			return err
 		}
 		run := "One run of `BENCH_FLUX_CLUSTERS=" + strconv.Itoa(fluxClusters) + " make bench-flux`"
+		if w := os.Getenv("BENCH_FLUX_WORKLOADS"); w != "" {
+			run = "One run of `BENCH_FLUX_CLUSTERS=" + strconv.Itoa(fluxClusters) + " BENCH_FLUX_WORKLOADS=" + w + " make bench-flux`"
+		}
 		if cgroup {
 			run += " with the operator in a 300 MiB memory cgroup"
 		}

@@ -161,6 +161,23 @@ func FromGitRepository(o *sourcev1.GitRepository) ObjectState {
 	return s
 }
 
+// FromOCIRepository reads an OCIRepository: its artifact's revision ("<tag>@sha256:<hex>", or
+// "sha256:<hex>" when pinned to a digest), expected at the digest it is pinned to, else at its tag.
+// A failed verification's message (Flux's, naming the digest) is kept as it is.
+func FromOCIRepository(o *sourcev1.OCIRepository) ObjectState {
+	s := fromConditions(sourcev1.OCIRepositoryKind, o, o.Status.Conditions, o.Status.ObservedGeneration)
+	if o.Status.Artifact != nil {
+		s.Revision = o.Status.Artifact.Revision
+	}
+	switch ref := o.Spec.Reference; {
+	case ref != nil && ref.Digest != "":
+		s.ExpectedRevision = ref.Digest
+	case ref != nil && ref.Tag != "":
+		s.ExpectedRevision = ref.Tag
+	}
+	return s
+}
+
 // unreachableCommit is in source-controller's message when the commit a GitRepository is pinned to
 // is not among the objects it fetched: its clone of a commit fetches every branch, not tags, so a
 // tag on a commit that no branch contains cannot be delivered pinned.

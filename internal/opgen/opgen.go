@@ -8,9 +8,13 @@
 //   - a GitRepository at the version's tag (tagPrefix + version), pinned to the commit the tag
 //     pointed to when Flux first fetched it once that is known (unless spec.followMovedTags),
 //     packaging only the operator's directory;
+//   - or, for an OCI source, an OCIRepository at the version's tag (tagPrefix + version), pinned
+//     to the digest the tag pointed to when Flux first fetched it in the same way, with the
+//     source's credentials, CA and signature verification;
 //   - either a Kustomization applying that directory (prune, wait, health checks, patches, the
 //     variables Secret as postBuild.substituteFrom), or a HelmChart of the chart in it and a
-//     HelmRelease installing it with the values.
+//     HelmRelease installing it with the values (from an OCI source, the HelmRelease's chartRef
+//     is the OCIRepository itself, whose artifact is the chart).
 //
 // Deleting the Flux objects must leave the operator running, because uninstalling a Cluster API
 // provider deletes its CRDs and with them every object of its kinds in the management cluster:
@@ -73,12 +77,34 @@ func UsesChart(op *csv1.ManagementOperator) bool { return op.Spec.Chart != nil }
 // HelmRelease. version is the version the objects are written for (opstatus.Decision.Target),
 // which is spec.version unless that is refused or held back; commit, when not empty, is the
 // commit the GitRepository is pinned to (opstatus.PinnedCommit).
+//
+// For an OCI source, the source is an OCIRepository and commit is the hex of the digest it is
+// pinned to; a chart needs no HelmChart (the HelmRelease reads the OCIRepository's chart).
 func Objects(op *csv1.ManagementOperator, namespace, version, commit string) []client.Object {
-	out := []client.Object{GitRepository(op, namespace, version, commit)}
-	if UsesChart(op) {
+	var out []client.Object
+	if UsesOCI(op) {
+		out = append(out, OCIRepository(op, namespace, version, commit))
+	} else {
+		out = append(out, GitRepository(op, namespace, version, commit))
+	}
+	switch {
+	case UsesChart(op) && UsesOCI(op):
+		return append(out, HelmRelease(op, namespace))
+	case UsesChart(op):
 		return append(out, HelmChart(op, namespace), HelmRelease(op, namespace))
 	}
 	return append(out, Kustomization(op, namespace))
+}
+
+// UsesOCI reports whether the operator is published in an OCI repository (else in Git).
+func UsesOCI(op *csv1.ManagementOperator) bool { return op.Spec.Source.OCI != nil }
+
+// SourceKind is the kind of the operator's Flux source: OCIRepository or GitRepository.
+func SourceKind(op *csv1.ManagementOperator) string {
+	if UsesOCI(op) {
+		return sourcev1.OCIRepositoryKind
+	}
+	return sourcev1.GitRepositoryKind
 }
 
 func objectMeta(op *csv1.ManagementOperator, namespace string) metav1.ObjectMeta {
@@ -139,6 +165,36 @@ func GitRepository(op *csv1.ManagementOperator, namespace, version, commit strin
 	return gr
 }
 
+// HelmChartLayer is the media type of a Helm chart's layer in an OCI artifact (`helm push`).
+const HelmChartLayer = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+
+// OCIRepository is the operator's source from an OCI repository: the version's tag
+// (spec.source.oci.tagPrefix + version, Flux's spec.ref.tag), with the source's credentials, CA
+// and verification. Without a digest the tag is the whole reference: the artifact revision is
+// "<tag>@sha256:<hex>". With a digest (the hex of a sha256 digest), Flux's spec.ref.digest takes
+// precedence over the tag (which stays for people to read): a tag moved later is not fetched, and
+// the artifact revision is "sha256:<hex>". A chart's OCIRepository selects the Helm chart layer
+// and keeps it as it is, as helm-controller's chartRef wants it.
+func OCIRepository(op *csv1.ManagementOperator, namespace, version, digest string) *sourcev1.OCIRepository {
+	src := op.Spec.Source.OCI
+	if src == nil {
+		src = &csv1.OperatorOCISource{}
+	}
+	repo := &sourcev1.OCIRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
+		ObjectMeta: objectMeta(op, namespace),
+		Spec:       fluxgen.OCIRepositorySpec(src.OCISource, interval(op)),
+	}
+	repo.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: op.Tag(version)}
+	if digest != "" {
+		repo.Spec.Reference.Digest = "sha256:" + digest
+	}
+	if UsesChart(op) {
+		repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: HelmChartLayer, Operation: sourcev1.OCILayerCopy}
+	}
+	return repo
+}
+
 // Kustomization applies the operator's directory: prune (objects dropped by a new version are
 // removed), wait (Ready only once every applied object, the Deployments among them, is healthy),
 // the extra health checks, the patches, and the variables Secret for postBuild substitution.
@@ -151,7 +207,7 @@ func Kustomization(op *csv1.ManagementOperator, namespace string) *kustomizev1.K
 		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 		ObjectMeta: objectMeta(op, namespace),
 		Spec: kustomizev1.KustomizationSpec{
-			SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: ObjectName(op.Name)},
+			SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: SourceKind(op), Name: ObjectName(op.Name)},
 			Path:               repoPath(gitSource(op).Path),
 			Interval:           interval(op),
 			RetryInterval:      &metav1.Duration{Duration: RetryInterval},
@@ -219,11 +275,15 @@ func HelmRelease(op *csv1.ManagementOperator, namespace string) *helmv2.HelmRele
 	if chart.Values != nil {
 		values = chart.Values.DeepCopy()
 	}
+	chartRef := sourcev1.HelmChartKind
+	if UsesOCI(op) {
+		chartRef = sourcev1.OCIRepositoryKind
+	}
 	return &helmv2.HelmRelease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: objectMeta(op, namespace),
 		Spec: helmv2.HelmReleaseSpec{
-			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: ObjectName(op.Name)},
+			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: chartRef, Name: ObjectName(op.Name)},
 			Interval:           interval(op),
 			ReleaseName:        fluxgen.HelmReleaseName(op.Name),
 			TargetNamespace:    target,
@@ -256,6 +316,7 @@ func ChartNamespace(op *csv1.ManagementOperator, namespace string) string {
 // resources are the plural resource names of the kinds Objects generates.
 var resources = map[string]string{
 	sourcev1.GitRepositoryKind:    "gitrepositories",
+	sourcev1.OCIRepositoryKind:    "ocirepositories",
 	sourcev1.HelmChartKind:        "helmcharts",
 	kustomizev1.KustomizationKind: "kustomizations",
 	helmv2.HelmReleaseKind:        "helmreleases",

@@ -72,6 +72,36 @@ func gitRepo(mut func(*sourcev1.GitRepository)) *sourcev1.GitRepository {
 	return gr
 }
 
+func ociSource() *csv1.OperatorOCISource {
+	return &csv1.OperatorOCISource{
+		OCISource: csv1.OCISource{
+			URL:           "oci://registry.example.com/operators/capi",
+			SecretRef:     &meta.LocalObjectReference{Name: "registry"},
+			CertSecretRef: &meta.LocalObjectReference{Name: "registry-ca"},
+			Verify:        &csv1.OCIVerification{SecretRef: meta.LocalObjectReference{Name: "cosign-keys"}},
+		},
+		TagPrefix: "capi-",
+	}
+}
+
+func ociRepo(mut func(*sourcev1.OCIRepository)) *sourcev1.OCIRepository {
+	r := &sourcev1.OCIRepository{
+		TypeMeta: metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "OCIRepository"}, ObjectMeta: om(),
+		Spec: sourcev1.OCIRepositorySpec{
+			URL:           "oci://registry.example.com/operators/capi",
+			Reference:     &sourcev1.OCIRepositoryRef{Tag: "capi-v1.10.3"},
+			SecretRef:     &meta.LocalObjectReference{Name: "registry"},
+			CertSecretRef: &meta.LocalObjectReference{Name: "registry-ca"},
+			Verify:        &sourcev1.OCIRepositoryVerification{Provider: "cosign", SecretRef: &meta.LocalObjectReference{Name: "cosign-keys"}},
+			Interval:      dur(10 * time.Minute),
+		},
+	}
+	if mut != nil {
+		mut(r)
+	}
+	return r
+}
+
 func kustomization(mut func(*kustomizev1.Kustomization)) *kustomizev1.Kustomization {
 	ks := &kustomizev1.Kustomization{
 		TypeMeta: ksTM, ObjectMeta: om(),
@@ -231,6 +261,61 @@ func TestObjects(t *testing.T) {
 					TypeMeta: hrTM, ObjectMeta: om(),
 					Spec: helmv2.HelmReleaseSpec{
 						ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "cluster-api-operator"},
+						Interval:         dur(10 * time.Minute),
+						ReleaseName:      "cluster-api",
+						TargetNamespace:  ns,
+						StorageNamespace: ns,
+						Timeout:          durp(10 * time.Minute),
+						Install:          &helmv2.Install{CreateNamespace: true, CRDs: "CreateReplace", Remediation: &helmv2.InstallRemediation{Retries: -1}},
+						Upgrade:          &helmv2.Upgrade{CRDs: "CreateReplace", Remediation: &helmv2.UpgradeRemediation{Retries: -1}},
+					},
+				},
+			},
+		},
+		{
+			name: "an OCI source: an OCIRepository at the prefixed tag with the Secrets and cosign verification, read by the Kustomization at its root",
+			op: operator(func(op *csv1.ManagementOperator) {
+				op.Spec.Source = csv1.OperatorSource{OCI: ociSource()}
+			}),
+			version: "v1.10.3",
+			want: []client.Object{
+				ociRepo(nil),
+				kustomization(func(ks *kustomizev1.Kustomization) {
+					ks.Spec.SourceRef.Kind = "OCIRepository"
+					ks.Spec.Path = "./"
+				}),
+			},
+		},
+		{
+			name: "an OCI source pinned: Flux's ref.digest (sha256) wins over the tag",
+			op: operator(func(op *csv1.ManagementOperator) {
+				op.Spec.Source = csv1.OperatorSource{OCI: ociSource()}
+			}),
+			version: "v1.10.3",
+			commit:  strings.Repeat("ab", 32),
+			want: []client.Object{
+				ociRepo(func(r *sourcev1.OCIRepository) { r.Spec.Reference.Digest = "sha256:" + strings.Repeat("ab", 32) }),
+				kustomization(func(ks *kustomizev1.Kustomization) {
+					ks.Spec.SourceRef.Kind = "OCIRepository"
+					ks.Spec.Path = "./"
+				}),
+			},
+		},
+		{
+			name: "an OCI chart: the OCIRepository keeps the Helm chart layer, the HelmRelease reads it (no HelmChart)",
+			op: operator(func(op *csv1.ManagementOperator) {
+				op.Spec.Source = csv1.OperatorSource{OCI: ociSource()}
+				op.Spec.Chart = &csv1.OperatorChart{}
+			}),
+			version: "v1.10.3",
+			want: []client.Object{
+				ociRepo(func(r *sourcev1.OCIRepository) {
+					r.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: "application/vnd.cncf.helm.chart.content.v1.tar+gzip", Operation: "copy"}
+				}),
+				&helmv2.HelmRelease{
+					TypeMeta: hrTM, ObjectMeta: om(),
+					Spec: helmv2.HelmReleaseSpec{
+						ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: "OCIRepository", Name: "cluster-api-operator"},
 						Interval:         dur(10 * time.Minute),
 						ReleaseName:      "cluster-api",
 						TargetNamespace:  ns,

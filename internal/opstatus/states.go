@@ -34,6 +34,7 @@ const (
 // Observed are a ManagementOperator's Flux objects as read from the API server; nil when not found.
 type Observed struct {
 	GitRepository *sourcev1.GitRepository
+	OCIRepository *sourcev1.OCIRepository
 	Kustomization *kustomizev1.Kustomization
 	HelmChart     *sourcev1.HelmChart
 	HelmRelease   *helmv2.HelmRelease
@@ -53,18 +54,26 @@ func States(op *csv1.ManagementOperator, target, commit string, o Observed) []fl
 	name, tag := opgen.ObjectName(op.Name), op.Tag(target)
 	expected := tag
 	if commit != "" {
-		expected = tag + "@sha1:" + commit
+		expected = tag + "@" + pinAlgorithm(op) + ":" + commit
 	}
 	out := make([]fluxstatus.ObjectState, 0, 3)
 	fetched := ""
-	if o.GitRepository == nil {
-		out = append(out, fluxstatus.Missing(sourcev1.GitRepositoryKind, name, ""))
-	} else {
+	var src *fluxstatus.ObjectState
+	switch {
+	case opgen.UsesOCI(op) && o.OCIRepository != nil:
+		s := fluxstatus.FromOCIRepository(o.OCIRepository)
+		src = &s
+	case !opgen.UsesOCI(op) && o.GitRepository != nil:
 		s := fluxstatus.FromGitRepository(o.GitRepository)
-		s.ExpectedRevision = expected
-		out = append(out, s)
-		if s.AtRevision() {
-			fetched = strings.TrimPrefix(strings.TrimPrefix(fluxstatus.CommitOf(s.Revision), "sha1:"), "sha256:")
+		src = &s
+	}
+	if src == nil {
+		out = append(out, fluxstatus.Missing(opgen.SourceKind(op), name, ""))
+	} else {
+		src.ExpectedRevision = expected
+		out = append(out, *src)
+		if src.AtRevision() {
+			fetched = strings.TrimPrefix(strings.TrimPrefix(fluxstatus.CommitOf(src.Revision), "sha1:"), "sha256:")
 		}
 	}
 	if !opgen.UsesChart(op) {
@@ -74,9 +83,24 @@ func States(op *csv1.ManagementOperator, target, commit string, o Observed) []fl
 		return append(out, fluxstatus.FromKustomization(o.Kustomization, expected))
 	}
 	chartVersion := ""
-	if o.HelmChart == nil {
+	switch {
+	case opgen.UsesOCI(op):
+		// helm-controller versions a chart read through an OCIRepository "<chart version>+<first
+		// 12 hex digits of the artifact's digest>"; before the tag is fetched, no chart is the
+		// target's.
+		base := "<chart version>"
+		if o.HelmRelease != nil {
+			if latest := o.HelmRelease.Status.History.Latest(); latest != nil && latest.ChartVersion != "" {
+				base, _, _ = strings.Cut(latest.ChartVersion, "+")
+			}
+		}
+		chartVersion = base + "+<digest of " + tag + ">"
+		if len(fetched) >= 12 {
+			chartVersion = base + "+" + fetched[:12]
+		}
+	case o.HelmChart == nil:
 		out = append(out, fluxstatus.Missing(sourcev1.HelmChartKind, name, ""))
-	} else {
+	default:
 		s := fluxstatus.FromHelmChart(o.HelmChart, "")
 		if len(fetched) >= 12 {
 			base, _, _ := strings.Cut(s.Revision, "+")
@@ -92,6 +116,15 @@ func States(op *csv1.ManagementOperator, target, commit string, o Observed) []fl
 		return append(out, fluxstatus.Missing(helmv2.HelmReleaseKind, name, ""))
 	}
 	return append(out, fluxstatus.FromHelmRelease(o.HelmRelease, chartVersion))
+}
+
+// pinAlgorithm is the digest algorithm of the source's revisions: sha1 for Git (SHA-1
+// repositories; a SHA-256 one compares by CommitOf), sha256 for OCI.
+func pinAlgorithm(op *csv1.ManagementOperator) string {
+	if opgen.UsesOCI(op) {
+		return "sha256"
+	}
+	return "sha1"
 }
 
 // InventoryDeployments are the Deployments a Kustomization's inventory lists (the objects it

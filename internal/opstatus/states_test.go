@@ -334,3 +334,67 @@ func TestDeploymentState(t *testing.T) {
 		t.Errorf("failed Deployment: Ready %s since %v, want False since %v", failed.Ready, failed.ReadySince, t0)
 	}
 }
+
+// From an OCI source: the OCIRepository is expected at the tag (at the digest once pinned), a
+// chart's HelmRelease at the chart version helm-controller gives a chart read through an
+// OCIRepository ("<version>+<first 12 hex digits of the digest>"), with no HelmChart.
+func TestStatesOCI(t *testing.T) {
+	digest := func(s string) string { return strings.Repeat(commit(s)[:32], 2) }
+	for _, chart := range []bool{false, true} {
+		op := operator("v1.11.0", "v1.10.3", "v1.11.0", func(op *csv1.ManagementOperator) {
+			op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://registry.example.com/capi"}}}
+			if chart {
+				op.Spec.Chart = &csv1.OperatorChart{}
+			}
+		})
+		repo := func(rev, pin string) *sourcev1.OCIRepository {
+			r := opgen.OCIRepository(op, testNS, "v1.11.0", pin)
+			r.Generation, r.Status.ObservedGeneration = 1, 1
+			r.Status.Conditions = readyConds("Succeeded", "stored artifact")
+			r.Status.Artifact = &meta.Artifact{Revision: rev}
+			return r
+		}
+		applied := func(rev, chartVersion string) Observed {
+			if !chart {
+				ks := opgen.Kustomization(op, testNS)
+				ks.Generation, ks.Status.ObservedGeneration = 1, 1
+				ks.Status.Conditions = readyConds("ReconciliationSucceeded", "applied")
+				ks.Status.LastAppliedRevision = rev
+				return Observed{Kustomization: ks}
+			}
+			hr := opgen.HelmRelease(op, testNS)
+			hr.Generation, hr.Status.ObservedGeneration = 1, 1
+			hr.Status.Conditions = readyConds("UpgradeSucceeded", "Helm upgrade succeeded")
+			hr.Status.History = helmv2.Snapshots{{Name: "cluster-api", Namespace: testNS, Version: 2, Status: "deployed", ChartName: "cluster-api", ChartVersion: chartVersion}}
+			return Observed{HelmRelease: hr}
+		}
+		newRev, oldRev := "v1.11.0@sha256:"+digest("v1.11.0"), "v1.10.3@sha256:"+digest("v1.10.3")
+		for _, tt := range []struct {
+			name      string
+			src       *sourcev1.OCIRepository
+			pin       string
+			appliedAt string
+			chartAt   string
+			want      []bool
+		}{
+			{"fetched and applied at the tag", repo(newRev, ""), "", newRev, "1.11.0+" + digest("v1.11.0")[:12], []bool{true, true}},
+			{"applied from the old digest", repo(newRev, ""), "", oldRev, "1.10.3+" + digest("v1.10.3")[:12], []bool{true, false}},
+			{"the source still at the old tag", repo(oldRev, ""), "", oldRev, "1.10.3+" + digest("v1.10.3")[:12], []bool{false, false}},
+			{"pinned to the digest", repo("sha256:"+digest("v1.11.0"), digest("v1.11.0")), digest("v1.11.0"), "sha256:" + digest("v1.11.0"), "1.11.0+" + digest("v1.11.0")[:12], []bool{true, true}},
+		} {
+			obs := applied(tt.appliedAt, tt.chartAt)
+			obs.OCIRepository = tt.src
+			// A GitRepository of the same name is not the source of an OCI operator.
+			obs.GitRepository = fetchedRepo(op, "v1.11.0", "v1.11.0")
+			states := States(op, "v1.11.0", tt.pin, obs)
+			if len(states) != 2 || states[0].Kind != sourcev1.OCIRepositoryKind {
+				t.Fatalf("chart=%v %s: States = %v; want the OCIRepository and the applier", chart, tt.name, states)
+			}
+			for i, s := range states {
+				if s.Healthy() != tt.want[i] {
+					t.Errorf("chart=%v %s: %s Healthy = %v, want %v (%s)", chart, tt.name, s.Ref(), s.Healthy(), tt.want[i], s.Describe())
+				}
+			}
+		}
+	}
+}

@@ -387,11 +387,11 @@ func PinnedCommit(op *csv1.ManagementOperator, version string) string {
 	return commitOf(op, op.Status.History, version)
 }
 
-// fetchedCommit is the commit of the GitRepository among objects (States) when it is at the
+// fetchedCommit is the commit of the GitRepository (the digest of the OCIRepository) among objects (States) when it is at the
 // tag it is expected at: full hex, without the "sha1:" prefix; "" otherwise.
 func fetchedCommit(objects []fluxstatus.ObjectState) string {
 	for _, o := range objects {
-		if o.Kind != sourcev1.GitRepositoryKind || !o.Exists || !o.AtRevision() {
+		if (o.Kind != sourcev1.GitRepositoryKind && o.Kind != sourcev1.OCIRepositoryKind) || !o.Exists || !o.AtRevision() {
 			continue
 		}
 		c := fluxstatus.CommitOf(o.Revision)
@@ -406,10 +406,34 @@ func fetchedCommit(objects []fluxstatus.ObjectState) string {
 // commitRE is a full SHA-1 or SHA-256 commit in hex (status.history[].commit holds at most 64).
 var commitRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
+// pinKind is what a version is pinned to: a Git commit, or an OCI artifact's digest.
+func pinKind(op *csv1.ManagementOperator) string {
+	if op.Spec.Source.OCI != nil {
+		return "digest"
+	}
+	return "commit"
+}
+
+// pinName names a pin (the hex of status.history[].commit) for messages: "commit <hex>", or
+// "digest sha256:<hex>" for an OCI source.
+func pinName(op *csv1.ManagementOperator, hex string) string {
+	if op.Spec.Source.OCI != nil {
+		return "digest sha256:" + hex
+	}
+	return "commit " + hex
+}
+
 // tagVerified is the TagVerified condition: whether the tag of target still points at the commit
 // target is pinned to, as the listing in shows.
 func tagVerified(op *csv1.ManagementOperator, target, pinned string, in Input) metav1.Condition {
 	subject, tag := Subject(op), op.Tag(target)
+	at := func(hex string) string { return pinName(op, hex) }
+	bare := func(hex string) string {
+		if op.Spec.Source.OCI != nil {
+			return "sha256:" + hex
+		}
+		return hex
+	}
 	c := condition(csv1.TagVerifiedCondition, metav1.ConditionTrue, csv1.ReasonAsExpected, "", in.Now)
 	switch {
 	case target == "":
@@ -420,22 +444,22 @@ func tagVerified(op *csv1.ManagementOperator, target, pinned string, in Input) m
 		c.Status, c.Reason = metav1.ConditionUnknown, in.TagsError.Reason
 		c.Message = fmt.Sprintf("%s: cannot check where tag %s points: %s", subject, tag, in.TagsError.Message)
 	case pinned == "":
-		c.Message = fmt.Sprintf("%s: tag %s has not been fetched yet; %s is pinned to the commit Flux first fetches", subject, tag, target)
+		c.Message = fmt.Sprintf("%s: tag %s has not been fetched yet; %s is pinned to the %s Flux first fetches", subject, tag, target, pinKind(op))
 	case in.Tags == nil:
 		if prev := apimeta.FindStatusCondition(op.Status.Conditions, csv1.TagVerifiedCondition); prev != nil {
 			return condition(prev.Type, prev.Status, prev.Reason, prev.Message, in.Now)
 		}
-		c.Message = fmt.Sprintf("%s: %s is pinned to commit %s; its tag %s has not been listed yet", subject, target, pinned, tag)
+		c.Message = fmt.Sprintf("%s: %s is pinned to %s; its tag %s has not been listed yet", subject, target, at(pinned), tag)
 	case in.Tags[tag] == "":
 		c.Status, c.Reason = metav1.ConditionFalse, csv1.ReasonTagMoved
-		c.Message = fmt.Sprintf("%s: tag %s was fetched at commit %s and no longer exists; %s keeps being delivered at %s. Publish the change as a new version, or push the tag again",
-			subject, tag, pinned, target, pinned)
+		c.Message = fmt.Sprintf("%s: tag %s was fetched at %s and no longer exists; %s keeps being delivered at %s. Publish the change as a new version, or push the tag again",
+			subject, tag, at(pinned), target, bare(pinned))
 	case in.Tags[tag] != pinned:
 		c.Status, c.Reason = metav1.ConditionFalse, csv1.ReasonTagMoved
-		c.Message = fmt.Sprintf("%s: tag %s moved from commit %s, which %s is pinned to, to %s; %s keeps being delivered. Publish the change as a new version, move the tag back, or set spec.followMovedTags to deliver %s",
-			subject, tag, pinned, target, in.Tags[tag], pinned, in.Tags[tag])
+		c.Message = fmt.Sprintf("%s: tag %s moved from %s, which %s is pinned to, to %s; %s keeps being delivered. Publish the change as a new version, move the tag back, or set spec.followMovedTags to deliver %s",
+			subject, tag, at(pinned), target, bare(in.Tags[tag]), bare(pinned), bare(in.Tags[tag]))
 	default:
-		c.Message = fmt.Sprintf("%s: tag %s points at commit %s, which %s is pinned to", subject, tag, pinned, target)
+		c.Message = fmt.Sprintf("%s: tag %s points at %s, which %s is pinned to", subject, tag, at(pinned), target)
 	}
 	if in.Tags != nil {
 		if _, ignored := availableUpdates(in.Tags, op.Tag(""), "", nil, nil); ignored+in.IgnoredTags > 0 {

@@ -123,6 +123,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		WithCAPI: withCAPI,
 		// Gitea hosts the fleet repositories Flux applies and the operator proposes to.
 		WithForge: true,
+		// The OCI registry (CNCF Distribution) ManagementOperators are published to.
+		WithRegistry: true,
 		// The main instance of sharding (docs/sharding.md): Clusters labelled with a shard are
 		// the shards' ("Sharding by label"); no other spec labels its Clusters.
 		OperatorArgs: append([]string{"--watch-label-selector=!" + csv1.ShardLabel}, operatorArgs...),
