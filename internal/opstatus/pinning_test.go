@@ -196,3 +196,36 @@ func TestStatesOfAPinnedVersion(t *testing.T) {
 		}
 	}
 }
+
+// A source moved from Git to an OCI registry at the same version: the Git commit recorded for
+// the version does not pin the OCIRepository (it is not a sha256 digest); the digest Flux
+// fetches is recorded in its place, and pins from then on.
+func TestPinAfterMovingToAnOCISource(t *testing.T) {
+	gitPin := strings.Repeat("a", 40)
+	digest := strings.Repeat("b", 64)
+	op := operator("v1.10.3", "v1.10.3", "v1.10.3", func(op *csv1.ManagementOperator) {
+		op.Spec.Source = csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{URL: "oci://registry.example.com/capi"}}}
+		op.Status.History = []csv1.OperatorHistoryEntry{{Version: "v1.10.3", State: csv1.UpdateCompleted, Commit: gitPin}}
+	})
+	if got := PinnedCommit(op, "v1.10.3"); got != "" {
+		t.Fatalf("PinnedCommit = %q; a Git commit does not pin an OCIRepository", got)
+	}
+	d := Decision{Target: "v1.10.3", Apply: true}
+	if h := history(op, d, "", t0); h[0].Commit != gitPin {
+		t.Errorf("before Flux fetched the tag the entry is left as it is, got %q", h[0].Commit)
+	}
+	h := history(op, d, digest, t0)
+	if h[0].Commit != digest {
+		t.Fatalf("history commit = %q, want the fetched digest %s", h[0].Commit, digest)
+	}
+	op.Status.History = h
+	if got := PinnedCommit(op, "v1.10.3"); got != digest {
+		t.Errorf("PinnedCommit = %q, want %s", got, digest)
+	}
+	// A Git source keeps its pin.
+	op.Spec.Source = csv1.OperatorSource{Git: &csv1.OperatorGitSource{URL: "https://git.example.com/operators.git"}}
+	op.Status.History[0].Commit = gitPin
+	if got := PinnedCommit(op, "v1.10.3"); got != gitPin {
+		t.Errorf("Git: PinnedCommit = %q, want %s", got, gitPin)
+	}
+}

@@ -339,9 +339,9 @@ func history(op *csv1.ManagementOperator, d Decision, fetched string, now time.T
 			out[0].CompletionTime = &at
 		}
 		out = append([]csv1.OperatorHistoryEntry{{Version: d.Target, State: csv1.UpdatePartial, StartedTime: at,
-			AcceptedRisks: fluxstatus.Truncate(d.Overridden), Commit: earlierCommit(out, d.Target)}}, out...)
+			AcceptedRisks: fluxstatus.Truncate(d.Overridden), Commit: earlierCommit(op, out, d.Target)}}, out...)
 	}
-	if len(out) > 0 && out[0].Version == d.Target && fetched != "" && (out[0].Commit == "" || op.Spec.FollowMovedTags) {
+	if len(out) > 0 && out[0].Version == d.Target && fetched != "" && (out[0].Commit == "" || op.Spec.FollowMovedTags || !pinFits(op, out[0].Commit)) {
 		out[0].Commit = fetched
 	}
 	if len(out) > csv1.MaxOperatorHistory {
@@ -362,10 +362,11 @@ func markCompleted(h []csv1.OperatorHistoryEntry, d Decision, delivered bool, no
 	return h
 }
 
-// earlierCommit is the commit of the newest entry of version in h that has one.
-func earlierCommit(h []csv1.OperatorHistoryEntry, version string) string {
+// earlierCommit is the commit of the newest entry of version in h that has one the source can
+// be pinned to (pinFits).
+func earlierCommit(op *csv1.ManagementOperator, h []csv1.OperatorHistoryEntry, version string) string {
 	for _, e := range h {
-		if e.Version == version && e.Commit != "" {
+		if e.Version == version && e.Commit != "" && pinFits(op, e.Commit) {
 			return e.Commit
 		}
 	}
@@ -378,7 +379,17 @@ func commitOf(op *csv1.ManagementOperator, h []csv1.OperatorHistoryEntry, versio
 	if op.Spec.FollowMovedTags || version == "" {
 		return ""
 	}
-	return earlierCommit(h, version)
+	return earlierCommit(op, h, version)
+}
+
+// pinFits reports whether a recorded pin can pin the operator's source: an OCI source is pinned
+// to a sha256 digest (64 hex digits), so a Git commit recorded before the source moved to a
+// registry (40 hex digits) is not its pin, and the digest Flux fetches is recorded instead. (A
+// Git source accepts both lengths, SHA-1 and SHA-256 repositories: a digest recorded from a
+// registry before the source moved back to Git is taken for a commit, which Flux then reports
+// as not found; move to another version or set spec.followMovedTags.)
+func pinFits(op *csv1.ManagementOperator, pin string) bool {
+	return op.Spec.Source.OCI == nil || len(pin) == 64
 }
 
 // PinnedCommit is the commit the GitRepository of version is pinned to (the hex of
@@ -387,8 +398,9 @@ func PinnedCommit(op *csv1.ManagementOperator, version string) string {
 	return commitOf(op, op.Status.History, version)
 }
 
-// fetchedCommit is the commit of the GitRepository (the digest of the OCIRepository) among objects (States) when it is at the
-// tag it is expected at: full hex, without the "sha1:" prefix; "" otherwise.
+// fetchedCommit is the commit of the GitRepository (the digest of the OCIRepository) among
+// objects (States) when it is at the tag it is expected at: full hex, without the "sha1:" (or
+// "sha256:") prefix; "" otherwise.
 func fetchedCommit(objects []fluxstatus.ObjectState) string {
 	for _, o := range objects {
 		if (o.Kind != sourcev1.GitRepositoryKind && o.Kind != sourcev1.OCIRepositoryKind) || !o.Exists || !o.AtRevision() {
