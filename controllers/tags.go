@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -149,8 +148,6 @@ type TagLister struct {
 	// List, when set, replaces the remote listing (for tests of the controller wiring): it
 	// returns every tag, and the selector is applied to its answer.
 	List func(ctx context.Context, remote *gitauth.Remote) (map[string]string, error)
-	// OCITransport, when set, replaces the HTTP transport to registries (tests).
-	OCITransport http.RoundTripper
 	// MaxBytes bounds the cache (DefaultTagCacheBytes when not positive). Read once, at the
 	// first call.
 	MaxBytes int64

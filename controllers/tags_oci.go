@@ -87,9 +87,6 @@ func listOCI(ctx context.Context, t ocistack.Target, sel TagSelector, resolve st
 // ociTarget reads the source's Secrets in namespace ns (never another's).
 func (l *TagLister) ociTarget(ctx context.Context, ns string, src csv1.OCISource) (ocistack.Target, error) {
 	t := ocistack.Target{URL: src.URL, Insecure: src.Insecure}
-	if l.OCITransport != nil {
-		t.Transport = l.OCITransport
-	}
 	read := func(what, ref string) (*corev1.Secret, error) {
 		name := what + " Secret " + ns + "/" + ref
 		if l.Reader == nil {
