@@ -81,6 +81,9 @@ func StartEnv(t testing.TB, env *envtest.Environment) *rest.Config {
 	t.Helper()
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves the API server and etcd it started running when a later step of
+		// Start (installing the CRDs or webhooks) fails: stop them, or they outlive the test.
+		_ = env.Stop()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
