@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,10 +56,7 @@ var _ = Describe("Management operators delivered from an OCI registry", Ordered,
 		reg := pl.OCIRegistry()
 		Expect(reg).NotTo(BeNil(), "the plane runs its registry")
 		target := ocistack.Target{URL: reg.URL("operators/" + name), Insecure: reg.Insecure()}
-		priv, pub, err := ocistack.GenerateKeyPair([]byte("e2e"))
-		Expect(err).NotTo(HaveOccurred())
-		signer, err := ocistack.LoadSigner(priv, []byte("e2e"))
-		Expect(err).NotTo(HaveOccurred())
+		signer, pub := cosignKeyPair()
 		// v1.1.0 is published without a signature.
 		for _, v := range []string{"v1.0.0", "v1.1.0", "v1.2.0"} {
 			dir := GinkgoT().TempDir()
@@ -70,23 +69,7 @@ var _ = Describe("Management operators delivered from an OCI registry", Ordered,
 				Expect(ocistack.Sign(ctx, target, desc, signer)).To(Succeed())
 			}
 		}
-		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-cosign", Namespace: mgmt},
-			Data: map[string][]byte{"cosign.pub": pub}})).To(Succeed())
-		grantDelivery(ctx, delivery)
-		Expect(k8s.Create(ctx, &csv1.ManagementOperator{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: csv1.ManagementOperatorSpec{
-				Component: csv1.OperatorComponent{Type: csv1.AddonProvider, Name: name},
-				Version:   "v1.0.0",
-				Source: csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{
-					URL: target.URL, Insecure: true,
-					Verify: &csv1.OCIVerification{SecretRef: meta.LocalObjectReference{Name: name + "-cosign"}},
-				}}},
-				ServiceAccountName: delivery,
-				Interval:           &metav1.Duration{Duration: 10 * time.Second},
-				Timeout:            &metav1.Duration{Duration: 30 * time.Second},
-			},
-		})).To(Succeed())
+		createVerifiedOCIOperator(ctx, name, target.URL, delivery, pub, nil)
 	})
 
 	It("delivers a signed version, verified by Flux and pinned to its digest", func(ctx SpecContext) {
@@ -167,10 +150,7 @@ var _ = Describe("Management operators delivered as Helm charts from an OCI regi
 		reg := pl.OCIRegistry()
 		Expect(reg).NotTo(BeNil(), "the plane runs its registry")
 		target := ocistack.Target{URL: reg.URL("charts/" + name), Insecure: reg.Insecure()}
-		priv, pub, err := ocistack.GenerateKeyPair([]byte("e2e"))
-		Expect(err).NotTo(HaveOccurred())
-		signer, err := ocistack.LoadSigner(priv, []byte("e2e"))
-		Expect(err).NotTo(HaveOccurred())
+		signer, pub := cosignKeyPair()
 		for _, v := range []string{"v1.0.0", "v1.1.0"} {
 			ch := &chart.Chart{
 				Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: strings.TrimPrefix(v, "v"), AppVersion: v},
@@ -187,24 +167,7 @@ var _ = Describe("Management operators delivered as Helm charts from an OCI regi
 			Expect(ocistack.Sign(ctx, target, desc, signer)).To(Succeed())
 			digests[v] = desc.Digest.String()
 		}
-		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-cosign", Namespace: mgmt},
-			Data: map[string][]byte{"cosign.pub": pub}})).To(Succeed())
-		grantDelivery(ctx, delivery)
-		Expect(k8s.Create(ctx, &csv1.ManagementOperator{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: csv1.ManagementOperatorSpec{
-				Component: csv1.OperatorComponent{Type: csv1.AddonProvider, Name: name},
-				Version:   "v1.0.0",
-				Source: csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{
-					URL: target.URL, Insecure: true,
-					Verify: &csv1.OCIVerification{SecretRef: meta.LocalObjectReference{Name: name + "-cosign"}},
-				}}},
-				Chart:              &csv1.OperatorChart{TargetNamespace: targetNS},
-				ServiceAccountName: delivery,
-				Interval:           &metav1.Duration{Duration: 10 * time.Second},
-				Timeout:            &metav1.Duration{Duration: 30 * time.Second},
-			},
-		})).To(Succeed())
+		createVerifiedOCIOperator(ctx, name, target.URL, delivery, pub, &csv1.OperatorChart{TargetNamespace: targetNS})
 	})
 
 	It("installs the chart of the pinned digest, upgrades to the next tag, and reports each version once it serves", func(ctx SpecContext) {
@@ -231,6 +194,43 @@ var _ = Describe("Management operators delivered as Helm charts from an OCI regi
 		Expect(latest.ChartVersion).To(Equal("1.1.0+" + strings.TrimPrefix(digests["v1.1.0"], "sha256:")[:12]))
 	})
 })
+
+// cosignKeyPair is a new cosign key pair: the signer and the PEM public key.
+func cosignKeyPair() (signature.Signer, []byte) {
+	GinkgoHelper()
+	priv, pub, err := ocistack.GenerateKeyPair([]byte("e2e"))
+	Expect(err).NotTo(HaveOccurred())
+	signer, err := ocistack.LoadSigner(priv, []byte("e2e"))
+	Expect(err).NotTo(HaveOccurred())
+	return signer, pub
+}
+
+// createVerifiedOCIOperator creates ManagementOperator name at v1.0.0 from the loopback
+// registry's repository url, verified with the cosign public key pub (a Secret of the
+// management namespace), delivered by the ServiceAccount delivery (granted here), as chart when
+// chart is set, else with kustomize.
+func createVerifiedOCIOperator(ctx context.Context, name, url, delivery string, pub []byte, chart *csv1.OperatorChart) {
+	GinkgoHelper()
+	mgmt := plane.OperatorNamespace
+	Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-cosign", Namespace: mgmt},
+		Data: map[string][]byte{"cosign.pub": pub}})).To(Succeed())
+	grantDelivery(ctx, delivery)
+	Expect(k8s.Create(ctx, &csv1.ManagementOperator{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: csv1.ManagementOperatorSpec{
+			Component: csv1.OperatorComponent{Type: csv1.AddonProvider, Name: name},
+			Version:   "v1.0.0",
+			Source: csv1.OperatorSource{OCI: &csv1.OperatorOCISource{OCISource: csv1.OCISource{
+				URL: url, Insecure: true,
+				Verify: &csv1.OCIVerification{SecretRef: meta.LocalObjectReference{Name: name + "-cosign"}},
+			}}},
+			Chart:              chart,
+			ServiceAccountName: delivery,
+			Interval:           &metav1.Duration{Duration: 10 * time.Second},
+			Timeout:            &metav1.Duration{Duration: 30 * time.Second},
+		},
+	})).To(Succeed())
+}
 
 // ociOperatorDeployment is the Deployment of a version of the OCI-published operator.
 func ociOperatorDeployment(name, namespace, version string) string {
