@@ -123,11 +123,15 @@ func (r *ClusterAddonReconciler) ownedFluxObjects(ctx context.Context, addon *cs
 }
 
 // fluxObjectState is Flux's state of o (a HelmRelease or Kustomization) judged against the
-// chart version (Helm) or source revision (Kustomize) expected; o nil: it does not exist.
-func fluxObjectState(kind, name string, o client.Object, version, revision string) fluxstatus.ObjectState {
+// chart versions (Helm: the first expected, the others counting as it, fluxgen.ChartVersions) or
+// source revision (Kustomize) expected; o nil: it does not exist.
+func fluxObjectState(kind, name string, o client.Object, versions []string, revision string) fluxstatus.ObjectState {
 	switch t := o.(type) {
 	case *helmv2.HelmRelease:
-		return fluxstatus.FromHelmRelease(t, version)
+		if len(versions) == 0 {
+			return fluxstatus.FromHelmRelease(t, "")
+		}
+		return fluxstatus.FromHelmRelease(t, versions[0], versions[1:]...)
 	case *kustomizev1.Kustomization:
 		return fluxstatus.FromKustomization(t, revision)
 	}
@@ -141,6 +145,6 @@ func readyForSpec(o client.Object) bool {
 	if o == nil {
 		return false
 	}
-	st := fluxObjectState(kindOf(o), o.GetName(), o, "", "")
+	st := fluxObjectState(kindOf(o), o.GetName(), o, nil, "")
 	return st.Ready == metav1.ConditionTrue && st.Current
 }

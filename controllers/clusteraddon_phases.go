@@ -9,7 +9,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -141,13 +140,13 @@ func controlPlaneInitialized(c *clusterv1.Cluster) bool {
 // renderValues renders the release's value templates for the cluster into its ConfigMap. A
 // failure leaves the ConfigMap and the Flux objects as they are.
 func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope) (ctrl.Result, error) {
-	repo := &sourcev1.GitRepository{}
+	repo := fluxgen.NewReleaseSource(s.release)
 	if err := r.Get(ctx, client.ObjectKey{Namespace: s.release.Namespace, Name: fluxgen.GitRepositoryName(s.release.Name)}, repo); err != nil {
 		return ctrl.Result{}, err
 	}
-	if repo.Status.Artifact == nil || fluxstatus.CommitOf(repo.Status.Artifact.Revision) != fluxstatus.CommitOf(s.release.Status.Revision) {
+	if art := repo.GetArtifact(); art == nil || fluxstatus.CommitOf(art.Revision) != fluxstatus.CommitOf(s.release.Status.Revision) {
 		s.releaseReady = &metav1.Condition{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonWaitingForRelease,
-			Message: fmt.Sprintf("waiting for GitRepository %s to serve revision %s", repo.Name, s.release.Status.Revision)}
+			Message: fmt.Sprintf("waiting for %s %s to serve revision %s", fluxgen.SourceKind(s.release), repo.GetName(), s.release.Status.Revision)}
 		return ctrl.Result{}, errPhasesDone
 	}
 	st, err := r.Stacks.Get(ctx, repo, s.release.Spec.Source.Path)

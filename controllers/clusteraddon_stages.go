@@ -243,7 +243,7 @@ func readyAtRelease(flux *fluxObservation, desired client.Object, c csv1.Release
 	if cur == nil || cur.GetAnnotations()[appliedHashAnnotation] != hash {
 		return false, nil
 	}
-	return fluxObjectState(kindOf(cur), cur.GetName(), cur, c.Version, rel.Status.Revision).Healthy(), nil
+	return fluxObjectState(kindOf(cur), cur.GetName(), cur, fluxgen.ChartVersions(c), rel.Status.Revision).Healthy(), nil
 }
 
 // stageSkipped returns the BeforeClusterUpgrade stage of now when it is skipped by annotation

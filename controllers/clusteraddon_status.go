@@ -189,18 +189,19 @@ func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxst
 			}
 			releases[at] = cr
 		}
-		version, revision := "", ""
+		var versions []string
+		revision := ""
 		if cr != nil {
 			revision = cr.Status.Revision
 			for _, rc := range cr.Status.Components {
 				if rc.Name == c.Name {
-					version = rc.Version
+					versions = fluxgen.ChartVersions(rc)
 				}
 			}
 		}
 		kind := fluxgen.FluxKind(c.Kind)
 		name := strings.TrimPrefix(strings.TrimPrefix(c.FluxObject, helmv2.HelmReleaseKind+"/"), kustomizev1.KustomizationKind+"/")
-		st := fluxObjectState(kind, name, r.flux.current(kind, name), version, revision)
+		st := fluxObjectState(kind, name, r.flux.current(kind, name), versions, revision)
 		st.Component = c.Name
 		in.Objects = append(in.Objects, st)
 		judged[c.Name] = judgement{fluxObject: c.FluxObject, release: c.Release, state: st}

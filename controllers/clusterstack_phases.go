@@ -50,7 +50,7 @@ func (r *ClusterStackReconciler) resolveWanted(ctx context.Context, s *stackScop
 	rel, ok := releasename.Latest(tags, cs.Spec.Provider, cs.Spec.Name, cs.Spec.KubernetesVersion, false)
 	if !ok {
 		s.resolveErr = fmt.Errorf("no tag in %s matches %s-*: publish a release tag or pin spec.versions",
-			cs.Spec.Source.URL, stackKey(cs))
+			cs.Spec.Source.Location(), stackKey(cs))
 		return ctrl.Result{}, nil
 	}
 	name := r.releaseName(cs, rel.Version)
@@ -137,7 +137,7 @@ func (r *ClusterStackReconciler) tagPublished(ctx context.Context, cs *csv1.Clus
 		return true, csv1.MissingRelease{}
 	}
 	return false, csv1.MissingRelease{Name: name, Reason: csv1.ReasonTagNotFound,
-		Message: fmt.Sprintf("tag %s of ClusterStack %s does not exist in %s: publish it, or move the Cluster to a published release", name, cs.Name, redact.URL(cs.Spec.Source.URL))}
+		Message: fmt.Sprintf("tag %s of ClusterStack %s does not exist in %s: publish it, or move the Cluster to a published release", name, cs.Name, redact.URL(cs.Spec.Source.Location()))}
 }
 
 func (r *ClusterStackReconciler) releasesOf(ctx context.Context, cs *csv1.ClusterStack) ([]csv1.ClusterStackRelease, error) {

@@ -119,6 +119,13 @@ func (r *ClusterStackStatusReconciler) relatedObjects(ctx context.Context, cs *c
 	for i := range repos.Items {
 		add(sourcev1.GroupVersion.String(), sourcev1.GitRepositoryKind, &repos.Items[i])
 	}
+	var ocis sourcev1.OCIRepositoryList
+	if err := r.List(ctx, &ocis, client.InNamespace(cs.Namespace), sel); err != nil {
+		return nil, err
+	}
+	for i := range ocis.Items {
+		add(sourcev1.GroupVersion.String(), sourcev1.OCIRepositoryKind, &ocis.Items[i])
+	}
 	var charts sourcev1.HelmChartList
 	if err := r.List(ctx, &charts, client.InNamespace(cs.Namespace), sel); err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ type ClusterStackReleaseReconciler struct {
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=clusterstack.io,resources=clusterstackreleases/finalizers,verbs=update
-// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;helmcharts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;helmcharts;ocirepositories,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
@@ -64,9 +64,12 @@ type releaseScope struct {
 	// rel is the release as read, with what this reconcile learned of its stack applied to its
 	// status (withStackFacts): the phases after validation act on what the write records.
 	rel  *csv1.ClusterStackRelease
-	repo *sourcev1.GitRepository
+	repo fluxgen.SourceObject
 	// stack is the stack at the tag once it is valid.
 	stack *stack.Stack
+	// charts are, for a release read from an OCI registry, the digests of its charts' artifacts
+	// (component -> sha256:<hex>) its manifest names, once the stack is valid.
+	charts map[string]string
 	// stackValid is the StackValid condition learned (nil: nothing learned); tagVerified the
 	// TagVerified condition to record (nil: leave it).
 	stackValid, tagVerified *metav1.Condition
@@ -108,14 +111,31 @@ func releaseComponent(c stack.Component, source string) csv1.ReleaseComponent {
 	}
 }
 
-func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack) []csv1.ReleaseComponent {
+// releaseClusterClass is the stack's cluster-class as the release reports it, with its chart's
+// digest (charts, as releaseComponents) when it is a Helm chart read from an OCI registry.
+func releaseClusterClass(st *stack.Stack, charts map[string]string) csv1.ReleaseComponent {
+	cc := releaseComponent(st.ClusterClass, "")
+	if st.ClusterClass.Kind == stack.KindHelm {
+		cc.ChartDigest = charts[csv1.ClusterClassComponent]
+	}
+	return cc
+}
+
+// releaseComponents are the stack's addon components as the release reports them; charts are
+// the digests of their chart artifacts for a release read from an OCI registry (component ->
+// sha256:<hex>, chartDigests), nil otherwise.
+func releaseComponents(rel *csv1.ClusterStackRelease, st *stack.Stack, charts map[string]string) []csv1.ReleaseComponent {
 	out := make([]csv1.ReleaseComponent, 0, len(st.Components))
 	for _, c := range st.Components {
 		source := fluxgen.GitRepositoryName(rel.Name)
 		if c.Kind == stack.KindHelm {
 			source = fluxgen.AddonChartName(rel.Name, c.Name)
 		}
-		out = append(out, releaseComponent(c, source))
+		rc := releaseComponent(c, source)
+		if c.Kind == stack.KindHelm {
+			rc.ChartDigest = charts[c.Name]
+		}
+		out = append(out, rc)
 	}
 	return out
 }
@@ -180,6 +200,7 @@ func (r *ClusterStackReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&csv1.ClusterStackRelease{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
 		Owns(&sourcev1.GitRepository{}, builder.WithPredicates(artifactChanged())).
+		Owns(&sourcev1.OCIRepository{}, builder.WithPredicates(artifactChanged())).
 		Owns(&sourcev1.HelmChart{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&helmv2.HelmRelease{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&kustomizev1.Kustomization{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

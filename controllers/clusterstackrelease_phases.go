@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,19 +18,20 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/redact"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
-// applySource applies the release's one source, the GitRepository, and waits until Flux has
-// fetched the release's tag: the GitRepository watch brings the reconcile back; the status
-// aggregation reports what Flux says meanwhile.
+// applySource applies the release's one source, the GitRepository (or OCIRepository), and waits
+// until Flux has fetched the release's tag: the source's watch brings the reconcile back; the
+// status aggregation reports what Flux says meanwhile.
 func (r *ClusterStackReleaseReconciler) applySource(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
-	repo := fluxgen.GitRepository(s.rel)
-	if _, err := r.Applier.Apply(ctx, s.rel, repo); err != nil {
+	if _, err := r.Applier.Apply(ctx, s.rel, fluxgen.ReleaseSource(s.rel)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+	repo := fluxgen.NewReleaseSource(s.rel)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: s.rel.Namespace, Name: fluxgen.GitRepositoryName(s.rel.Name)}, repo); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !artifactOfRelease(s.rel, repo) {
@@ -46,6 +49,9 @@ func (r *ClusterStackReleaseReconciler) validate(ctx context.Context, s *release
 	if err == nil {
 		err = validateStack(s.rel, st)
 	}
+	if err == nil && s.rel.Spec.Source.IsOCI() {
+		s.charts, err = chartDigests(s.repo.GetArtifact(), st)
+	}
 	if err != nil {
 		var artErr *ArtifactError
 		if errors.As(err, &artErr) {
@@ -53,12 +59,12 @@ func (r *ClusterStackReleaseReconciler) validate(ctx context.Context, s *release
 			return ctrl.Result{}, err
 		}
 		s.stackValid = &metav1.Condition{Type: csv1.StackValidCondition, Status: metav1.ConditionFalse, Reason: csv1.ReasonInvalidStack,
-			Message: fmt.Sprintf("stack %q at tag %s is invalid: %s", s.rel.Spec.Source.Path, s.rel.Name, oneLine(err))}
+			Message: fmt.Sprintf("stack %q at tag %s is invalid: %s", stackPath(s.rel), s.rel.Name, oneLine(err))}
 		return ctrl.Result{}, errPhasesDone
 	}
 	s.stack = st
 	s.stackValid = &metav1.Condition{Type: csv1.StackValidCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
-		Message: fmt.Sprintf("stack %q at %s is valid", s.rel.Spec.Source.Path, s.repo.Status.Artifact.Revision)}
+		Message: fmt.Sprintf("stack %q at %s is valid", stackPath(s.rel), s.repo.GetArtifact().Revision)}
 	// What the status write records is what the next phases act on (the commit the release is
 	// pinned to, once it is first validated).
 	view := s.rel.DeepCopy()
@@ -73,34 +79,132 @@ func (r *ClusterStackReleaseReconciler) validate(ctx context.Context, s *release
 // write), the objects that apply the cluster-class into the management cluster, and the shared
 // sources of the addon components.
 func (r *ClusterStackReleaseReconciler) applyObjects(ctx context.Context, s *releaseScope) (ctrl.Result, error) {
-	if _, err := r.Applier.Apply(ctx, s.rel, fluxgen.GitRepository(s.rel)); err != nil {
+	if _, err := r.Applier.Apply(ctx, s.rel, fluxgen.ReleaseSource(s.rel)); err != nil {
 		return ctrl.Result{}, err
 	}
-	cc := releaseComponent(s.stack.ClusterClass, "")
+	cc := releaseClusterClass(s.stack, s.charts)
 	for _, obj := range fluxgen.ClusterClassObjects(s.rel, cc) {
 		if _, err := r.Applier.Apply(ctx, s.rel, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	for _, chart := range fluxgen.AddonCharts(s.rel, releaseComponents(s.rel, s.stack)) {
+	components := releaseComponents(s.rel, s.stack, s.charts)
+	for _, chart := range fluxgen.AddonCharts(s.rel, components) {
 		if _, err := r.Applier.Apply(ctx, s.rel, chart); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.deleteOtherSourceKind(ctx, s.rel, cc, components)
 }
 
-// artifactOfRelease is true when the GitRepository's artifact is the release's: at the
-// validated commit once the release is pinned, else at the release tag.
-func artifactOfRelease(rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository) bool {
-	if repo.Status.Artifact == nil {
+// deleteOtherSourceKind deletes the sources the release generated while its stack was read from
+// the other kind of source (the ClusterStack moved between a Git repository and an OCI
+// registry, e.g. to a registry mirror): the other kind's release source and chart sources, once
+// the new ones are applied. Only objects the release controls are deleted; the Clusters' Flux
+// objects move to the new sources with the release's new status.
+func (r *ClusterStackReleaseReconciler) deleteOtherSourceKind(ctx context.Context, rel *csv1.ClusterStackRelease, cc csv1.ReleaseComponent, components []csv1.ReleaseComponent) error {
+	charts := []string{}
+	if cc.Kind == csv1.ComponentKindHelm {
+		charts = append(charts, fluxgen.ClusterClassObjectName(rel.Name))
+	}
+	for _, c := range components {
+		if c.Kind == csv1.ComponentKindHelm {
+			charts = append(charts, fluxgen.AddonChartName(rel.Name, c.Name))
+		}
+	}
+	var stale []client.Object
+	if rel.Spec.Source.IsOCI() {
+		stale = append(stale, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: fluxgen.GitRepositoryName(rel.Name)}})
+		for _, name := range charts {
+			stale = append(stale, &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	} else {
+		stale = append(stale, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Name: fluxgen.GitRepositoryName(rel.Name)}})
+		for _, name := range charts {
+			stale = append(stale, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	}
+	for _, o := range stale {
+		if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: o.GetName()}, o); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !metav1.IsControlledBy(o, rel) {
+			continue
+		}
+		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// artifactOfRelease is true when the source's artifact is the release's: at the validated
+// commit (digest) once the release is pinned, else at the release tag.
+func artifactOfRelease(rel *csv1.ClusterStackRelease, repo fluxgen.SourceObject) bool {
+	art := repo.GetArtifact()
+	if art == nil {
 		return false
 	}
-	rev := repo.Status.Artifact.Revision
+	rev := art.Revision
 	if fluxgen.Pinned(rel) {
-		return fluxstatus.CommitOf(rev) == "sha1:"+rel.Status.Commit
+		return pinOf(fluxstatus.CommitOf(rev)) == rel.Status.Commit
 	}
 	return strings.HasPrefix(rev, rel.Name+"@")
+}
+
+// pinOf is the hex of a revision's commit or digest ("sha1:<hex>", "sha256:<hex>"): what
+// status.commit records and the source is pinned to.
+func pinOf(digest string) string {
+	if _, hex, ok := strings.Cut(digest, ":"); ok {
+		return hex
+	}
+	return digest
+}
+
+// pinWord names what a release is pinned to, for messages: a Git commit or an OCI digest.
+func pinWord(rel *csv1.ClusterStackRelease) string {
+	if rel.Spec.Source.IsOCI() {
+		return "digest"
+	}
+	return "commit"
+}
+
+// stackPath is the stack's directory in its source, for messages: "." for an OCI artifact's root.
+func stackPath(rel *csv1.ClusterStackRelease) string {
+	if rel.Spec.Source.Path == "" {
+		return "."
+	}
+	return rel.Spec.Source.Path
+}
+
+// chartDigests reads the digests of the Helm charts a release read from an OCI registry names
+// (the annotations of its manifest, which Flux keeps in the artifact's metadata), and checks
+// that every Helm component of the stack, the cluster-class included, has one.
+func chartDigests(art *meta.Artifact, st *stack.Stack) (map[string]string, error) {
+	charts, err := ocistack.ChartDigests(art.Metadata)
+	if err != nil {
+		return nil, stack.Problems{{File: "(release manifest)", Message: err.Error()}}
+	}
+	var ps stack.Problems
+	need := func(name, file string) {
+		if charts[name] == "" {
+			ps = append(ps, stack.Problem{File: file, Message: fmt.Sprintf(
+				"component %s is a Helm chart, but the release's manifest names no chart artifact for it (annotation %s%s): publish the release with `stackctl push`, which publishes its charts beside it",
+				name, ocistack.ChartAnnotationPrefix, name)})
+		}
+	}
+	if st.ClusterClass.Kind == stack.KindHelm {
+		need(csv1.ClusterClassComponent, st.ClusterClass.Path+"/")
+	}
+	for _, c := range st.Components {
+		if c.Kind == stack.KindHelm {
+			need(c.Name, c.Path+"/")
+		}
+	}
+	return charts, ps.Err()
 }
 
 // verifyTag checks, every interval, that a pinned release's tag still points at the validated
@@ -116,15 +220,16 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, s *releas
 		return ctrl.Result{}, nil
 	}
 	every := fluxgen.ReleaseInterval(rel).Duration
+	what := pinWord(rel)
 	c := metav1.Condition{Type: csv1.TagVerifiedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
-		Message: fmt.Sprintf("tag %s points at the validated commit %s", rel.Name, rel.Status.Commit)}
+		Message: fmt.Sprintf("tag %s points at the validated %s %s", rel.Name, what, rel.Status.Commit)}
 	sel := ReleaseTags(rel.Spec.Provider, rel.Spec.StackName, rel.Spec.KubernetesVersion)
-	refs, err := r.Tags.Refs(ctx, rel.Namespace, rel.Spec.Source, sel, every)
+	refs, err := r.Tags.Resolve(ctx, rel.Namespace, rel.Spec.Source, sel, every, time.Time{}, rel.Name)
 	if err == nil && refs[rel.Name] != rel.Status.Commit {
 		// The cached listing may be older than the tag (another ClusterStack of the namespace
 		// listed the repository before it was pushed): only a listing that started after the
 		// commit was validated can tell that the tag moved since.
-		refs, err = r.Tags.RefsSince(ctx, rel.Namespace, rel.Spec.Source, sel, every, validatedSince(rel))
+		refs, err = r.Tags.Resolve(ctx, rel.Namespace, rel.Spec.Source, sel, every, validatedSince(rel), rel.Name)
 	}
 	switch {
 	case err != nil:
@@ -132,12 +237,12 @@ func (r *ClusterStackReleaseReconciler) verifyTag(ctx context.Context, s *releas
 			fmt.Sprintf("cannot check where tag %s points: %s", rel.Name, redact.URLs(oneLine(err)))
 	case refs[rel.Name] == "":
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagMoved, fmt.Sprintf(
-			"tag %s was validated at commit %s and no longer exists; the release keeps delivering %s. Publish a new version and move the Clusters to it",
-			rel.Name, rel.Status.Commit, rel.Status.Commit)
+			"tag %s was validated at %s %s and no longer exists; the release keeps delivering %s. Publish a new version and move the Clusters to it",
+			rel.Name, what, rel.Status.Commit, rel.Status.Commit)
 	case refs[rel.Name] != rel.Status.Commit:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, csv1.ReasonTagMoved, fmt.Sprintf(
-			"tag %s moved from the validated commit %s to %s; the release keeps delivering %s. Publish the change as a new version, move the tag back, or set spec.followMovedTags on ClusterStack %s to deliver %s",
-			rel.Name, rel.Status.Commit, refs[rel.Name], rel.Status.Commit, rel.Spec.ClusterStack, refs[rel.Name])
+			"tag %s moved from the validated %s %s to %s; the release keeps delivering %s. Publish the change as a new version, move the tag back, or set spec.followMovedTags on ClusterStack %s to deliver %s",
+			rel.Name, what, rel.Status.Commit, refs[rel.Name], rel.Status.Commit, rel.Spec.ClusterStack, refs[rel.Name])
 	}
 	s.tagVerified = &c
 	return requeueIn(every), nil

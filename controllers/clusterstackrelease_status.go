@@ -88,14 +88,19 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 }
 
 // waitingForStack says what a release whose stack has not been validated yet waits for, naming
-// the tag and the repository: GitRepository repo (nil when it does not exist) to fetch the tag, or,
-// once it has, the release controller to validate what was fetched.
-func waitingForStack(rel *csv1.ClusterStackRelease, repo *sourcev1.GitRepository) string {
-	where := fmt.Sprintf("tag %s of %s", rel.Name, redact.URLs(rel.Spec.Source.URL))
+// the tag and the repository: its source repo (nil when it does not exist) to fetch the tag,
+// with what Flux last said of it (st, the source's state), or, once it has, the release
+// controller to validate what was fetched.
+func waitingForStack(rel *csv1.ClusterStackRelease, repo fluxgen.SourceObject, st fluxstatus.ObjectState) string {
+	where := fmt.Sprintf("tag %s of %s", rel.Name, redact.URLs(rel.Spec.Source.Location()))
 	if repo != nil && artifactOfRelease(rel, repo) {
-		return fmt.Sprintf("the stack at %s is fetched (%s): waiting for it to be validated", where, repo.Status.Artifact.Revision)
+		return fmt.Sprintf("the stack at %s is fetched (%s): waiting for it to be validated", where, repo.GetArtifact().Revision)
 	}
-	return fmt.Sprintf("waiting for the stack at %s to be fetched", where)
+	msg := fmt.Sprintf("waiting for the stack at %s to be fetched", where)
+	if repo != nil && st.Message != "" {
+		msg += fmt.Sprintf(" (%s: %s)", st.Ref(), redact.URLs(st.Message))
+	}
+	return msg
 }
 
 // input gathers what the release's status is judged from; the conditions and records this
@@ -108,18 +113,19 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		Grace:   r.Options.Grace,
 	}
 	in.Alert, in.Unchecked = tagProblems(rel.Status.Conditions)
-	repo := &sourcev1.GitRepository{}
+	repo := fluxgen.NewReleaseSource(rel)
+	var source fluxstatus.ObjectState
 	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return in, err
 		}
 		repo = nil
-		in.Objects = append(in.Objects, fluxstatus.Missing(sourcev1.GitRepositoryKind, fluxgen.GitRepositoryName(rel.Name), "source"))
+		source = fluxstatus.Missing(fluxgen.SourceKind(rel), fluxgen.GitRepositoryName(rel.Name), "source")
 	} else {
-		st := fluxstatus.FromGitRepository(repo)
-		st.Component = "source"
-		in.Objects = append(in.Objects, st)
+		source = sourceState(repo)
+		source.Component = "source"
 	}
+	in.Objects = append(in.Objects, source)
 	if p := problemIfFalse(rel.Status.Conditions, csv1.StackValidCondition); p != nil {
 		if p.Reason == csv1.ReasonInvalidStack {
 			in.Invalid = p
@@ -129,7 +135,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 	}
 	if rel.Status.ClusterClass == nil {
 		if in.Waiting == nil && in.Invalid == nil {
-			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: waitingForStack(rel, repo), Since: rel.CreationTimestamp.Time}
+			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: waitingForStack(rel, repo, source), Since: rel.CreationTimestamp.Time}
 		}
 		return in, nil
 	}
@@ -144,15 +150,14 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		}
 		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
 	} else {
-		st, err := getState(ctx, r.Client, rel.Namespace, name, &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
-			return fluxstatus.FromHelmChart(o, cc.Version)
-		})
+		st, err := chartState(ctx, r.Client, rel, name, cc)
 		if err != nil {
 			return in, err
 		}
 		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
 		st, err = getState(ctx, r.Client, rel.Namespace, name, &helmv2.HelmRelease{}, func(o *helmv2.HelmRelease) fluxstatus.ObjectState {
-			return fluxstatus.FromHelmRelease(o, cc.Version)
+			vs := fluxgen.ChartVersions(cc)
+			return fluxstatus.FromHelmRelease(o, vs[0], vs[1:]...)
 		})
 		if err != nil {
 			return in, err
@@ -163,15 +168,33 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		if c.Kind != csv1.ComponentKindHelm {
 			continue
 		}
-		st, err := getState(ctx, r.Client, rel.Namespace, fluxgen.AddonChartName(rel.Name, c.Name), &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
-			return fluxstatus.FromHelmChart(o, c.Version)
-		})
+		st, err := chartState(ctx, r.Client, rel, fluxgen.AddonChartName(rel.Name, c.Name), c)
 		if err != nil {
 			return in, err
 		}
 		in.Objects = append(in.Objects, withComponent(st, c.Name))
 	}
 	return in, nil
+}
+
+// sourceState reads a release's source, a GitRepository or an OCIRepository.
+func sourceState(o fluxgen.SourceObject) fluxstatus.ObjectState {
+	if oci, ok := o.(*sourcev1.OCIRepository); ok {
+		return fluxstatus.FromOCIRepository(oci)
+	}
+	return fluxstatus.FromGitRepository(o.(*sourcev1.GitRepository))
+}
+
+// chartState reads the chart source of the release's Helm component c: its HelmChart, at the
+// chart version the stack declares, or for a release read from an OCI registry the chart's
+// OCIRepository, at the digest the release names.
+func chartState(ctx context.Context, c client.Reader, rel *csv1.ClusterStackRelease, name string, comp csv1.ReleaseComponent) (fluxstatus.ObjectState, error) {
+	if rel.Spec.Source.IsOCI() {
+		return getState(ctx, c, rel.Namespace, name, &sourcev1.OCIRepository{}, fluxstatus.FromOCIRepository)
+	}
+	return getState(ctx, c, rel.Namespace, name, &sourcev1.HelmChart{}, func(o *sourcev1.HelmChart) fluxstatus.ObjectState {
+		return fluxstatus.FromHelmChart(o, comp.Version)
+	})
 }
 
 // tagProblems reads the release's TagVerified condition: a moved tag is an alert (Degraded at
@@ -214,6 +237,7 @@ func (r *ClusterStackReleaseStatusReconciler) SetupWithManager(mgr ctrl.Manager)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&csv1.ClusterStackRelease{}).
 		Watches(&sourcev1.GitRepository{}, owner(), rv).
+		Watches(&sourcev1.OCIRepository{}, owner(), rv).
 		Watches(&sourcev1.HelmChart{}, owner(), rv).
 		Watches(&helmv2.HelmRelease{}, owner(), rv).
 		Watches(&kustomizev1.Kustomization{}, owner(), rv).
@@ -270,15 +294,15 @@ func (s *releaseScope) withStackFacts(rel *csv1.ClusterStackRelease) []statusEve
 	if st == nil {
 		return events
 	}
-	rel.Status.Revision = s.repo.Status.Artifact.Revision
-	if commit := strings.TrimPrefix(fluxstatus.CommitOf(rel.Status.Revision), "sha1:"); commit != "" && (rel.Status.Commit == "" || rel.Spec.FollowMovedTags) {
+	rel.Status.Revision = s.repo.GetArtifact().Revision
+	if commit := pinOf(fluxstatus.CommitOf(rel.Status.Revision)); commit != "" && !fluxgen.Pinned(rel) {
 		rel.Status.Commit = commit
 	}
 	rel.Status.KubernetesVersion = st.KubernetesVersion
 	rel.Status.ClusterClassName = rel.Name
-	cc := releaseComponent(st.ClusterClass, "")
+	cc := releaseClusterClass(st, s.charts)
 	rel.Status.ClusterClass = &cc
-	rel.Status.Components = releaseComponents(rel, st)
+	rel.Status.Components = releaseComponents(rel, st, s.charts)
 	rel.Status.Stages = releaseStages(st)
 	rel.Status.Requirements = releaseRequirements(st)
 	rel.Status.ObservedGeneration = rel.Generation

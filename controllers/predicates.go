@@ -13,7 +13,6 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/client-go/util/workqueue"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -29,21 +28,23 @@ func deletingPredicate() predicate.Predicate {
 	}}
 }
 
-// artifactChanged passes GitRepository updates whose artifact revision or digest changed.
+// artifactChanged passes updates of a source (GitRepository, OCIRepository) whose artifact
+// revision or digest, or whose generation, changed.
 func artifactChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
-		n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
+		o, ok1 := e.ObjectOld.(fluxgen.SourceObject)
+		n, ok2 := e.ObjectNew.(fluxgen.SourceObject)
 		if !ok1 || !ok2 {
 			return true
 		}
-		if (o.Status.Artifact == nil) != (n.Status.Artifact == nil) {
+		oa, na := o.GetArtifact(), n.GetArtifact()
+		if (oa == nil) != (na == nil) {
 			return true
 		}
-		if n.Status.Artifact != nil && (o.Status.Artifact.Digest != n.Status.Artifact.Digest || o.Status.Artifact.Revision != n.Status.Artifact.Revision) {
+		if na != nil && (oa.Digest != na.Digest || oa.Revision != na.Revision) {
 			return true
 		}
-		return o.Generation != n.Generation
+		return o.GetGeneration() != n.GetGeneration()
 	}}
 }
 

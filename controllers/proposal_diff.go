@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -197,14 +196,14 @@ func (r *ClusterStackUpdatesReconciler) computeDiff(ctx context.Context, cs *csv
 	if err := r.Get(ctx, client.ObjectKey{Namespace: cs.Namespace, Name: from}, fromRel); err != nil {
 		return upgradediff.WorkerResponse{}, fmt.Errorf("ClusterStackRelease %s: %w", from, err)
 	}
-	var repos [2]*sourcev1.GitRepository
+	var repos [2]fluxgen.SourceObject
 	for i, rel := range []*csv1.ClusterStackRelease{fromRel, to} {
-		repo := &sourcev1.GitRepository{}
+		repo := fluxgen.NewReleaseSource(rel)
 		if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
-			return upgradediff.WorkerResponse{}, fmt.Errorf("GitRepository of release %s: %w", rel.Name, err)
+			return upgradediff.WorkerResponse{}, fmt.Errorf("%s of release %s: %w", fluxgen.SourceKind(rel), rel.Name, err)
 		}
-		if repo.Status.Artifact == nil {
-			return upgradediff.WorkerResponse{}, fmt.Errorf("GitRepository %s has no artifact yet", repo.Name)
+		if repo.GetArtifact() == nil {
+			return upgradediff.WorkerResponse{}, fmt.Errorf("%s %s has no artifact yet", fluxgen.SourceKind(rel), repo.GetName())
 		}
 		repos[i] = repo
 	}
@@ -217,7 +216,7 @@ func (r *ClusterStackUpdatesReconciler) computeDiff(ctx context.Context, cs *csv
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode(req)
 	for i, rel := range []*csv1.ClusterStackRelease{fromRel, to} {
-		fmt.Fprintf(h, "%s %q\n", repos[i].Status.Artifact.Digest, rel.Spec.Source.Path)
+		fmt.Fprintf(h, "%s %q\n", repos[i].GetArtifact().Digest, rel.Spec.Source.Path)
 	}
 	key := hex.EncodeToString(h.Sum(nil))
 	r.caches()

@@ -12,6 +12,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -48,11 +49,12 @@ type ArtifactError struct{ Err error }
 func (e *ArtifactError) Error() string { return e.Err.Error() }
 func (e *ArtifactError) Unwrap() error { return e.Err }
 
-// Get returns the stack at path in the GitRepository's current artifact.
-func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path string) (*stack.Stack, error) {
-	art := repo.Status.Artifact
+// Get returns the stack at path in the current artifact of a release's source (GitRepository
+// or OCIRepository).
+func (c *StackCache) Get(ctx context.Context, repo fluxgen.SourceObject, path string) (*stack.Stack, error) {
+	art := repo.GetArtifact()
 	if art == nil {
-		return nil, &ArtifactError{Err: fmt.Errorf("GitRepository %s has no artifact yet", repo.Name)}
+		return nil, &ArtifactError{Err: fmt.Errorf("%s %s has no artifact yet", sourceKindOf(repo), repo.GetName())}
 	}
 	key := art.Digest + "/" + path
 	c.once.Do(func() {
@@ -86,13 +88,13 @@ func (c *StackCache) Get(ctx context.Context, repo *sourcev1.GitRepository, path
 	return s, nil
 }
 
-// Fetch downloads the GitRepository's current artifact (at most 64 MiB, unpacked to at most
-// 256 MiB) into a new temporary directory, root, which the caller removes, and returns the
+// Fetch downloads the current artifact of a release's source (at most 64 MiB, unpacked to at
+// most 256 MiB) into a new temporary directory, root, which the caller removes, and returns the
 // directory of the stack at path in it. root is set whenever something was made to remove.
-func (c *StackCache) Fetch(ctx context.Context, repo *sourcev1.GitRepository, path string) (root, stackDir string, err error) {
-	art := repo.Status.Artifact
+func (c *StackCache) Fetch(ctx context.Context, repo fluxgen.SourceObject, path string) (root, stackDir string, err error) {
+	art := repo.GetArtifact()
 	if art == nil {
-		return "", "", &ArtifactError{Err: fmt.Errorf("GitRepository %s has no artifact yet", repo.Name)}
+		return "", "", &ArtifactError{Err: fmt.Errorf("%s %s has no artifact yet", sourceKindOf(repo), repo.GetName())}
 	}
 	dir, err := os.MkdirTemp("", "stack-")
 	if err != nil {
@@ -101,13 +103,21 @@ func (c *StackCache) Fetch(ctx context.Context, repo *sourcev1.GitRepository, pa
 	f := fetch.New(fetch.WithRetries(3), fetch.WithHostnameOverwrite(c.HostnameOverride), fetch.WithMaxDownloadSize(64<<20),
 		fetch.WithUntar(tar.WithMaxUntarSize(256<<20)))
 	if err := f.FetchWithContext(ctx, art.URL, art.Digest, dir); err != nil {
-		return dir, "", &ArtifactError{Err: fmt.Errorf("fetch artifact of GitRepository %s (revision %s): %w", repo.Name, art.Revision, err)}
+		return dir, "", &ArtifactError{Err: fmt.Errorf("fetch artifact of %s %s (revision %s): %w", sourceKindOf(repo), repo.GetName(), art.Revision, err)}
 	}
 	stackDir = joinPath(dir, path)
 	if fi, err := os.Stat(stackDir); err != nil || !fi.IsDir() {
 		return dir, "", stack.Problems{{File: path + "/", Message: fmt.Sprintf("no such directory in the repository at %s", art.Revision)}}
 	}
 	return dir, stackDir, nil
+}
+
+// sourceKindOf is the kind of a release's source, for messages.
+func sourceKindOf(o fluxgen.SourceObject) string {
+	if _, ok := o.(*sourcev1.OCIRepository); ok {
+		return sourcev1.OCIRepositoryKind
+	}
+	return sourcev1.GitRepositoryKind
 }
 
 // clockFunc is a replaceable clock (tests set a fixed one): the clock of an LRUExpireCache, of

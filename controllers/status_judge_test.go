@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 )
 
@@ -53,7 +54,7 @@ func TestJudgeSeesItsOwnWrite(t *testing.T) {
 				f.wrote(tc.written)
 			}
 			cur := f.current(helmv2.HelmReleaseKind, tc.get)
-			st := fluxObjectState(helmv2.HelmReleaseKind, tc.get, cur, "1.0.0", "")
+			st := fluxObjectState(helmv2.HelmReleaseKind, tc.get, cur, []string{"1.0.0"}, "")
 			if st.Exists != tc.wantExists || st.Healthy() != tc.wantHealthy {
 				t.Errorf("exists %v, healthy %v; want exists %v, healthy %v (%s)", st.Exists, st.Healthy(), tc.wantExists, tc.wantHealthy, st.Describe())
 			}
@@ -159,17 +160,29 @@ func TestWaitingForStack(t *testing.T) {
 		Spec: csv1.ClusterStackReleaseSpec{Source: csv1.StackSource{URL: "https://bot:s3cret@git.example.com/stacks.git"}}}
 	fetched := &sourcev1.GitRepository{Status: sourcev1.GitRepositoryStatus{Artifact: &meta.Artifact{Revision: "aws-base-1-36-v2@sha1:abc"}}}
 	other := &sourcev1.GitRepository{Status: sourcev1.GitRepositoryStatus{Artifact: &meta.Artifact{Revision: "aws-base-1-36-v1@sha1:def"}}}
+	ociRel := rel.DeepCopy()
+	ociRel.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: "oci://registry.example.com/stacks/aws-base"}}
+	ociFetching := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Name: "aws-base-1-36-v2"}, Status: sourcev1.OCIRepositoryStatus{Conditions: []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Progressing", Message: "building artifact: pulling the manifest"}}}}
+	ociFetched := &sourcev1.OCIRepository{Status: sourcev1.OCIRepositoryStatus{Artifact: &meta.Artifact{Revision: "aws-base-1-36-v2@sha256:abc"}}}
 	for _, tc := range []struct {
 		name string
-		repo *sourcev1.GitRepository
+		rel  *csv1.ClusterStackRelease
+		repo fluxgen.SourceObject
 		want string
 	}{
-		{"no GitRepository", nil, "waiting for the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git to be fetched"},
-		{"another revision", other, "waiting for the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git to be fetched"},
-		{"fetched", fetched, "the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git is fetched (aws-base-1-36-v2@sha1:abc): waiting for it to be validated"},
+		{"no GitRepository", rel, nil, "waiting for the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git to be fetched"},
+		{"another revision", rel, other, "waiting for the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git to be fetched"},
+		{"fetched", rel, fetched, "the stack at tag aws-base-1-36-v2 of https://git.example.com/stacks.git is fetched (aws-base-1-36-v2@sha1:abc): waiting for it to be validated"},
+		{"still fetching from a registry", ociRel, ociFetching, "waiting for the stack at tag aws-base-1-36-v2 of oci://registry.example.com/stacks/aws-base to be fetched (OCIRepository/aws-base-1-36-v2: building artifact: pulling the manifest)"},
+		{"fetched from a registry", ociRel, ociFetched, "the stack at tag aws-base-1-36-v2 of oci://registry.example.com/stacks/aws-base is fetched (aws-base-1-36-v2@sha256:abc): waiting for it to be validated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := waitingForStack(rel, tc.repo); got != tc.want {
+			var st fluxstatus.ObjectState
+			if tc.repo != nil {
+				st = sourceState(tc.repo)
+			}
+			if got := waitingForStack(tc.rel, tc.repo, st); got != tc.want {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

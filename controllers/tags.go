@@ -188,11 +188,12 @@ const tagConfirmAge = 30 * time.Second
 // the repository is listed again.
 func (l *TagLister) Has(ctx context.Context, ns string, src csv1.StackSource, sel TagSelector, maxAge time.Duration, tag string) (bool, error) {
 	refs, err := l.Refs(ctx, ns, src, sel, maxAge)
-	if err != nil || refs[tag] != "" {
+	if _, ok := refs[tag]; err != nil || ok {
 		return err == nil, err
 	}
 	refs, err = l.RefsSince(ctx, ns, src, sel, maxAge, l.now().Add(-tagConfirmAge))
-	return err == nil && refs[tag] != "", err
+	_, ok := refs[tag]
+	return err == nil && ok, err
 }
 
 // Tags returns the repository's tags sel selects, sorted. maxAge bounds how old a cached answer
@@ -211,8 +212,12 @@ func (l *TagLister) ReleaseTags(ctx context.Context, cs *csv1.ClusterStack, maxA
 	return l.Tags(ctx, cs.Namespace, cs.Spec.Source, StackTags(cs), maxAge)
 }
 
-// sourceKey identifies a source: the namespace, the URL and the credentials Secret.
+// sourceKey identifies a source: the namespace, the URL and the credentials Secret (and for
+// an OCI source its CA Secret).
 func sourceKey(ns string, src csv1.StackSource) string {
+	if src.OCI != nil {
+		return ociSourceKey(ns, *src.OCI)
+	}
 	key := ns + "|" + src.URL
 	if src.SecretRef != nil {
 		key += "|" + src.SecretRef.Name
@@ -267,8 +272,24 @@ func (l *TagLister) RefsSince(ctx context.Context, ns string, src csv1.StackSour
 	return out.Refs, err
 }
 
-// Listing is RefsSince with the count of the tags the selector ignored.
+// Resolve is RefsSince that also maps tag to what it points to with an OCI source: the hex
+// of its manifest's digest (a registry's tag list names no digests, so only that tag is
+// resolved). With a Git source every tag maps to its commit anyway.
+func (l *TagLister) Resolve(ctx context.Context, ns string, src csv1.StackSource, sel TagSelector, maxAge time.Duration, notBefore time.Time, tag string) (map[string]string, error) {
+	if src.OCI != nil {
+		out, err := l.OCIListing(ctx, ns, *src.OCI, sel, maxAge, notBefore, tag)
+		return out.Refs, err
+	}
+	out, err := l.Listing(ctx, ns, src, sel, maxAge, notBefore)
+	return out.Refs, err
+}
+
+// Listing is RefsSince with the count of the tags the selector ignored. With an OCI source
+// (OCIListing) the tags map to "".
 func (l *TagLister) Listing(ctx context.Context, ns string, src csv1.StackSource, sel TagSelector, maxAge time.Duration, notBefore time.Time) (TagListing, error) {
+	if src.OCI != nil {
+		return l.OCIListing(ctx, ns, *src.OCI, sel, maxAge, notBefore, "")
+	}
 	with := "without credentials"
 	if src.SecretRef != nil {
 		with = "with credentials Secret " + ns + "/" + src.SecretRef.Name

@@ -30,13 +30,7 @@ const maxListedOCITags = 10 * maxKeptTags
 // resolve, which maps to the hex of the digest it points to (a HEAD of its manifest), or is
 // missing when the repository has no such tag.
 func (l *TagLister) OCIListing(ctx context.Context, ns string, src csv1.OCISource, sel TagSelector, maxAge time.Duration, notBefore time.Time, resolve string) (TagListing, error) {
-	source := "oci|" + ns + "|" + src.URL
-	if src.SecretRef != nil {
-		source += "|" + src.SecretRef.Name
-	}
-	if src.CertSecretRef != nil {
-		source += "|ca:" + src.CertSecretRef.Name
-	}
+	source := ociSourceKey(ns, src)
 	key := fmt.Sprintf("%s|%d|%s|%s", source, sel.Form, sel.Prefix, resolve)
 	with := "without credentials"
 	if src.SecretRef != nil {
@@ -55,6 +49,19 @@ func (l *TagLister) OCIListing(ctx context.Context, ns string, src csv1.OCISourc
 		func(ctx context.Context) (TagListing, error) {
 			return listOCI(ctx, target, sel, resolve)
 		})
+}
+
+// ociSourceKey identifies an OCI source in the tag cache: the namespace, the URL and the
+// credentials and CA Secrets.
+func ociSourceKey(ns string, src csv1.OCISource) string {
+	source := "oci|" + ns + "|" + src.URL
+	if src.SecretRef != nil {
+		source += "|" + src.SecretRef.Name
+	}
+	if src.CertSecretRef != nil {
+		source += "|ca:" + src.CertSecretRef.Name
+	}
+	return source
 }
 
 // listOCI lists the tags of sel's form, and resolves one.

@@ -93,10 +93,17 @@ type ReleaseComponent struct {
 	// namespace in the workload cluster the component is installed into.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
-	// source is the name of the shared Flux source of the component (a HelmChart for Helm, the
-	// release's GitRepository for Kustomize).
+	// source is the name of the shared Flux source of the component (for Helm a HelmChart, or
+	// with an OCI source an OCIRepository of the chart; for Kustomize the release's
+	// GitRepository or OCIRepository).
 	// +optional
 	Source string `json:"source,omitempty"`
+	// chartDigest is, for a Helm component of a release read from an OCI registry, the digest
+	// (sha256:<hex>) of its packaged chart's artifact, as the release's manifest names it: the
+	// chart's OCIRepository is pinned to it.
+	// +kubebuilder:validation:MaxLength=71
+	// +optional
+	ChartDigest string `json:"chartDigest,omitempty"`
 }
 
 // StackRequirement is one entry of the `requires:` list of a stack's stack.yaml: an operator of
@@ -136,14 +143,15 @@ type ClusterStackReleaseStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// revision is the Git revision of the tag, as Flux reports it ("<tag>@sha1:<commit>").
-	// Written by the ClusterStackRelease reconciler.
+	// revision is the revision of the tag, as Flux reports it: "<tag>@sha1:<commit>" for a Git
+	// repository, "<tag>@sha256:<digest>" for an OCI repository. Written by the ClusterStackRelease reconciler.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
-	// commit is the Git commit the release was validated at. Unless the ClusterStack sets
-	// followMovedTags, the release's GitRepository is pinned to it, so a tag moved later is not
-	// delivered. Written by the ClusterStackRelease reconciler.
+	// commit is the Git commit the release was validated at (40 hex digits), or for an OCI
+	// repository the sha256 digest of the validated manifest (64 hex digits). Unless the
+	// ClusterStack sets followMovedTags, the release's GitRepository (OCIRepository) is pinned
+	// to it, so a tag moved later is not delivered. Written by the ClusterStackRelease reconciler.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Commit string `json:"commit,omitempty"`

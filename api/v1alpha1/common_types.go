@@ -433,13 +433,18 @@ type OCIVerification struct {
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
 }
 
-// StackSource says where a stack's releases are published.
+// StackSource says where a stack's releases are published: a Git repository (url, secretRef,
+// path) or an OCI registry (oci), one of the two.
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.oci)",message="set spec.source.url (a Git repository) or spec.source.oci (an OCI repository), exactly one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.url) || has(self.path)",message="spec.source.path is required with a Git repository (spec.source.url): the stack's directory in the repository, e.g. providers/aws/base/1-33"
+// +kubebuilder:validation:XValidation:rule="!has(self.oci) || !has(self.secretRef)",message="spec.source.secretRef holds Git credentials: with spec.source.oci, set the registry's credentials in spec.source.oci.secretRef (a kubernetes.io/dockerconfigjson Secret)"
 type StackSource struct {
-	// url of the Git repository holding the stack, e.g. https://github.com/org/stacks.
+	// url of the Git repository holding the stack, e.g. https://github.com/org/stacks. Its
+	// releases are the tags <provider>-<name>-<major>-<minor>-<version>.
 	// +kubebuilder:validation:Pattern=`^(https?|ssh)://.+$`
 	// +kubebuilder:validation:MaxLength=2048
-	// +required
-	URL string `json:"url"`
+	// +optional
+	URL string `json:"url,omitempty"`
 
 	// secretRef names a Secret in the ClusterStack's namespace with Git credentials, in the
 	// format of Flux's GitRepository `spec.secretRef` (username/password, bearerToken or SSH keys).
@@ -447,10 +452,30 @@ type StackSource struct {
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
-	// path of the stack directory in the repository, e.g. "providers/aws/base/1-33".
+	// path of the stack directory in the repository, e.g. "providers/aws/base/1-33"; required
+	// with url. With oci, the directory in the published artifact; empty: its root (as
+	// `stackctl push` publishes a stack).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('..')",message="spec.source.path must be relative to the repository root and must not contain '..'"
-	// +required
-	Path string `json:"path"`
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// oci is the OCI repository the stack's releases are published in, one tag
+	// <provider>-<name>-<major>-<minor>-<version> per release (`stackctl push`), with the
+	// release's Helm charts beside it (docs/oci.md). Its Secrets are read in the ClusterStack's
+	// namespace.
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+}
+
+// IsOCI reports whether the releases are read from an OCI registry.
+func (s StackSource) IsOCI() bool { return s.OCI != nil }
+
+// Location is the source's repository URL (Git or oci://), for messages.
+func (s StackSource) Location() string {
+	if s.OCI != nil {
+		return s.OCI.URL
+	}
+	return s.URL
 }

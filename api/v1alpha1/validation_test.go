@@ -83,6 +83,22 @@ var _ = Describe("ClusterStack validation", func() {
 			"spec.source.secretRef.name must be the name of a Secret in the same namespace"),
 		Entry("an empty secretRef name", func(cs *csv1.ClusterStack) { cs.Spec.Source.SecretRef = &meta.LocalObjectReference{} },
 			"spec.source.secretRef.name must be the name of a Secret"),
+		Entry("no source", func(cs *csv1.ClusterStack) { cs.Spec.Source = csv1.StackSource{} },
+			"set spec.source.url (a Git repository) or spec.source.oci (an OCI repository), exactly one of them"),
+		Entry("both a Git and an OCI source", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source.OCI = &csv1.OCISource{URL: "oci://ghcr.io/org/stacks/aws-base"}
+		}, "set spec.source.url (a Git repository) or spec.source.oci (an OCI repository), exactly one of them"),
+		Entry("a Git source without a path", func(cs *csv1.ClusterStack) { cs.Spec.Source.Path = "" },
+			"spec.source.path is required with a Git repository (spec.source.url)"),
+		Entry("Git credentials with an OCI source", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: "oci://ghcr.io/org/stacks/aws-base"}, SecretRef: &meta.LocalObjectReference{Name: "git"}}
+		}, "with spec.source.oci, set the registry's credentials in spec.source.oci.secretRef"),
+		Entry("an OCI URL with a tag", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: "oci://ghcr.io/org/stacks/aws-base:v1"}}
+		}, "url must be an OCI repository URL without tag or digest"),
+		Entry("plain http to a registry that is not on loopback", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: "oci://registry.example.com/stacks", Insecure: true}}
+		}, "insecure (plain http) is allowed only for a registry on a loopback address"),
 		Entry("a branch prefix naming another namespace's branches", func(cs *csv1.ClusterStack) {
 			cs.Spec.Updates = &csv1.UpdatePolicy{Proposals: &csv1.ProposalPolicy{Provider: csv1.ForgeGitea, SecretRef: meta.LocalObjectReference{Name: "bot"},
 				BranchPrefix: "clusterstack/team-b/aws-base-1-33"}}
@@ -112,6 +128,13 @@ var _ = Describe("ClusterStack validation", func() {
 		Entry("an interval of 10s", func(cs *csv1.ClusterStack) { cs.Spec.Interval = &metav1.Duration{Duration: 10 * time.Second} }),
 		Entry("a secretRef", func(cs *csv1.ClusterStack) {
 			cs.Spec.Source.SecretRef = &meta.LocalObjectReference{Name: "git-creds.v1"}
+		}),
+		Entry("an OCI source, verified, at the artifact's root", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: "oci://ghcr.io/org/stacks/aws-base",
+				SecretRef: &meta.LocalObjectReference{Name: "registry"}, Verify: &csv1.OCIVerification{SecretRef: meta.LocalObjectReference{Name: "cosign"}}}}
+		}),
+		Entry("an OCI source with a directory in the artifact", func(cs *csv1.ClusterStack) {
+			cs.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: "oci://127.0.0.1:5000/stacks", Insecure: true}, Path: "providers/aws/base/1-33"}
 		}),
 		Entry("a branch prefix of one path element", func(cs *csv1.ClusterStack) {
 			cs.Spec.Updates = &csv1.UpdatePolicy{Proposals: &csv1.ProposalPolicy{Provider: csv1.ForgeGitea, SecretRef: meta.LocalObjectReference{Name: "bot"},

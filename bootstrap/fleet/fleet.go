@@ -53,6 +53,9 @@ const (
 	FluxNamespace = plane.FluxNamespace
 	// GitURLPlaceholder in the examples is replaced by the plane's Git server URL.
 	GitURLPlaceholder = "${GIT_URL}"
+	// OCIURLPlaceholder in the examples is replaced by the plane's OCI registry, as
+	// oci://<host>:<port>.
+	OCIURLPlaceholder = "${OCI_URL}"
 	// ProposalSecret is the Secret ProposalSecrets creates for a ClusterStack that names none
 	// in spec.updates.proposals.secretRef: the name examples/10-clusterstack.yaml uses in its
 	// commented-out proposals, so that uncommenting them (and committing) is all it takes.
@@ -114,10 +117,11 @@ func (o Object) IsCluster() bool {
 }
 
 // Render copies the *.yaml files of examplesDir into dir (which must exist) with every
-// GitURLPlaceholder replaced by gitURL, the same substitution `make demo` always applied, and
+// GitURLPlaceholder replaced by urls.Git and every OCIURLPlaceholder by urls.OCI, the
+// substitutions `make demo` applies, and
 // returns the objects they define in file order. The copies stay plain manifests: what a user
 // would commit to a fleet repository of their own.
-func Render(examplesDir, gitURL, dir string) ([]Object, error) {
+func Render(examplesDir string, urls URLs, dir string) ([]Object, error) {
 	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
 	if err != nil {
 		return nil, err
@@ -132,7 +136,8 @@ func Render(examplesDir, gitURL, dir string) ([]Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		data = bytes.ReplaceAll(data, []byte(GitURLPlaceholder), []byte(gitURL))
+		data = bytes.ReplaceAll(data, []byte(GitURLPlaceholder), []byte(urls.Git))
+		data = bytes.ReplaceAll(data, []byte(OCIURLPlaceholder), []byte(urls.OCI))
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
 			return nil, err
 		}
@@ -143,6 +148,14 @@ func Render(examplesDir, gitURL, dir string) ([]Object, error) {
 		objs = append(objs, found...)
 	}
 	return objs, nil
+}
+
+// URLs are what the examples' placeholders are replaced with.
+type URLs struct {
+	// Git is the Git server's URL (GitURLPlaceholder).
+	Git string
+	// OCI is the OCI registry, oci://<host>:<port> (OCIURLPlaceholder).
+	OCI string
 }
 
 // Objects decodes the YAML documents of a manifest file (empty documents skipped).

@@ -21,7 +21,7 @@ import (
 // server's URL, and the objects the Kustomization's health checks and the Secrets follow from.
 func TestRenderExamples(t *testing.T) {
 	dir := t.TempDir()
-	objs, err := Render(filepath.Join("..", "..", "examples"), "http://127.0.0.1:1234", dir)
+	objs, err := Render(filepath.Join("..", "..", "examples"), URLs{Git: "http://127.0.0.1:1234", OCI: "oci://127.0.0.1:5000"}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +35,10 @@ func TestRenderExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(data), GitURLPlaceholder) {
-			t.Errorf("%s still holds %s", f, GitURLPlaceholder)
+		for _, p := range []string{GitURLPlaceholder, OCIURLPlaceholder} {
+			if strings.Contains(string(data), p) {
+				t.Errorf("%s still holds %s", f, p)
+			}
 		}
 	}
 	stack, err := os.ReadFile(filepath.Join(dir, "10-clusterstack.yaml"))
@@ -46,23 +48,31 @@ func TestRenderExamples(t *testing.T) {
 	if !strings.Contains(string(stack), "url: http://127.0.0.1:1234/stacks") {
 		t.Errorf("the ClusterStack's source is not the Git server's:\n%s", stack)
 	}
+	oci, err := os.ReadFile(filepath.Join(dir, "15-clusterstack-oci.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(oci), "url: oci://127.0.0.1:5000/stacks/aws-base") {
+		t.Errorf("the OCI ClusterStack's source is not the registry's:\n%s", oci)
+	}
 	var stacks, clusters int
 	for _, o := range objs {
 		switch {
 		case o.IsClusterStack():
 			stacks++
-			if o.Namespace != "demo" || o.Name != "aws-base-1-36" {
+			if (o.Namespace != "demo" && o.Namespace != "demo-oci") || o.Name != "aws-base-1-36" {
 				t.Errorf("ClusterStack %s/%s", o.Namespace, o.Name)
 			}
 		case o.IsCluster():
 			clusters++
 		}
 	}
-	if stacks != 1 || clusters != 2 {
+	if stacks != 2 || clusters != 2 {
 		t.Errorf("found %d ClusterStacks and %d Clusters in %v", stacks, clusters, objs)
 	}
 	hc := HealthChecks(objs)
-	if len(hc) != 1 || hc[0].APIVersion != "clusterstack.io/v1alpha1" || hc[0].Kind != "ClusterStack" || hc[0].Name != "aws-base-1-36" || hc[0].Namespace != "demo" {
+	if len(hc) != 2 || hc[0].APIVersion != "clusterstack.io/v1alpha1" || hc[0].Kind != "ClusterStack" || hc[0].Name != "aws-base-1-36" || hc[0].Namespace != "demo" ||
+		hc[1].Kind != "ClusterStack" || hc[1].Namespace != "demo-oci" {
 		t.Errorf("health checks %+v", hc)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/fleet"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitea"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/plane"
+	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/releasename"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
@@ -139,6 +140,7 @@ func run(args []string, out io.Writer) error {
 		WithOperator:    !cfg.noOperator,
 		WithCAPI:        cfg.withCAPI,
 		WithForge:       !cfg.noExamples,
+		WithRegistry:    !cfg.noExamples,
 		WorkloadNodes:   cfg.nodes,
 		ManagementNodes: cfg.managementNodes,
 		StartTimeout:    cfg.startTimeout,
@@ -190,6 +192,9 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 			return nil, err
 		}
 		err = p.Git().Publish(ctx, stacksRepo, dir, "", tag)
+		if err == nil {
+			err = pushRelease(ctx, p, dir, tag)
+		}
 		if dir != cfg.stacksDir {
 			_ = os.RemoveAll(dir)
 		}
@@ -204,7 +209,7 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	objs, err := fleet.Render(cfg.examplesDir, p.Git().URL(), dir)
+	objs, err := fleet.Render(cfg.examplesDir, fleet.URLs{Git: p.Git().URL(), OCI: "oci://" + p.OCIRegistry().Host()}, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +231,32 @@ func loadExamples(ctx context.Context, p *plane.Plane, cfg config) ([]string, er
 		}
 	}
 	return clusters, nil
+}
+
+// pushRelease publishes the stack of release tag in the stacks tree dir to the plane's OCI
+// registry as `stackctl push` does, to the repository stacks/<provider>-<name>
+// (ociRepository), so that a ClusterStack can read it from there too. A tag that is no release of
+// a stack in the tree is not pushed.
+func pushRelease(ctx context.Context, p *plane.Plane, dir, tag string) error {
+	rel, err := releasename.Parse(tag)
+	if err != nil {
+		return nil //nolint:nilerr // not a release tag
+	}
+	sub, err := stackDirOf(dir, rel)
+	if err != nil || sub == "" {
+		return err
+	}
+	reg := p.OCIRegistry()
+	t := ocistack.Target{URL: reg.URL(ociRepository(rel)), Insecure: reg.Insecure()}
+	if _, err := ocistack.PushRelease(ctx, t, filepath.Join(dir, sub), tag, ocistack.Origin{Source: p.Git().URL() + "/" + stacksRepo}, nil); err != nil {
+		return fmt.Errorf("push %s to %s: %w", tag, t.URL, err)
+	}
+	return nil
+}
+
+// ociRepository is the plane registry's repository the demo pushes a stack's releases to.
+func ociRepository(rel releasename.Release) string {
+	return "stacks/" + rel.Provider + "-" + rel.Name
 }
 
 // stackTreeFor returns the stacks tree to tag with tag: for a release tag of a stack in the

@@ -38,15 +38,18 @@ const usage = `usage:
   stackctl push <dir> oci://<host>/<repository> [--version <v>] [--tag <t>] [--sign-key <cosign.key>]
                 [--username <u>] [--ca-file <f>] [--insecure] [--source <url>] [--revision <rev>]
                                               publish the stack directory at a version as an OCI artifact in
-                                              Flux's format (tag: the release name), optionally signed with a
-                                              cosign key; passwords from $REGISTRY_PASSWORD, $COSIGN_PASSWORD
+                                              Flux's format (tag: the release name) and each Helm chart of it
+                                              beside it in Helm's format (tag: <release>_<component>), optionally
+                                              signed with a cosign key; passwords from $REGISTRY_PASSWORD,
+                                              $COSIGN_PASSWORD
   stackctl mirror <from> oci://<host>/<repository> [--tags <t1,t2>] [--from-username <u>]
                 [--from-ca-file <f>] [--from-insecure] [--username <u>] [--ca-file <f>] [--insecure]
                 [--sign-key <cosign.key>]
                                               copy releases into a registry (air-gapped sites): <from> is a
-                                              registry (oci://..., copied byte for byte with their cosign
-                                              signatures) or a stack directory in a Git checkout (each release
-                                              tag published as push does, reproducibly; --sign-key signs them)
+                                              registry (oci://..., copied byte for byte with their charts and
+                                              cosign signatures) or a stack directory in a Git checkout (each
+                                              release tag published as push does, reproducibly; --sign-key
+                                              signs them)
   stackctl key-pair <prefix>                  write <prefix>.key (cosign's format, encrypted with
                                               $COSIGN_PASSWORD) and <prefix>.pub (for spec.source.oci.verify)
 `

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -127,18 +128,13 @@ func push(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	desc, err := ocistack.Push(ctx, t, dir, name, ocistack.Origin{Source: *source, Revision: *revision})
+	pub, err := ocistack.PushRelease(ctx, t, dir, name, ocistack.Origin{Source: *source, Revision: *revision}, signer)
 	if err != nil {
 		fmt.Fprintf(stderr, "stackctl push: %v\n", err)
 		return 1
 	}
-	if signer != nil {
-		if err := ocistack.Sign(ctx, t, desc, signer); err != nil {
-			fmt.Fprintf(stderr, "stackctl push: published %s:%s@%s, but: %v\n", url, name, desc.Digest, err)
-			return 1
-		}
-	}
-	fmt.Fprintf(stdout, "%s:%s@%s%s\n", url, name, desc.Digest, signedNote(signer != nil))
+	fmt.Fprintf(stdout, "%s:%s@%s%s\n", url, name, pub.Release.Digest, signedNote(pub.Signed))
+	printCharts(stdout, url, publishedCharts(name, pub))
 	return 0
 }
 
@@ -147,6 +143,33 @@ func signedNote(signed bool) string {
 		return " (signed)"
 	}
 	return ""
+}
+
+// publishedCharts are the charts of a release published as tag, signed or not, by component.
+func publishedCharts(tag string, pub ocistack.Published) map[string]ocistack.Copied {
+	out := map[string]ocistack.Copied{}
+	for c, d := range pub.Charts {
+		out[c] = ocistack.Copied{Tag: ocistack.ChartTag(tag, c), Descriptor: d, Signed: pub.Signed}
+	}
+	return out
+}
+
+// printCharts prints one line per chart of a release published or copied to url, in component
+// order: url:<chart tag>@<digest> (chart <component>[, signed]).
+func printCharts(w io.Writer, url string, charts map[string]ocistack.Copied) {
+	components := make([]string, 0, len(charts))
+	for c := range charts {
+		components = append(components, c)
+	}
+	sort.Strings(components)
+	for _, c := range components {
+		ch := charts[c]
+		note := ""
+		if ch.Signed {
+			note = ", signed"
+		}
+		fmt.Fprintf(w, "%s:%s@%s (chart %s%s)\n", url, ch.Tag, ch.Descriptor.Digest, c, note)
+	}
 }
 
 // releaseTag is the tag a stack directory is published under: tag, or the release name of
@@ -227,8 +250,9 @@ func mirrorRegistry(ctx context.Context, src, dst ocistack.Target, only []string
 			fmt.Fprintf(stderr, "stackctl mirror: %v\n", err)
 			return 1
 		}
+		// Charts are copied with the release that names them.
 		for _, t := range all {
-			if !ocistack.IsSignatureTag(t) {
+			if !ocistack.IsSignatureTag(t) && !ocistack.IsChartTag(t) {
 				only = append(only, t)
 			}
 		}
@@ -242,6 +266,7 @@ func mirrorRegistry(ctx context.Context, src, dst ocistack.Target, only []string
 			continue
 		}
 		fmt.Fprintf(stdout, "%s:%s@%s%s\n", dst.URL, tag, c.Descriptor.Digest, signedNote(c.Signed))
+		printCharts(stdout, dst.URL, c.Charts)
 	}
 	if failed {
 		return 1
@@ -295,16 +320,12 @@ func mirrorGit(ctx context.Context, dir string, dst ocistack.Target, only []stri
 				return err
 			}
 			defer func() { _ = os.RemoveAll(root) }()
-			desc, err := ocistack.Push(ctx, dst, extracted, tag.Name, ocistack.Origin{Source: source, Revision: tag.Name + "@sha1:" + tag.Commit, Created: tag.Time})
+			pub, err := ocistack.PushRelease(ctx, dst, extracted, tag.Name, ocistack.Origin{Source: source, Revision: tag.Name + "@sha1:" + tag.Commit, Created: tag.Time}, signer)
 			if err != nil {
 				return err
 			}
-			if signer != nil {
-				if err := ocistack.Sign(ctx, dst, desc, signer); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(stdout, "%s:%s@%s%s (from %s@sha1:%s)\n", dst.URL, tag.Name, desc.Digest, signedNote(signer != nil), tag.Name, tag.Commit)
+			fmt.Fprintf(stdout, "%s:%s@%s%s (from %s@sha1:%s)\n", dst.URL, tag.Name, pub.Release.Digest, signedNote(pub.Signed), tag.Name, tag.Commit)
+			printCharts(stdout, dst.URL, publishedCharts(tag.Name, pub))
 			return nil
 		}()
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
+	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
 const (
@@ -90,8 +91,20 @@ func ReleaseInterval(rel *csv1.ClusterStackRelease) metav1.Duration {
 
 // Pinned reports whether the release's GitRepository is pinned to its validated commit (the
 // release is validated and does not follow moved tags).
+//
+// A pin recorded for another kind of source (a Git commit, 40 hex digits, before the stack moved
+// to an OCI registry, whose digests have 64) does not count: the release follows its tag until it
+// is validated again, and the new pin replaces it.
 func Pinned(rel *csv1.ClusterStackRelease) bool {
-	return !rel.Spec.FollowMovedTags && rel.Status.Commit != ""
+	if rel.Spec.FollowMovedTags {
+		return false
+	}
+	n := len(rel.Status.Commit)
+	if rel.Spec.Source.IsOCI() {
+		return n == 64
+	}
+	// Git commits: SHA-1 (40 hex digits), or SHA-256 for repositories in that object format.
+	return n == 40 || n == 64
 }
 
 // sourceInterval is the interval of the release's GitRepository and HelmCharts: the release's,
@@ -106,6 +119,38 @@ func sourceInterval(rel *csv1.ClusterStackRelease) metav1.Duration {
 // componentPath is the path of a component in the repository, as Flux wants it ("./a/b").
 func componentPath(rel *csv1.ClusterStackRelease, p string) string {
 	return "./" + path.Clean(path.Join(rel.Spec.Source.Path, p))
+}
+
+// SourceKind is the kind of the release's source: GitRepository, or OCIRepository when the
+// stack is read from an OCI registry.
+func SourceKind(rel *csv1.ClusterStackRelease) string {
+	if rel.Spec.Source.IsOCI() {
+		return sourcev1.OCIRepositoryKind
+	}
+	return sourcev1.GitRepositoryKind
+}
+
+// ReleaseSource is the release's source, a GitRepository or an OCIRepository (SourceKind),
+// named GitRepositoryName(release) either way.
+func ReleaseSource(rel *csv1.ClusterStackRelease) client.Object {
+	if rel.Spec.Source.IsOCI() {
+		return OCIRepository(rel)
+	}
+	return GitRepository(rel)
+}
+
+// NewReleaseSource is an empty object of the release's source kind, to read it into.
+func NewReleaseSource(rel *csv1.ClusterStackRelease) SourceObject {
+	if rel.Spec.Source.IsOCI() {
+		return &sourcev1.OCIRepository{}
+	}
+	return &sourcev1.GitRepository{}
+}
+
+// SourceObject is a Flux source with an artifact: a GitRepository or an OCIRepository.
+type SourceObject interface {
+	client.Object
+	GetArtifact() *meta.Artifact
 }
 
 // GitRepository is the release's source: the repository at the release tag. Only the stack
@@ -133,6 +178,35 @@ func GitRepository(rel *csv1.ClusterStackRelease) *sourcev1.GitRepository {
 	return gr
 }
 
+// OCIRepository is the release's source read from an OCI registry: the release tag's artifact
+// in Flux's format (the stack directory, `stackctl push`), unpacked. Once validated, the release
+// is pinned to the validated manifest's digest (Flux then ignores the tag): a tag moved later is
+// reported, not delivered. An artifact whose layer is not of Flux's content type (an SCS release
+// artifact, a container image) fails in Flux with its message, and nothing of it is delivered.
+func OCIRepository(rel *csv1.ClusterStackRelease) *sourcev1.OCIRepository {
+	spec := OCIRepositorySpec(*rel.Spec.Source.OCI, sourceInterval(rel))
+	spec.Reference = &sourcev1.OCIRepositoryRef{Tag: rel.Name}
+	if Pinned(rel) {
+		spec.Reference = &sourcev1.OCIRepositoryRef{Digest: "sha256:" + rel.Status.Commit}
+	}
+	spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: FluxContentMediaType, Operation: sourcev1.OCILayerExtract}
+	if ignore := OnlyPath(rel.Spec.Source.Path); ignore != "" {
+		spec.Ignore = &ignore
+	}
+	return &sourcev1.OCIRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Name: GitRepositoryName(rel.Name), Namespace: rel.Namespace, Labels: ReleaseLabels(rel, "")},
+		Spec:       spec,
+	}
+}
+
+// Media types of the OCI artifacts a release is read from: Flux's content layer (the stack
+// directory) and a Helm chart's layer (a packaged chart, which helm-controller reads as is).
+const (
+	FluxContentMediaType      = "application/vnd.cncf.flux.content.v1.tar+gzip"
+	HelmChartContentMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+)
+
 // OnlyPath returns .sourceignore rules (gitignore syntax) that exclude everything but dir.
 // gitignore cannot re-include a file whose parent directory is excluded, so every ancestor is
 // re-included and its other entries excluded again: for "a/b" the rules are
@@ -155,19 +229,62 @@ func OnlyPath(dir string) string {
 	return b.String()
 }
 
-// HelmChart is a chart in the release's GitRepository.
-func helmChart(rel *csv1.ClusterStackRelease, name, component, chartPath string) *sourcev1.HelmChart {
+// chartSource is the source of a Helm component's chart: a HelmChart built from the release's
+// GitRepository, or, for a release read from an OCI registry, an OCIRepository of the chart's
+// own artifact pinned to the digest the release names (c.ChartDigest).
+func chartSource(rel *csv1.ClusterStackRelease, name, component string, c csv1.ReleaseComponent) client.Object {
+	if rel.Spec.Source.IsOCI() {
+		spec := OCIRepositorySpec(*rel.Spec.Source.OCI, sourceInterval(rel))
+		spec.Reference = &sourcev1.OCIRepositoryRef{Digest: c.ChartDigest}
+		spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: HelmChartContentMediaType, Operation: sourcev1.OCILayerCopy}
+		return &sourcev1.OCIRepository{
+			TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: ReleaseLabels(rel, component)},
+			Spec:       spec,
+		}
+	}
 	return &sourcev1.HelmChart{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmChartKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: ReleaseLabels(rel, component)},
 		Spec: sourcev1.HelmChartSpec{
-			Chart:     componentPath(rel, chartPath),
+			Chart:     componentPath(rel, c.Path),
 			SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
 			// source-controller rebuilds a chart when its source's artifact changes (watched).
 			Interval:          sourceInterval(rel),
 			ReconcileStrategy: sourcev1.ReconcileStrategyChartVersion,
 		},
 	}
+}
+
+// ChartSourceKind is the kind of a release's chart sources: HelmChart, or OCIRepository for a
+// release read from an OCI registry.
+func ChartSourceKind(rel *csv1.ClusterStackRelease) string {
+	if rel.Spec.Source.IsOCI() {
+		return sourcev1.OCIRepositoryKind
+	}
+	return sourcev1.HelmChartKind
+}
+
+// ChartVersion is the chart version helm-controller reports for a Helm component once it is
+// installed: the chart's version, and for a chart read from an OCIRepository (c.ChartDigest)
+// that version as semver with the first 12 hex digits of its digest as build metadata, as
+// helm-controller rewrites it (stack.OCIVersion).
+func ChartVersion(c csv1.ReleaseComponent) string {
+	if c.ChartDigest == "" {
+		return c.Version
+	}
+	return stack.OCIVersion(c.Version, c.ChartDigest)
+}
+
+// ChartVersions are the chart versions a HelmRelease of the Helm component c may report once it
+// installed the component's chart: ChartVersion, and for a chart read from an OCIRepository
+// also the chart's own version, which helm-controller keeps when it runs with its
+// DisableChartDigestTracking feature gate.
+func ChartVersions(c csv1.ReleaseComponent) []string {
+	if v := ChartVersion(c); v != c.Version {
+		return []string{v, c.Version}
+	}
+	return []string{c.Version}
 }
 
 // ClusterClassObjects are the Flux objects applying a release's cluster-class into the
@@ -186,7 +303,7 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{
-				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(rel.Name)},
+				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: SourceKind(rel), Name: GitRepositoryName(rel.Name)},
 				Path:               componentPath(rel, c.Path),
 				Interval:           ReleaseInterval(rel),
 				Prune:              true,
@@ -204,12 +321,12 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 			},
 		}}
 	}
-	chart := helmChart(rel, name, csv1.ClusterClassComponent, c.Path)
+	chart := chartSource(rel, name, csv1.ClusterClassComponent, c)
 	hr := &helmv2.HelmRelease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, Labels: labels},
 		Spec: helmv2.HelmReleaseSpec{
-			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: name},
+			ChartRef:           &helmv2.CrossNamespaceSourceReference{Kind: ChartSourceKind(rel), Name: name},
 			Interval:           ReleaseInterval(rel),
 			ReleaseName:        HelmReleaseName(rel.Name),
 			TargetNamespace:    rel.Namespace,
@@ -225,15 +342,16 @@ func ClusterClassObjects(rel *csv1.ClusterStackRelease, c csv1.ReleaseComponent)
 	return []client.Object{chart, hr}
 }
 
-// AddonCharts are the shared HelmCharts of a release's Helm addon components: one per
-// component per release, referenced by every cluster's HelmRelease.
-func AddonCharts(rel *csv1.ClusterStackRelease, components []csv1.ReleaseComponent) []*sourcev1.HelmChart {
-	var out []*sourcev1.HelmChart
+// AddonCharts are the shared chart sources of a release's Helm addon components (HelmCharts,
+// or OCIRepositories of the charts for a release read from an OCI registry): one per component
+// per release, referenced by every cluster's HelmRelease.
+func AddonCharts(rel *csv1.ClusterStackRelease, components []csv1.ReleaseComponent) []client.Object {
+	var out []client.Object
 	for _, c := range components {
 		if c.Kind != csv1.ComponentKindHelm {
 			continue
 		}
-		out = append(out, helmChart(rel, AddonChartName(rel.Name, c.Name), c.Name, c.Path))
+		out = append(out, chartSource(rel, AddonChartName(rel.Name, c.Name), c.Name, c))
 	}
 	return out
 }
@@ -303,7 +421,7 @@ func AddonObjects(in ClusterInput) []client.Object {
 				TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Labels: labels},
 				Spec: helmv2.HelmReleaseSpec{
-					ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: AddonChartName(in.Release.Name, c.Name)},
+					ChartRef:         &helmv2.CrossNamespaceSourceReference{Kind: ChartSourceKind(in.Release), Name: AddonChartName(in.Release.Name, c.Name)},
 					Interval:         metav1.Duration{Duration: AddonInterval},
 					KubeConfig:       kubeconfig.DeepCopy(),
 					ReleaseName:      releaseName,
@@ -327,7 +445,7 @@ func AddonObjects(in ClusterInput) []client.Object {
 				TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Labels: labels},
 				Spec: kustomizev1.KustomizationSpec{
-					SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: GitRepositoryName(in.Release.Name)},
+					SourceRef:     kustomizev1.CrossNamespaceSourceReference{Kind: SourceKind(in.Release), Name: GitRepositoryName(in.Release.Name)},
 					Path:          componentPath(in.Release, c.Path),
 					Interval:      metav1.Duration{Duration: AddonInterval},
 					RetryInterval: &metav1.Duration{Duration: 30 * time.Second},

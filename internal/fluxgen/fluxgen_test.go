@@ -359,7 +359,7 @@ func TestAddonCharts(t *testing.T) {
 	tests := []struct {
 		name       string
 		components []csv1.ReleaseComponent
-		want       []*sourcev1.HelmChart
+		want       []client.Object
 	}{
 		{name: "no components", components: nil, want: nil},
 		{
@@ -374,12 +374,12 @@ func TestAddonCharts(t *testing.T) {
 				{Name: "cluster-info", Kind: csv1.ComponentKindKustomize, Path: "cluster-addon/cluster-info"},
 				{Name: "csi", Kind: csv1.ComponentKindHelm, Path: "cluster-addon/csi/", Version: "2.0.0"},
 			},
-			want: []*sourcev1.HelmChart{chart("cni", "cluster-addon/cni"), chart("csi", "cluster-addon/csi")},
+			want: []client.Object{chart("cni", "cluster-addon/cni"), chart("csi", "cluster-addon/csi")},
 		},
 		{
 			name:       "old single-chart stack: cluster-addon umbrella chart",
 			components: []csv1.ReleaseComponent{{Name: "cluster-addon", Kind: csv1.ComponentKindHelm, Path: "cluster-addon"}},
-			want:       []*sourcev1.HelmChart{chart("cluster-addon", "cluster-addon")},
+			want:       []client.Object{chart("cluster-addon", "cluster-addon")},
 		},
 	}
 	for _, tt := range tests {
@@ -403,7 +403,7 @@ func TestPinnedReleaseIntervals(t *testing.T) {
 	if len(charts) != 1 || len(objs) != 2 {
 		t.Fatalf("got %d addon charts and %d cluster-class objects, want 1 and 2", len(charts), len(objs))
 	}
-	for _, c := range []*sourcev1.HelmChart{charts[0], objs[0].(*sourcev1.HelmChart)} {
+	for _, c := range []*sourcev1.HelmChart{charts[0].(*sourcev1.HelmChart), objs[0].(*sourcev1.HelmChart)} {
 		if c.Spec.Interval != dur(time.Hour) {
 			t.Errorf("HelmChart %s: interval %v, want 1h", c.Name, c.Spec.Interval.Duration)
 		}

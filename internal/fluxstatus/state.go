@@ -6,6 +6,7 @@ package fluxstatus
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type ObjectState struct {
 	Revision string
 	// ExpectedRevision is the revision it must have; empty when any revision will do.
 	ExpectedRevision string
+	// AlsoExpected are other revisions that count as the expected one (a chart version as the
+	// chart has it, where helm-controller may append a digest, or may not).
+	AlsoExpected []string
 }
 
 // Ref is "<Kind>/<name>".
@@ -61,7 +65,7 @@ func (s ObjectState) AtRevision() bool {
 	if s.ExpectedRevision == "" {
 		return s.Revision != ""
 	}
-	if s.Revision == s.ExpectedRevision || strings.HasPrefix(s.Revision, s.ExpectedRevision+"@") {
+	if s.Revision == s.ExpectedRevision || strings.HasPrefix(s.Revision, s.ExpectedRevision+"@") || slices.Contains(s.AlsoExpected, s.Revision) {
 		return true
 	}
 	d := CommitOf(s.ExpectedRevision)
@@ -193,13 +197,15 @@ func FromHelmChart(o *sourcev1.HelmChart, expectedVersion string) ObjectState {
 	return s
 }
 
-// FromHelmRelease reads a HelmRelease; expected is the chart version it must have deployed.
-func FromHelmRelease(o *helmv2.HelmRelease, expectedVersion string) ObjectState {
+// FromHelmRelease reads a HelmRelease; expected is the chart version it must have deployed, and
+// also the versions that count as it (AlsoExpected).
+func FromHelmRelease(o *helmv2.HelmRelease, expectedVersion string, also ...string) ObjectState {
 	s := fromConditions(helmv2.HelmReleaseKind, o, o.Status.Conditions, o.Status.ObservedGeneration)
 	if latest := o.Status.History.Latest(); latest != nil && latest.Status == "deployed" {
 		s.Revision = latest.ChartVersion
 	}
 	s.ExpectedRevision = expectedVersion
+	s.AlsoExpected = also
 	// After a remediation or a stall, helm-controller's Ready (or Stalled) message says what it
 	// did about a failure ("Helm rollback to previous release kube-system/cni.v15 with chart
 	// cni@1.0.0 succeeded", "Failed to upgrade after 3 attempt(s)"); the failure itself is in the

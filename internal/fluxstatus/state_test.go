@@ -1,6 +1,7 @@
 package fluxstatus
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -427,9 +428,13 @@ func TestAtRevision(t *testing.T) {
 	tests := []struct {
 		name               string
 		revision, expected string
+		also               []string
 		want               bool
 	}{
 		{name: "nothing expected, nothing applied", want: false},
+		{name: "an OCI chart's version with its digest", revision: "1.0.0+bb7451f24dd5", expected: "1.0.0+bb7451f24dd5", also: []string{"v1"}, want: true},
+		{name: "an OCI chart's own version (no digest tracking)", revision: "v1", expected: "1.0.0+bb7451f24dd5", also: []string{"v1"}, want: true},
+		{name: "an OCI chart of another digest", revision: "1.0.0+0123456789ab", expected: "1.0.0+bb7451f24dd5", also: []string{"v1"}, want: false},
 		{name: "nothing expected, something applied", revision: "main@sha1:abc", want: true},
 		{name: "tag matches Flux's <tag>@sha1:<commit>", revision: "aws-base-1-33-v1@sha1:abc", expected: "aws-base-1-33-v1", want: true},
 		{name: "tag is a prefix of another tag", revision: "aws-base-1-33-v10@sha1:abc", expected: "aws-base-1-33-v1", want: false},
@@ -442,7 +447,7 @@ func TestAtRevision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := ObjectState{Revision: tt.revision, ExpectedRevision: tt.expected}
+			s := ObjectState{Revision: tt.revision, ExpectedRevision: tt.expected, AlsoExpected: tt.also}
 			if got := s.AtRevision(); got != tt.want {
 				t.Errorf("AtRevision(revision %q, expected %q) = %v, want %v", tt.revision, tt.expected, got, tt.want)
 			}
@@ -517,7 +522,7 @@ func TestMissingAndDescribe(t *testing.T) {
 		})
 	}
 	m := Missing("HelmRelease", "c1-cni", "cni")
-	if want := (ObjectState{Kind: "HelmRelease", Name: "c1-cni", Component: "cni", Ready: metav1.ConditionUnknown}); m != want {
+	if want := (ObjectState{Kind: "HelmRelease", Name: "c1-cni", Component: "cni", Ready: metav1.ConditionUnknown}); !reflect.DeepEqual(m, want) {
 		t.Errorf("Missing() = %+v, want %+v", m, want)
 	}
 	if m.Healthy() {

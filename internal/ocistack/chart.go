@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -28,6 +29,12 @@ const (
 // version (a ManagementOperator's versions are tagged "v1.2.3", charts are often versioned
 // "1.2.3").
 func PushChart(ctx context.Context, t Target, tgz []byte, tag string) (ocispec.Descriptor, error) {
+	return pushChart(ctx, t, tgz, tag, nil)
+}
+
+// pushChart is PushChart with annotations added to the manifest's (with AnnotationCreated
+// among them the manifest is reproducible; without, ORAS records the time of the push).
+func pushChart(ctx context.Context, t Target, tgz []byte, tag string, annotations map[string]string) (ocispec.Descriptor, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if len(tgz) > MaxContentBytes {
@@ -53,13 +60,14 @@ func PushChart(ctx context.Context, t Target, tgz []byte, tag string) (ocispec.D
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("push the chart config to %s: %w", repo.Reference, err)
 	}
+	manifestAnnotations := map[string]string{}
+	maps.Copy(manifestAnnotations, annotations)
+	manifestAnnotations[ocispec.AnnotationTitle] = ch.Metadata.Name
+	manifestAnnotations[ocispec.AnnotationVersion] = ch.Metadata.Version
 	desc, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
-		ConfigDescriptor: &configDesc,
-		Layers:           []ocispec.Descriptor{layerDesc},
-		ManifestAnnotations: map[string]string{
-			ocispec.AnnotationTitle:   ch.Metadata.Name,
-			ocispec.AnnotationVersion: ch.Metadata.Version,
-		},
+		ConfigDescriptor:    &configDesc,
+		Layers:              []ocispec.Descriptor{layerDesc},
+		ManifestAnnotations: manifestAnnotations,
 	})
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("push the chart manifest to %s: %w", repo.Reference, err)

@@ -8,7 +8,9 @@
 // manifest whose config has the media type FluxConfigMediaType and whose one layer
 // (FluxContentMediaType) is a gzipped tarball of the stack directory, with the
 // org.opencontainers.image.created/source/revision annotations. Flux's OCIRepository takes the
-// first layer and unpacks it: the stack is at the artifact's root.
+// first layer and unpacks it: the stack is at the artifact's root. A release's Helm charts are
+// artifacts of their own beside it, in Helm's format, which the release manifest names by
+// digest (release.go, PushRelease); Mirror copies them with it.
 //
 // A signature is cosign's: a manifest tagged sha256-<hex of the release digest>.sig with one
 // layer of media type CosignSimpleSigningMediaType (the "simple signing" payload naming the

@@ -29,8 +29,14 @@ type Origin struct {
 }
 
 // Push publishes the directory dir as tag of the repository in Flux's artifact format and
-// returns the manifest's descriptor (its digest is what a release is pinned to).
+// returns the manifest's descriptor (its digest is what a release is pinned to). It publishes
+// the directory alone: PushRelease publishes a stack release with its Helm charts.
 func Push(ctx context.Context, t Target, dir, tag string, origin Origin) (ocispec.Descriptor, error) {
+	return push(ctx, t, dir, tag, origin, nil)
+}
+
+// push is Push with the annotations extra added to the manifest's (origin's win over them).
+func push(ctx context.Context, t Target, dir, tag string, origin Origin, extra map[string]string) (ocispec.Descriptor, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	repo, err := t.Repository()
@@ -56,12 +62,11 @@ func Push(ctx context.Context, t Target, dir, tag string, origin Origin) (ocispe
 	if created.IsZero() {
 		created = time.Now()
 	}
-	annotations := map[string]string{AnnotationCreated: created.UTC().Format(time.RFC3339)}
-	if origin.Source != "" {
-		annotations[AnnotationSource] = origin.Source
-	}
-	if origin.Revision != "" {
-		annotations[AnnotationRevision] = origin.Revision
+	annotations := originAnnotations(origin, created)
+	for k, v := range extra {
+		if _, ok := annotations[k]; !ok {
+			annotations[k] = v
+		}
 	}
 	desc, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
 		ConfigDescriptor:    &configDesc,
@@ -75,6 +80,18 @@ func Push(ctx context.Context, t Target, dir, tag string, origin Origin) (ocispe
 		return ocispec.Descriptor{}, fmt.Errorf("tag %s:%s: %w", repo.Reference, tag, err)
 	}
 	return desc, nil
+}
+
+// originAnnotations are the annotations recording origin, created at created.
+func originAnnotations(origin Origin, created time.Time) map[string]string {
+	annotations := map[string]string{AnnotationCreated: created.UTC().Format(time.RFC3339)}
+	if origin.Source != "" {
+		annotations[AnnotationSource] = origin.Source
+	}
+	if origin.Revision != "" {
+		annotations[AnnotationRevision] = origin.Revision
+	}
+	return annotations
 }
 
 // Tarball packs the regular files of dir (not .git) into a gzipped tarball with paths relative

@@ -26,12 +26,13 @@ const (
 // Lint checks the stack directory dir for release version ("" for the chart's own) and reports
 // every problem as a "<dir>/<file>: problem" line on stdout, their count on stderr, and
 // "<dir>: ok" on stderr when there is none. Where SCS's own tooling would read the stack
-// otherwise (stack.SCSNotes), it says so first, in "<dir>/<file>: note: ..." lines on stdout,
+// otherwise (stack.SCSNotes), or a chart would render differently delivered from an OCI
+// registry (stack.OCINotes), it says so first, in "<dir>/<file>: note: ..." lines on stdout,
 // which do not count as problems. It returns ExitProblems when there are problems, ExitOK
 // otherwise.
 func Lint(dir, version string, stdout, stderr io.Writer) int {
 	problems := stack.Lint(dir, version)
-	if notes := stack.SCSNotes(dir); len(notes) > 0 {
+	if notes := append(stack.SCSNotes(dir), stack.OCINotes(dir)...); len(notes) > 0 {
 		for i := range notes {
 			notes[i].Message = "note: " + notes[i].Message
 		}

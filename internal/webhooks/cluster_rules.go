@@ -175,7 +175,7 @@ func ValidateUnpublishedRelease(c *clusterv1.Cluster, cs *csv1.ClusterStack, tag
 	}
 	return field.ErrorList{field.Invalid(classRefNamePath, name, fmt.Sprintf(
 		"ClusterClass %q would be a release of ClusterStack %q, but tag %q is not published in its repository %s: publish the tag first, or use a published release (%s)",
-		name, cs.Name, name, redact.URL(cs.Spec.Source.URL), hint))}
+		name, cs.Name, name, redact.URL(cs.Spec.Source.Location()), hint))}
 }
 
 // parseMinor parses a Kubernetes minor such as "1.36".

@@ -167,6 +167,16 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		versionOf(namesVersion, withConfigMapComponents(namesComponents...)),
 		versionOf(newestVersion, withStackVersion(newestVersion)),
 	)
+	// The versions the lifecycle specs from an OCI registry use, published there as `stackctl
+	// push` publishes them (unsigned: the signature specs publish to repositories of their own).
+	_, err = framework.PushVersions(ctx, ociTarget(ociStacksRepo), repoRoot, GinkgoT().TempDir(), nil,
+		versionOf("v1", nil),
+		versionOf("v2", withStackVersion("v2")),
+		versionOf("v6", withUninstallableChart),
+		versionOf("v10", withBrokenTemplate),
+		versionOf(newestVersion, withStackVersion(newestVersion)),
+	)
+	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {

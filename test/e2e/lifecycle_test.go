@@ -230,190 +230,201 @@ func releaseReasons(ctx context.Context, g Gomega, ns string) map[string][]strin
 	return out
 }
 
-var _ = Describe("Release lifecycle: rollback after a failed upgrade", Ordered, SpecPriority(6), func() {
-	const ns = "rollback"
-	var counts *stackCounts
+// The rollback lifecycle runs against both kinds of source: the stack's Git repository, and its
+// releases published to the plane's OCI registry (with their charts beside them) as `stackctl
+// push` publishes them.
+var (
+	_ = rollbackLifecycle("from Git", "rollback", newClusterStack)
+	_ = rollbackLifecycle("from an OCI registry", "rollback-oci", newOCIClusterStack)
+)
 
-	BeforeAll(func(ctx SpecContext) {
-		createNamespace(ctx, ns)
-		Expect(k8s.Create(ctx, newClusterStack(ns, "v1", "v2"))).To(Succeed())
-		Expect(k8s.Create(ctx, newCluster(ns, "one", "v1", "10.31.0.0/16"))).To(Succeed())
-		Expect(k8s.Create(ctx, newCluster(ns, "two", "v1", "10.32.0.0/16"))).To(Succeed())
-		// Two workload clusters start here, after the release is validated and Flux delivered its
-		// ClusterClass: over five minutes were seen while the fault suite's fleet of 20 was up.
-		for _, c := range []string{"one", "two"} {
-			Eventually(ctx, func(g Gomega) {
-				a := getAddon(ctx, g, ns, c)
-				g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
-			}).WithTimeout(8 * time.Minute).Should(Succeed())
-		}
-	}, NodeTimeout(10*time.Minute))
+// rollbackLifecycle is the release lifecycle of a failed upgrade and its rollback, in namespace
+// ns, with the ClusterStack newStack makes.
+func rollbackLifecycle(source, ns string, newStack func(ns string, versions ...string) *csv1.ClusterStack) bool { //nolint:unparam // var _ = Describe(...), Ginkgo's idiom
+	return Describe("Release lifecycle "+source+": rollback after a failed upgrade", Ordered, SpecPriority(6), func() {
+		var counts *stackCounts
 
-	It("v1 -> v2 -> broken v3 -> back to v2: nothing removed, v2 kept and Available again, the cluster counted throughout", func(ctx SpecContext) {
-		wd := watchDeletions(ctx, ns, "one")
-		counts = watchStackCounts(ctx, ns)
-
-		By("moving one to v2: delivered and Available")
-		moveCluster(ctx, ns, "one", "v2")
-		Eventually(ctx, func(g Gomega) {
-			a := getAddon(ctx, g, ns, "one")
-			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-		}).Should(Succeed())
-		var cniRevision int
-		Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni")) }).Should(Succeed())
-		printStep(ctx, ns, "one", "one on v2")
-		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", cniRevision)
-
-		By("the newest release is now v10, whose cni values template is broken; v1 and v2 are no longer pinned")
-		pinVersions(ctx, ns, "v10")
-		moveCluster(ctx, ns, "one", "v10")
-		Eventually(ctx, func(g Gomega) {
-			a := getAddon(ctx, g, ns, "one")
-			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml", "missing from the data"))
-			g.Expect(a).To(framework.HaveCondition(csv1.StalledCondition, metav1.ConditionTrue, "overwrite.yaml"))
-		}).Should(Succeed())
-		By("v2 is kept, and status says why: one's addons were applied from it and its Flux objects use it")
-		Eventually(ctx, func(g Gomega) {
-			rs := releaseReasons(ctx, g, ns)
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v2", ContainElements("Applied", "Referenced")))
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v1", ContainElements("InUse", "Applied", "Referenced")))
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v10", ContainElements("Pinned", "InUse")))
-		}).Should(Succeed())
-		printStep(ctx, ns, "one", "one moved to the broken v10")
-		Consistently(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v2")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(clusterClassPresence(ctx, ns, "v2")()).To(Equal(present))
-			hr := &helmv2.HelmRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("one", "cni")}, hr)).To(Succeed())
-			g.Expect(hr.Spec.ChartRef.Name).To(Equal(fluxgen.AddonChartName(tagPrefix+"v2", "cni")))
-		}, 2*stackInterval, time.Second).Should(Succeed(), "two intervals of the releases' reconciles")
-
-		By("moving one back to v2 (admitted by the webhook): Available on v2 again")
-		moveCluster(ctx, ns, "one", "v2")
-		Eventually(ctx, func(g Gomega) {
-			a := getAddon(ctx, g, ns, "one")
-			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-			g.Expect(helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni"))).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
-		}).Should(Succeed())
-		printStep(ctx, ns, "one", "one moved back to v2")
-		GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", helmRevision(ctx, Default, ns, fluxgen.AddonObjectName("one", "cni")))
-		Expect(wd.Stop()).To(BeEmpty(), "nothing is uninstalled or pruned in the workload cluster")
-		Expect(counts.Stop()).To(HaveEach(Equal(2)), "the ClusterStack counts both clusters throughout")
-		Eventually(ctx, func(g Gomega) {
-			cs := getStack(ctx, g, ns)
-			g.Expect(cs.Status.Clusters.Total).To(BeEquivalentTo(2))
-			g.Expect(cs.Status.Clusters.Available).To(BeEquivalentTo(2))
-		}).Should(Succeed())
-	})
-
-	It("rolls back from a chart that fails to install: Degraded after grace, recovers on v2 without an uninstall", func(ctx SpecContext) {
-		wd := watchDeletions(ctx, ns, "one")
-		pinVersions(ctx, ns, "v6")
-		Eventually(ctx, func(g Gomega) {
-			g.Expect(getRelease(ctx, g, ns, "v6")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-		}).Should(Succeed())
-		gw := watchGrace(ctx, "ClusterAddon "+ns+"/one", addonDegraded(ns, "one", "v6"))
-		fault := moveCluster(ctx, ns, "one", "v6")
-		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "one")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
-		}).Should(Succeed())
-		gw.Check(fault)
-		// From the status that names v2 the desired release on, the rollout back is a new one with
-		// its own grace period: v6's failure no longer makes the ClusterAddon Degraded (and it is
-		// not Degraded before that grace period passed, if helm-controller is slow to act on it).
-		stop := observe(ctx, ns, "one")
-		moved := time.Now()
-		moveCluster(ctx, ns, "one", "v2")
-		Eventually(ctx, func(g Gomega) {
-			a := getAddon(ctx, g, ns, "one")
-			g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
-			g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-			g.Expect(a.Status.DesiredReleaseTime).NotTo(BeNil())
-			g.Expect(a.Status.DesiredReleaseTime.Time).To(BeTemporally(">=", moved.Add(-time.Second)), "desiredReleaseTime is the move back")
-		}).Should(Succeed())
-		samples, afterMove := stop(), 0
-		for _, s := range samples {
-			if s.Desired != tagPrefix+"v2" || s.At.Sub(moved) >= grace-time.Second {
-				continue
-			}
-			afterMove++
-			Expect(s.Degraded).To(Equal(metav1.ConditionFalse), "Degraded after the move back to v2, within its grace period: %s", s.DegradedMsg)
-		}
-		Expect(afterMove).To(BeNumerically(">", 0))
-		Expect(wd.Stop()).NotTo(ContainElement(ContainSubstring("DaemonSet cni")), "the cni DaemonSet is never uninstalled")
-	})
-
-	It("keeps the newest older working release as a rollback target once nothing uses it", func(ctx SpecContext) {
-		moveCluster(ctx, ns, "two", "v2")
-		pinVersions(ctx, ns, newestVersion)
-		moveCluster(ctx, ns, "one", newestVersion)
-		moveCluster(ctx, ns, "two", newestVersion)
-		Eventually(ctx, func(g Gomega) {
+		BeforeAll(func(ctx SpecContext) {
+			createNamespace(ctx, ns)
+			Expect(k8s.Create(ctx, newStack(ns, "v1", "v2"))).To(Succeed())
+			Expect(k8s.Create(ctx, newCluster(ns, "one", "v1", "10.31.0.0/16"))).To(Succeed())
+			Expect(k8s.Create(ctx, newCluster(ns, "two", "v1", "10.32.0.0/16"))).To(Succeed())
+			// Two workload clusters start here, after the release is validated and Flux delivered its
+			// ClusterClass: over five minutes were seen while the fault suite's fleet of 20 was up.
 			for _, c := range []string{"one", "two"} {
-				g.Expect(getAddon(ctx, g, ns, c).Status.LastAppliedRelease).To(Equal(tagPrefix + newestVersion))
+				Eventually(ctx, func(g Gomega) {
+					a := getAddon(ctx, g, ns, c)
+					g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+					g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v1"))
+				}).WithTimeout(8 * time.Minute).Should(Succeed())
 			}
-			rs := releaseReasons(ctx, g, ns)
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+newestVersion, ConsistOf("InUse", "Applied", "Pinned", "Referenced")))
-			// v10 went when v6 was pinned (newer than every wanted release, used by nothing);
-			// of v2 and v6, v6 is the newest older release that is validated and Available.
-			g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v6", ConsistOf("RollbackTarget")), "the newest older release that works")
-			g.Expect(rs).NotTo(HaveKey(tagPrefix + "v1"))
-			g.Expect(rs).NotTo(HaveKey(tagPrefix+"v2"), "rollbackReleases defaults to 1")
-		}).Should(Succeed())
-		Eventually(ctx, releasePresence(ctx, ns, "v1")).Should(Equal(absent))
-		Eventually(ctx, releasePresence(ctx, ns, "v2")).Should(Equal(absent))
-		Expect(releasePresence(ctx, ns, "v6")()).To(Equal(present))
+		}, NodeTimeout(10*time.Minute))
+
+		It("v1 -> v2 -> broken v3 -> back to v2: nothing removed, v2 kept and Available again, the cluster counted throughout", func(ctx SpecContext) {
+			wd := watchDeletions(ctx, ns, "one")
+			counts = watchStackCounts(ctx, ns)
+
+			By("moving one to v2: delivered and Available")
+			moveCluster(ctx, ns, "one", "v2")
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, "one")
+				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+				g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			}).Should(Succeed())
+			var cniRevision int
+			Eventually(ctx, func(g Gomega) { cniRevision = helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni")) }).Should(Succeed())
+			printStep(ctx, ns, "one", "one on v2")
+			GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", cniRevision)
+
+			By("the newest release is now v10, whose cni values template is broken; v1 and v2 are no longer pinned")
+			pinVersions(ctx, ns, "v10")
+			moveCluster(ctx, ns, "one", "v10")
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, "one")
+				g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "cluster-addon/cni/overwrite.yaml", "missing from the data"))
+				g.Expect(a).To(framework.HaveCondition(csv1.StalledCondition, metav1.ConditionTrue, "overwrite.yaml"))
+			}).Should(Succeed())
+			By("v2 is kept, and status says why: one's addons were applied from it and its Flux objects use it")
+			Eventually(ctx, func(g Gomega) {
+				rs := releaseReasons(ctx, g, ns)
+				g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v2", ContainElements("Applied", "Referenced")))
+				g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v1", ContainElements("InUse", "Applied", "Referenced")))
+				g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v10", ContainElements("Pinned", "InUse")))
+			}).Should(Succeed())
+			printStep(ctx, ns, "one", "one moved to the broken v10")
+			Consistently(ctx, func(g Gomega) {
+				g.Expect(getRelease(ctx, g, ns, "v2")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(clusterClassPresence(ctx, ns, "v2")()).To(Equal(present))
+				hr := &helmv2.HelmRelease{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("one", "cni")}, hr)).To(Succeed())
+				g.Expect(hr.Spec.ChartRef.Name).To(Equal(fluxgen.AddonChartName(tagPrefix+"v2", "cni")))
+			}, 2*stackInterval, time.Second).Should(Succeed(), "two intervals of the releases' reconciles")
+
+			By("moving one back to v2 (admitted by the webhook): Available on v2 again")
+			moveCluster(ctx, ns, "one", "v2")
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, "one")
+				g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix + "v2"))
+				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+				g.Expect(a).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(a).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+				g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+				g.Expect(helmRevision(ctx, g, ns, fluxgen.AddonObjectName("one", "cni"))).To(Equal(cniRevision), "the cni chart did not change: no new Helm revision")
+			}).Should(Succeed())
+			printStep(ctx, ns, "one", "one moved back to v2")
+			GinkgoWriter.Printf("  Helm revision of one-cni: %d\n", helmRevision(ctx, Default, ns, fluxgen.AddonObjectName("one", "cni")))
+			Expect(wd.Stop()).To(BeEmpty(), "nothing is uninstalled or pruned in the workload cluster")
+			Expect(counts.Stop()).To(HaveEach(Equal(2)), "the ClusterStack counts both clusters throughout")
+			Eventually(ctx, func(g Gomega) {
+				cs := getStack(ctx, g, ns)
+				g.Expect(cs.Status.Clusters.Total).To(BeEquivalentTo(2))
+				g.Expect(cs.Status.Clusters.Available).To(BeEquivalentTo(2))
+			}).Should(Succeed())
+		})
+
+		It("rolls back from a chart that fails to install: Degraded after grace, recovers on v2 without an uninstall", func(ctx SpecContext) {
+			wd := watchDeletions(ctx, ns, "one")
+			pinVersions(ctx, ns, "v6")
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(getRelease(ctx, g, ns, "v6")).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			}).Should(Succeed())
+			gw := watchGrace(ctx, "ClusterAddon "+ns+"/one", addonDegraded(ns, "one", "v6"))
+			fault := moveCluster(ctx, ns, "one", "v6")
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(getAddon(ctx, g, ns, "one")).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "HelmRelease/"+fluxgen.AddonObjectName("one", "cni")))
+			}).Should(Succeed())
+			gw.Check(fault)
+			// From the status that names v2 the desired release on, the rollout back is a new one with
+			// its own grace period: v6's failure no longer makes the ClusterAddon Degraded (and it is
+			// not Degraded before that grace period passed, if helm-controller is slow to act on it).
+			stop := observe(ctx, ns, "one")
+			moved := time.Now()
+			moveCluster(ctx, ns, "one", "v2")
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, "one")
+				g.Expect(a.Status.LastAppliedRelease).To(Equal(tagPrefix + "v2"))
+				g.Expect(a).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+				g.Expect(a.Status.DesiredReleaseTime).NotTo(BeNil())
+				g.Expect(a.Status.DesiredReleaseTime.Time).To(BeTemporally(">=", moved.Add(-time.Second)), "desiredReleaseTime is the move back")
+			}).Should(Succeed())
+			samples, afterMove := stop(), 0
+			for _, s := range samples {
+				if s.Desired != tagPrefix+"v2" || s.At.Sub(moved) >= grace-time.Second {
+					continue
+				}
+				afterMove++
+				Expect(s.Degraded).To(Equal(metav1.ConditionFalse), "Degraded after the move back to v2, within its grace period: %s", s.DegradedMsg)
+			}
+			Expect(afterMove).To(BeNumerically(">", 0))
+			Expect(wd.Stop()).NotTo(ContainElement(ContainSubstring("DaemonSet cni")), "the cni DaemonSet is never uninstalled")
+		})
+
+		It("keeps the newest older working release as a rollback target once nothing uses it", func(ctx SpecContext) {
+			moveCluster(ctx, ns, "two", "v2")
+			pinVersions(ctx, ns, newestVersion)
+			moveCluster(ctx, ns, "one", newestVersion)
+			moveCluster(ctx, ns, "two", newestVersion)
+			Eventually(ctx, func(g Gomega) {
+				for _, c := range []string{"one", "two"} {
+					g.Expect(getAddon(ctx, g, ns, c).Status.LastAppliedRelease).To(Equal(tagPrefix + newestVersion))
+				}
+				rs := releaseReasons(ctx, g, ns)
+				g.Expect(rs).To(HaveKeyWithValue(tagPrefix+newestVersion, ConsistOf("InUse", "Applied", "Pinned", "Referenced")))
+				// v10 went when v6 was pinned (newer than every wanted release, used by nothing);
+				// of v2 and v6, v6 is the newest older release that is validated and Available.
+				g.Expect(rs).To(HaveKeyWithValue(tagPrefix+"v6", ConsistOf("RollbackTarget")), "the newest older release that works")
+				g.Expect(rs).NotTo(HaveKey(tagPrefix + "v1"))
+				g.Expect(rs).NotTo(HaveKey(tagPrefix+"v2"), "rollbackReleases defaults to 1")
+			}).Should(Succeed())
+			Eventually(ctx, releasePresence(ctx, ns, "v1")).Should(Equal(absent))
+			Eventually(ctx, releasePresence(ctx, ns, "v2")).Should(Equal(absent))
+			Expect(releasePresence(ctx, ns, "v6")()).To(Equal(present))
+		})
+
+		It("leaves a paused Cluster alone and resumes when it is unpaused", func(ctx SpecContext) {
+			c := &clusterv1.Cluster{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two"}, c)).To(Succeed())
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Spec.Paused = ptr.To(true)
+			Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(getAddon(ctx, g, ns, "two")).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionTrue, "paused"))
+			}).Should(Succeed())
+			hr := &helmv2.HelmRelease{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("two", "cni")}, hr)).To(Succeed())
+			addon := getAddon(ctx, Default, ns, "two")
+
+			// v6, the rollback target, still exists: Cluster API refuses to move a Cluster to a
+			// ClusterClass that does not.
+			moveCluster(ctx, ns, "two", "v6")
+			Consistently(ctx, func(g Gomega) {
+				now := &helmv2.HelmRelease{}
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(hr), now)).To(Succeed())
+				g.Expect(now.ResourceVersion).To(Equal(hr.ResourceVersion), "no writes to a paused Cluster's Flux objects")
+				g.Expect(getAddon(ctx, g, ns, "two").ResourceVersion).To(Equal(addon.ResourceVersion), "no writes to a paused Cluster's ClusterAddon")
+			}, 10*time.Second, time.Second).Should(Succeed())
+
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two"}, c)).To(Succeed())
+			patch = client.MergeFrom(c.DeepCopy())
+			c.Spec.Paused = nil
+			Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				a := getAddon(ctx, g, ns, "two")
+				g.Expect(a).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionFalse))
+				g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix+"v6"), "the move was acted on once unpaused")
+			}).Should(Succeed())
+		})
+
+		It("serves `kubectl get clusterstack NAME` and the cluster-stacks category", func(ctx SpecContext) {
+			out, err := kubectl(ctx, "-n", ns, "get", "clusterstack", "aws-base-1-36")
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(out).To(ContainSubstring("aws-base-1-36"))
+			out, err = kubectl(ctx, "-n", ns, "get", "cluster-stacks")
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(out).To(And(ContainSubstring("clusterstack.clusterstack.io/aws-base-1-36"), ContainSubstring("clusteraddon.clusterstack.io/one")))
+		})
 	})
-
-	It("leaves a paused Cluster alone and resumes when it is unpaused", func(ctx SpecContext) {
-		c := &clusterv1.Cluster{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two"}, c)).To(Succeed())
-		patch := client.MergeFrom(c.DeepCopy())
-		c.Spec.Paused = ptr.To(true)
-		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
-		Eventually(ctx, func(g Gomega) {
-			g.Expect(getAddon(ctx, g, ns, "two")).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionTrue, "paused"))
-		}).Should(Succeed())
-		hr := &helmv2.HelmRelease{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fluxgen.AddonObjectName("two", "cni")}, hr)).To(Succeed())
-		addon := getAddon(ctx, Default, ns, "two")
-
-		// v6, the rollback target, still exists: Cluster API refuses to move a Cluster to a
-		// ClusterClass that does not.
-		moveCluster(ctx, ns, "two", "v6")
-		Consistently(ctx, func(g Gomega) {
-			now := &helmv2.HelmRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(hr), now)).To(Succeed())
-			g.Expect(now.ResourceVersion).To(Equal(hr.ResourceVersion), "no writes to a paused Cluster's Flux objects")
-			g.Expect(getAddon(ctx, g, ns, "two").ResourceVersion).To(Equal(addon.ResourceVersion), "no writes to a paused Cluster's ClusterAddon")
-		}, 10*time.Second, time.Second).Should(Succeed())
-
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "two"}, c)).To(Succeed())
-		patch = client.MergeFrom(c.DeepCopy())
-		c.Spec.Paused = nil
-		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
-		Eventually(ctx, func(g Gomega) {
-			a := getAddon(ctx, g, ns, "two")
-			g.Expect(a).To(framework.HaveCondition(csv1.PausedCondition, metav1.ConditionFalse))
-			g.Expect(a.Status.DesiredRelease).To(Equal(tagPrefix+"v6"), "the move was acted on once unpaused")
-		}).Should(Succeed())
-	})
-
-	It("serves `kubectl get clusterstack NAME` and the cluster-stacks category", func(ctx SpecContext) {
-		out, err := kubectl(ctx, "-n", ns, "get", "clusterstack", "aws-base-1-36")
-		Expect(err).NotTo(HaveOccurred(), out)
-		Expect(out).To(ContainSubstring("aws-base-1-36"))
-		out, err = kubectl(ctx, "-n", ns, "get", "cluster-stacks")
-		Expect(err).NotTo(HaveOccurred(), out)
-		Expect(out).To(And(ContainSubstring("clusterstack.clusterstack.io/aws-base-1-36"), ContainSubstring("clusteraddon.clusterstack.io/one")))
-	})
-})
+}
 
 // stackCounts samples the total number of Clusters a ClusterStack counts.
 type stackCounts struct {
@@ -566,53 +577,104 @@ var _ = Describe("Release lifecycle: values and charts switch together", Ordered
 	})
 })
 
-var _ = Describe("Release lifecycle: a moved tag is not delivered silently", Ordered, func() {
-	const ns = "movedtag"
+// movedTagSource is a kind of source for the moved-tag lifecycle: how to publish v4 and create
+// the ClusterStack, how to move v4's tag (returning what it points to then: a commit, or the
+// hex of a digest), and what the release's source is pinned to and delivers.
+type movedTagSource struct {
+	create   func(ctx context.Context, ns string) *csv1.ClusterStack
+	move     func(ctx context.Context) string
+	pinnedTo func(g Gomega, ns string) (pin, revision string)
+}
 
-	It("pins the validated commit, reports a moved tag with both commits and keeps delivering; follows it on opt-in", func(ctx SpecContext) {
-		createNamespace(ctx, ns)
-		Expect(k8s.Create(ctx, newClusterStack(ns, "v4"))).To(Succeed())
-		var validated string
-		Eventually(ctx, func(g Gomega) {
-			rel := getRelease(ctx, g, ns, "v4")
-			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
-			g.Expect(rel.Status.Commit).NotTo(BeEmpty())
-			validated = rel.Status.Commit
+var (
+	_ = movedTagLifecycle("in Git", "movedtag", movedTagSource{
+		create: func(_ context.Context, ns string) *csv1.ClusterStack { return newClusterStack(ns, "v4") },
+		move: func(ctx context.Context) string {
+			publishVersion(ctx, "v4", withStackVersion("v4-moved"))
+			moved, err := pl.Git().Head(ctx, stacksRepo, "refs/tags/"+tagPrefix+"v4")
+			Expect(err).NotTo(HaveOccurred())
+			return moved
+		},
+		pinnedTo: func(g Gomega, ns string) (string, string) {
 			repo := &sourcev1.GitRepository{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + "v4"}, repo)).To(Succeed())
-			g.Expect(repo.Spec.Reference.Commit).To(Equal(validated), "the source is pinned to the validated commit")
-		}).Should(Succeed())
-
-		By("moving the tag to another commit")
-		publishVersion(ctx, "v4", withStackVersion("v4-moved"))
-		moved, err := pl.Git().Head(ctx, stacksRepo, "refs/tags/"+tagPrefix+"v4")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(moved).NotTo(Equal(validated))
-		Eventually(ctx, func(g Gomega) {
-			rel := getRelease(ctx, g, ns, "v4")
-			g.Expect(rel).To(framework.HaveCondition(csv1.TagVerifiedCondition, metav1.ConditionFalse, tagPrefix+"v4", validated, moved))
-			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "moved", validated, moved))
-			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "the validated commit is still delivered")
-			g.Expect(rel.Status.Commit).To(Equal(validated))
-		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		repo := &sourcev1.GitRepository{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tagPrefix + "v4"}, repo)).To(Succeed())
-		Expect(repo.Status.Artifact.Revision).To(HaveSuffix(validated))
-
-		By("opting in to follow moved tags")
-		cs := &csv1.ClusterStack{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
-		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.FollowMovedTags = true
-		Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
-		Eventually(ctx, func(g Gomega) {
-			rel := getRelease(ctx, g, ns, "v4")
-			g.Expect(rel.Status.Commit).To(Equal(moved))
-			g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
-			g.Expect(rel).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-		}).WithTimeout(2 * time.Minute).Should(Succeed())
+			g.Expect(k8s.Get(bg(), client.ObjectKey{Namespace: ns, Name: tagPrefix + "v4"}, repo)).To(Succeed())
+			g.Expect(repo.Status.Artifact).NotTo(BeNil())
+			return repo.Spec.Reference.Commit, repo.Status.Artifact.Revision
+		},
 	})
-})
+	// In a repository of its own: the tag is moved by pushing other content to it.
+	_ = movedTagLifecycle("in an OCI registry", "movedtag-oci", movedTagSource{
+		create: func(ctx context.Context, ns string) *csv1.ClusterStack {
+			pushOCIVersion(ctx, "stacks/movedtag", "v4", withStackVersion("v4"))
+			t := ociTarget("stacks/movedtag")
+			return framework.OCIClusterStack(ns, t.URL, t.Insecure, stackInterval, "v4")
+		},
+		move: func(ctx context.Context) string {
+			return strings.TrimPrefix(pushOCIVersion(ctx, "stacks/movedtag", "v4", withStackVersion("v4-moved")), "sha256:")
+		},
+		pinnedTo: func(g Gomega, ns string) (string, string) {
+			repo := &sourcev1.OCIRepository{}
+			g.Expect(k8s.Get(bg(), client.ObjectKey{Namespace: ns, Name: tagPrefix + "v4"}, repo)).To(Succeed())
+			g.Expect(repo.Status.Artifact).NotTo(BeNil())
+			return strings.TrimPrefix(repo.Spec.Reference.Digest, "sha256:"), repo.Status.Artifact.Revision
+		},
+	})
+)
+
+// pushOCIVersion publishes version v of the reference stack (mutated) to repository repo of the
+// plane's registry, unsigned, and returns its digest.
+func pushOCIVersion(ctx context.Context, repo, v string, mutate func(string)) string {
+	GinkgoHelper()
+	digests, err := framework.PushVersions(ctx, ociTarget(repo), repoRoot, GinkgoT().TempDir(), nil, versionOf(v, mutate))
+	Expect(err).NotTo(HaveOccurred())
+	return digests[v]
+}
+
+// movedTagLifecycle: a release pinned to what its tag pointed to when it was validated reports
+// a moved tag, naming both, and keeps delivering what it validated; it follows on opt-in.
+func movedTagLifecycle(where, ns string, src movedTagSource) bool { //nolint:unparam // var _ = Describe(...), Ginkgo's idiom
+	return Describe("Release lifecycle: a tag moved "+where+" is not delivered silently", Ordered, func() {
+		It("pins what was validated, reports a moved tag with both and keeps delivering; follows it on opt-in", func(ctx SpecContext) {
+			createNamespace(ctx, ns)
+			Expect(k8s.Create(ctx, src.create(ctx, ns))).To(Succeed())
+			var validated string
+			Eventually(ctx, func(g Gomega) {
+				rel := getRelease(ctx, g, ns, "v4")
+				g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+				g.Expect(rel.Status.Commit).NotTo(BeEmpty())
+				validated = rel.Status.Commit
+				pin, _ := src.pinnedTo(g, ns)
+				g.Expect(pin).To(Equal(validated), "the source is pinned to what was validated")
+			}).Should(Succeed())
+
+			By("moving the tag")
+			moved := src.move(ctx)
+			Expect(moved).NotTo(Equal(validated))
+			Eventually(ctx, func(g Gomega) {
+				rel := getRelease(ctx, g, ns, "v4")
+				g.Expect(rel).To(framework.HaveCondition(csv1.TagVerifiedCondition, metav1.ConditionFalse, tagPrefix+"v4", validated, moved))
+				g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionTrue, "moved", validated, moved))
+				g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue), "what was validated is still delivered")
+				g.Expect(rel.Status.Commit).To(Equal(validated))
+			}).WithTimeout(2 * time.Minute).Should(Succeed())
+			_, revision := src.pinnedTo(Default, ns)
+			Expect(revision).To(HaveSuffix(validated))
+
+			By("opting in to follow moved tags")
+			cs := &csv1.ClusterStack{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-base-1-36"}, cs)).To(Succeed())
+			patch := client.MergeFrom(cs.DeepCopy())
+			cs.Spec.FollowMovedTags = true
+			Expect(k8s.Patch(ctx, cs, patch)).To(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				rel := getRelease(ctx, g, ns, "v4")
+				g.Expect(rel.Status.Commit).To(Equal(moved))
+				g.Expect(rel).To(framework.HaveCondition(csv1.DegradedCondition, metav1.ConditionFalse))
+				g.Expect(rel).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
+			}).WithTimeout(2 * time.Minute).Should(Succeed())
+		})
+	})
+}
 
 var _ = Describe("Release lifecycle: a deleted pinned release is recreated at once", func() {
 	It("hears about its releases (non-controller owner) and recreates a pinned one", func(ctx SpecContext) {

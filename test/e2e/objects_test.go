@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
 	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
@@ -100,6 +101,23 @@ const stackInterval = 10 * time.Second
 // newClusterStack returns the reference stack's ClusterStack in ns, pinned to versions.
 func newClusterStack(ns string, versions ...string) *csv1.ClusterStack {
 	return framework.ClusterStack(ns, gitURL(), stackInterval, versions...)
+}
+
+// ociStacksRepo is the plane registry's repository the suite publishes the reference stack's
+// releases to (BeforeSuite), as `stackctl push` publishes them.
+const ociStacksRepo = "stacks/aws-base"
+
+// ociTarget is repository repo of the plane's registry (plain http on loopback).
+func ociTarget(repo string) ocistack.Target {
+	reg := pl.OCIRegistry()
+	return ocistack.Target{URL: reg.URL(repo), Insecure: reg.Insecure()}
+}
+
+// newOCIClusterStack returns the reference stack's ClusterStack in ns reading its releases from
+// the plane's registry (ociStacksRepo) instead of Git, pinning versions.
+func newOCIClusterStack(ns string, versions ...string) *csv1.ClusterStack {
+	t := ociTarget(ociStacksRepo)
+	return framework.OCIClusterStack(ns, t.URL, t.Insecure, stackInterval, versions...)
 }
 
 // newCluster returns a Cluster in ns using the ClusterClass of version v of the reference stack.

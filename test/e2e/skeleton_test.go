@@ -34,13 +34,18 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/test/framework"
 )
 
+// fleetURLs are the plane's Git server and OCI registry, for the examples' placeholders.
+func fleetURLs() fleet.URLs {
+	return fleet.URLs{Git: pl.Git().URL(), OCI: "oci://" + pl.OCIRegistry().Host()}
+}
+
 // applyExamples commits the manifests in examples/, with ${GIT_URL} pointing at the local Git
 // server, to the forge's fleet repository and has Flux apply it, exactly as `make demo` does
 // (package fleet). It returns the commit once Flux applied it, health checks included.
 func applyExamples(ctx context.Context) string {
 	GinkgoHelper()
 	dir := GinkgoT().TempDir()
-	objs, err := fleet.Render(filepath.Join(repoRoot, "examples"), pl.Git().URL(), dir)
+	objs, err := fleet.Render(filepath.Join(repoRoot, "examples"), fleetURLs(), dir)
 	Expect(err).NotTo(HaveOccurred())
 	commit, err := fleet.Publish(ctx, pl.Forge(), dir, "Fleet: the examples")
 	Expect(err).NotTo(HaveOccurred())
@@ -117,7 +122,9 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fleet.FluxNamespace, Name: fleet.Name}, ks)).To(Succeed())
 		Expect(ks.Status.LastAppliedRevision).To(Equal(gitea.DefaultBranch + "@sha1:" + commit))
 		Expect(apimeta.IsStatusConditionTrue(ks.Status.Conditions, meta.ReadyCondition)).To(BeTrue(), "%v", ks.Status.Conditions)
-		Expect(ks.Spec.HealthChecks).To(ConsistOf(HaveField("Name", "aws-base-1-36")))
+		Expect(ks.Spec.HealthChecks).To(ConsistOf(
+			And(HaveField("Name", "aws-base-1-36"), HaveField("Namespace", ns)),
+			And(HaveField("Name", "aws-base-1-36"), HaveField("Namespace", "demo-oci"))))
 		Expect(ks.Spec.HealthChecks[0].Kind).To(Equal("ClusterStack"))
 		Expect(ks.Spec.HealthChecks[0].Namespace).To(Equal(ns))
 
@@ -154,6 +161,20 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 				And(Not(BeEmpty()), Equal("sha1:"+repo.Spec.Reference.Commit))))
 		}).Should(Succeed())
 		Expect(repo.Labels).To(HaveKeyWithValue(csv1.StackLabel, "aws-base-1-36"))
+		Expect(repo.Labels).To(HaveKeyWithValue(csv1.ReleaseLabel, release))
+	})
+
+	It("delivers the same stack from the plane's OCI registry: sources pinned to digests, the ClusterClass applied", func(ctx SpecContext) {
+		const ociNS = "demo-oci"
+		Eventually(ctx, func(g Gomega) {
+			rel := getRelease(ctx, g, ociNS, "v1")
+			g.Expect(rel).To(framework.HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue))
+			g.Expect(rel.Status.Commit).To(HaveLen(64), "pinned to the manifest's sha256 digest")
+			g.Expect(clusterClassPresence(ctx, ociNS, "v1")()).To(Equal(present))
+		}).Should(Succeed())
+		repo := &sourcev1.OCIRepository{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ociNS, Name: release}, repo)).To(Succeed())
+		Expect(repo.Spec.Reference.Digest).To(Equal("sha256:" + getRelease(ctx, Default, ociNS, "v1").Status.Commit))
 		Expect(repo.Labels).To(HaveKeyWithValue(csv1.ReleaseLabel, release))
 	})
 
@@ -347,7 +368,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 		const v2 = "aws-base-1-36-v2"
 		By("a person commits v2 to the ClusterStack's versions in the fleet repository")
 		dir := GinkgoT().TempDir()
-		_, err := fleet.Render(filepath.Join(repoRoot, "examples"), pl.Git().URL(), dir)
+		_, err := fleet.Render(filepath.Join(repoRoot, "examples"), fleetURLs(), dir)
 		Expect(err).NotTo(HaveOccurred())
 		file := filepath.Join(dir, "10-clusterstack.yaml")
 		data, err := os.ReadFile(file)

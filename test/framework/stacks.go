@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/sigstore/sigstore/pkg/signature"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/bootstrap/gitserver"
+	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stack"
 )
 
@@ -101,4 +106,44 @@ func PublishVersions(ctx context.Context, git Publisher, repoRoot, tmp, repo str
 		pubs = append(pubs, pub)
 	}
 	return git.PublishAll(ctx, repo, pubs...)
+}
+
+// PushVersions publishes each version of the reference stack, as PublishVersions builds it, to
+// the OCI repository t as `stackctl push` publishes a release (the stack directory at the
+// artifact's root, its charts beside it), signed with signer unless it is nil. The artifacts
+// record a fixed creation time, so that the same content publishes the same digest. It returns
+// each version's release digest.
+func PushVersions(ctx context.Context, t ocistack.Target, repoRoot, tmp string, signer signature.Signer, versions ...Version) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range versions {
+		pub, err := stacksCopy(repoRoot, tmp, ReleaseOf(v.Name), func(dir string) error {
+			sd := filepath.Join(dir, StackPath)
+			if err := stack.SetChartVersion(sd, v.Name); err != nil {
+				return err
+			}
+			if v.Mutate != nil {
+				return v.Mutate(sd)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		p, err := ocistack.PushRelease(ctx, t, filepath.Join(pub.SrcDir, StackPath), ReleaseOf(v.Name),
+			ocistack.Origin{Created: time.Unix(1_700_000_000, 0)}, signer)
+		if err != nil {
+			return nil, fmt.Errorf("push %s: %w", v.Name, err)
+		}
+		out[v.Name] = p.Release.Digest.String()
+	}
+	return out, nil
+}
+
+// OCIClusterStack is ClusterStack (the reference stack's, ns, interval and versions) reading
+// its releases from the OCI repository url instead of Git; insecure for the plane's loopback
+// registry.
+func OCIClusterStack(ns, url string, insecure bool, interval time.Duration, versions ...string) *csv1.ClusterStack {
+	cs := ClusterStack(ns, "", interval, versions...)
+	cs.Spec.Source = csv1.StackSource{OCI: &csv1.OCISource{URL: url, Insecure: insecure}}
+	return cs
 }

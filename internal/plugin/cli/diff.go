@@ -430,7 +430,7 @@ func fetchStackFiles(ctx context.Context, c client.Client, cfg *rest.Config, rel
 		return "", nil, fmt.Errorf("temporary directory: %w", err)
 	}
 	if err := fetchArtifact(ctx, cfg, art.URL, art.Digest, artifactHost, false, root); err != nil {
-		return root, nil, fmt.Errorf("fetch the artifact of GitRepository %s/%s (revision %s): %w", rel.Namespace, fluxgen.GitRepositoryName(rel.Name), art.Revision, err)
+		return root, nil, fmt.Errorf("fetch the artifact of %s %s/%s (revision %s): %w", fluxgen.SourceKind(rel), rel.Namespace, fluxgen.GitRepositoryName(rel.Name), art.Revision, err)
 	}
 	st, err := stack.Load(filepath.Join(root, filepath.FromSlash(rel.Spec.Source.Path)))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -225,17 +224,18 @@ func fetchStack(ctx context.Context, c client.Client, cfg *rest.Config, rel *csv
 	return loadArtifactStack(ctx, cfg, rel, art, vo)
 }
 
-// releaseArtifact is the artifact of the release's GitRepository.
+// releaseArtifact is the artifact of the release's source (GitRepository or OCIRepository).
 func releaseArtifact(ctx context.Context, c client.Client, rel *csv1.ClusterStackRelease) (*fluxmeta.Artifact, error) {
-	repo := &sourcev1.GitRepository{}
+	repo := fluxgen.NewReleaseSource(rel)
+	kind := fluxgen.SourceKind(rel)
 	key := client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}
 	if err := c.Get(ctx, key, repo); err != nil {
-		return nil, fmt.Errorf("get GitRepository %s: %w", key, err)
+		return nil, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
-	if repo.Status.Artifact == nil {
-		return nil, fmt.Errorf("GitRepository %s has no artifact yet", key)
+	if repo.GetArtifact() == nil {
+		return nil, fmt.Errorf("%s %s has no artifact yet", kind, key)
 	}
-	return repo.Status.Artifact, nil
+	return repo.GetArtifact(), nil
 }
 
 // loadArtifactStack downloads the artifact and loads the release's stack from it.
@@ -247,7 +247,7 @@ func loadArtifactStack(ctx context.Context, cfg *rest.Config, rel *csv1.ClusterS
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	if err := fetchArtifact(ctx, cfg, art.URL, art.Digest, vo.artifactHost, vo.directArtifacts, dir); err != nil {
-		return nil, fmt.Errorf("fetch the artifact of GitRepository %s (revision %s): %w", key, art.Revision, err)
+		return nil, fmt.Errorf("fetch the artifact of %s %s (revision %s): %w", fluxgen.SourceKind(rel), key, art.Revision, err)
 	}
 	st, err := stack.Load(filepath.Join(dir, filepath.FromSlash(rel.Spec.Source.Path)))
 	if err != nil {

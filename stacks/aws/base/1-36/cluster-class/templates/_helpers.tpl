@@ -1,6 +1,8 @@
-{{/* Prefix of every object name: the ClusterClass name, i.e. the release tag. */}}
+{{/* Prefix of every object name: the ClusterClass name, i.e. the release tag. From an OCI
+registry, helm-controller versions the chart <semver>+<digest> (docs/oci.md): "+" is no name
+character. */}}
 {{- define "cluster-class.name" -}}
-{{ .Release.Name }}-{{ .Chart.Version }}
+{{ .Release.Name }}-{{ .Chart.Version | replace "+" "-" }}
 {{- end }}
 
 {{/* kubelet arguments of every node: the AWS cloud controller manager runs out of tree. */}}
