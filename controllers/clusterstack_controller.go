@@ -311,7 +311,8 @@ func releaseLifecycleChanged() predicate.Predicate {
 		}
 		return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 			conditionStatus(o.Status.Conditions, csv1.StackValidCondition) != conditionStatus(n.Status.Conditions, csv1.StackValidCondition) ||
-			conditionStatus(o.Status.Conditions, csv1.AvailableCondition) != conditionStatus(n.Status.Conditions, csv1.AvailableCondition)
+			conditionStatus(o.Status.Conditions, csv1.AvailableCondition) != conditionStatus(n.Status.Conditions, csv1.AvailableCondition) ||
+			conditionStatus(o.Status.Conditions, csv1.ProviderObjectsReadyCondition) != conditionStatus(n.Status.Conditions, csv1.ProviderObjectsReadyCondition)
 	}}
 }
 

@@ -56,6 +56,7 @@ type ClusterStackReleaseReconciler struct {
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=openstack.k-orc.cloud,resources=*,verbs=get;list;watch
 
 // releaseScope carries one reconcile's facts between the phases.
 type releaseScope struct {

@@ -55,7 +55,7 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	defer r.pace.track(req.NamespacedName, rel)()
-	in, err := r.input(ctx, rel)
+	in, providers, err := r.input(ctx, rel)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -82,9 +82,25 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 			events = append(events, warningEvent(met.Reason, met.Message))
 		}
 		fluxstatus.SetCondition(&rel.Status.Conditions, met)
+		// ProviderObjectsReady, once the release knows what its cluster-class creates.
+		if rel.Status.ClusterClass != nil {
+			pr := providerObjectsReady(rel, providers)
+			pr.ObservedGeneration = rel.Generation
+			if old := apimeta.FindStatusCondition(rel.Status.Conditions, pr.Type); pr.Status == metav1.ConditionFalse && (old == nil || old.Status != pr.Status) {
+				events = append(events, warningEvent(pr.Reason, pr.Message))
+			}
+			fluxstatus.SetCondition(&rel.Status.Conditions, pr)
+		}
 		return true, events
 	})
-	return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
+	requeue := res.RequeueAfter
+	for _, p := range providers {
+		// Their kinds are not watched: look again while one is not ready.
+		if !p.Healthy() && (requeue == 0 || requeue > providerObjectRecheck) {
+			requeue = providerObjectRecheck
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, err
 }
 
 // waitingForStack says what a release whose stack has not been validated yet waits for, naming
@@ -105,7 +121,8 @@ func waitingForStack(rel *csv1.ClusterStackRelease, repo fluxgen.SourceObject, s
 
 // input gathers what the release's status is judged from; the conditions and records this
 // controller wrote last (Previous, Unhealthy) are taken from the object re-read for the write.
-func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, error) {
+// The provider objects the release's cluster-class created are returned too (providerObjects).
+func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, []fluxstatus.ObjectState, error) {
 	in := fluxstatus.Input{
 		Subject: "release " + rel.Name,
 		Desired: rel.Spec.Version,
@@ -117,7 +134,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 	var source fluxstatus.ObjectState
 	if err := r.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: fluxgen.GitRepositoryName(rel.Name)}, repo); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return in, err
+			return in, nil, err
 		}
 		repo = nil
 		source = fluxstatus.Missing(fluxgen.SourceKind(rel), fluxgen.GitRepositoryName(rel.Name), "source")
@@ -137,7 +154,7 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 		if in.Waiting == nil && in.Invalid == nil {
 			in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonSourceNotReady, Message: waitingForStack(rel, repo, source), Since: rel.CreationTimestamp.Time}
 		}
-		return in, nil
+		return in, nil, nil
 	}
 	cc := *rel.Status.ClusterClass
 	name := fluxgen.ClusterClassObjectName(rel.Name)
@@ -146,13 +163,13 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 			return fluxstatus.FromKustomization(o, rel.Status.Revision)
 		})
 		if err != nil {
-			return in, err
+			return in, nil, err
 		}
 		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
 	} else {
 		st, err := chartState(ctx, r.Client, rel, name, cc)
 		if err != nil {
-			return in, err
+			return in, nil, err
 		}
 		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
 		st, err = getState(ctx, r.Client, rel.Namespace, name, &helmv2.HelmRelease{}, func(o *helmv2.HelmRelease) fluxstatus.ObjectState {
@@ -160,21 +177,26 @@ func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *cs
 			return fluxstatus.FromHelmRelease(o, vs[0], vs[1:]...)
 		})
 		if err != nil {
-			return in, err
+			return in, nil, err
 		}
 		in.Objects = append(in.Objects, withComponent(st, csv1.ClusterClassComponent))
 	}
+	providers, err := providerObjects(ctx, r.Client, rel)
+	if err != nil {
+		return in, nil, err
+	}
+	in.Objects = append(in.Objects, providers...)
 	for _, c := range rel.Status.Components {
 		if c.Kind != csv1.ComponentKindHelm {
 			continue
 		}
 		st, err := chartState(ctx, r.Client, rel, fluxgen.AddonChartName(rel.Name, c.Name), c)
 		if err != nil {
-			return in, err
+			return in, nil, err
 		}
 		in.Objects = append(in.Objects, withComponent(st, c.Name))
 	}
-	return in, nil
+	return in, providers, nil
 }
 
 // sourceState reads a release's source, a GitRepository or an OCIRepository.
@@ -305,6 +327,7 @@ func (s *releaseScope) withStackFacts(rel *csv1.ClusterStackRelease) []statusEve
 	rel.Status.Components = releaseComponents(rel, st, s.charts)
 	rel.Status.Stages = releaseStages(st)
 	rel.Status.Requirements = releaseRequirements(st)
+	rel.Status.ProviderKinds = releaseProviderKinds(st)
 	rel.Status.ObservedGeneration = rel.Generation
 	return events
 }

@@ -307,6 +307,10 @@ func releaseFacts(rel *csv1.ClusterStackRelease) updates.Release {
 		ok := c.Status == metav1.ConditionTrue
 		out.RequirementsMet, out.RequirementsMessage = &ok, c.Message
 	}
+	if c := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ProviderObjectsReadyCondition); c != nil && c.Status != metav1.ConditionUnknown {
+		ok := c.Status == metav1.ConditionTrue
+		out.ProviderObjectsReady, out.ProviderObjectsMessage = &ok, c.Message
+	}
 	return out
 }
 

@@ -106,6 +106,16 @@ type ReleaseComponent struct {
 	ChartDigest string `json:"chartDigest,omitempty"`
 }
 
+// ObjectKind is the API version and kind of objects.
+type ObjectKind struct {
+	// apiVersion of the objects, e.g. "openstack.k-orc.cloud/v1alpha1".
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// kind of the objects, e.g. "Image".
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+}
+
 // StackRequirement is one entry of the `requires:` list of a stack's stack.yaml: an operator of
 // the management plane at a version range, or a Cluster API contract. Exactly one of operator and
 // capiContract is set.
@@ -135,9 +145,9 @@ type ClusterStackReleaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling and
-	// RequirementsMet are written by the ClusterStackRelease status reconciler; StackValid and
-	// TagVerified by the ClusterStackRelease reconciler.
+	// conditions: Available, Progressing, Degraded, Ready, Stalled, Reconciling,
+	// RequirementsMet and ProviderObjectsReady are written by the ClusterStackRelease status
+	// reconciler; StackValid and TagVerified by the ClusterStackRelease reconciler.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -198,6 +208,17 @@ type ClusterStackReleaseStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Requirements []StackRequirement `json:"requirements,omitempty"`
+
+	// providerKinds are the kinds of the provider objects the release's cluster-class creates
+	// besides its ClusterClass and templates (the machine image of an OpenStack stack, an OpenStack
+	// Resource Controller Image, say), of the API groups the operator reads (infrastructure and
+	// control plane providers, openstack.k-orc.cloud). The release is Available, offered as an
+	// update, and Clusters may use it only once each such object it created is ready by its own
+	// status (ProviderObjectsReady). Written by the ClusterStackRelease reconciler.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	ProviderKinds []ObjectKind `json:"providerKinds,omitempty"`
 
 	// clusters counts the Clusters using the release. Written by the ClusterStackRelease status
 	// reconciler.

@@ -103,12 +103,19 @@ const (
 	// operator, the range and the delivered version.
 	// +docs:kinds=ClusterStackRelease
 	RequirementsMetCondition = "RequirementsMet"
+	// ProviderObjectsReadyCondition on a ClusterStackRelease is False while an object its
+	// cluster-class created besides the ClusterClass and templates (status.providerKinds: a
+	// machine image, say) is not ready by its own status, naming it; True once every one is (or
+	// the cluster-class creates none). While it is False the release is not Available, is not
+	// offered as an update, and the Cluster webhook refuses Clusters that would start using it.
+	// +docs:kinds=ClusterStackRelease
+	ProviderObjectsReadyCondition = "ProviderObjectsReady"
 )
 
 // Condition reasons.
 const (
 	// ReasonAsExpected: the condition holds as it should. What to do: nothing.
-	// +docs:on=ClusterStack/Available,ClusterStack/Progressing,ClusterStack/Degraded,ClusterStack/ReleasesResolved,ClusterStack/Upgradeable,ClusterStackRelease/Available,ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStackRelease/StackValid,ClusterStackRelease/TagVerified,ClusterStackRelease/RequirementsMet,ClusterAddon/Available,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterAddon/ValuesRendered,ClusterAddon/WorkloadClusterReady,ClusterAddon/ReleaseReady,ClusterAddon/ObjectsOwned,ManagementOperator/Available,ManagementOperator/Progressing,ManagementOperator/Degraded,ManagementOperator/Upgradeable,ManagementOperator/TagVerified
+	// +docs:on=ClusterStack/Available,ClusterStack/Progressing,ClusterStack/Degraded,ClusterStack/ReleasesResolved,ClusterStack/Upgradeable,ClusterStackRelease/Available,ClusterStackRelease/Progressing,ClusterStackRelease/Degraded,ClusterStackRelease/StackValid,ClusterStackRelease/TagVerified,ClusterStackRelease/RequirementsMet,ClusterStackRelease/ProviderObjectsReady,ClusterAddon/Available,ClusterAddon/Progressing,ClusterAddon/Degraded,ClusterAddon/ValuesRendered,ClusterAddon/WorkloadClusterReady,ClusterAddon/ReleaseReady,ClusterAddon/ObjectsOwned,ManagementOperator/Available,ManagementOperator/Progressing,ManagementOperator/Degraded,ManagementOperator/Upgradeable,ManagementOperator/TagVerified
 	ReasonAsExpected = "AsExpected"
 	// ReasonReconciling: a Flux object is reconciling or has not observed its latest generation; on a
 	// ClusterStack, a release or Cluster of the stack is progressing, or no version is fully available
@@ -284,6 +291,15 @@ const (
 	// contract) the message names, and the Clusters move by themselves.
 	// +docs:on=ClusterStack/Upgradeable,ClusterStackRelease/RequirementsMet,ClusterAddon/ReleaseReady,ClusterAddon/Progressing,ClusterAddon/Degraded,ManagementOperator/Upgradeable,ManagementOperator/Progressing,ClusterStack/Degraded
 	ReasonRequirementsNotMet = "RequirementsNotMet"
+	// ReasonProviderObjectNotReady: an object the release's cluster-class created besides the
+	// ClusterClass and templates (a machine image, an OpenStack Resource Controller Image) is not
+	// ready by its own status: still being made, or failed; the message names the object and
+	// what its controller said. While it lasts, the release is not Available and Clusters cannot
+	// start using it; past the grace period it is Degraded. What to do: usually wait (an image
+	// upload takes minutes); for a failure, `kubectl describe` the object, fix its cause (the image
+	// URL, the cloud credentials) and let its controller retry, or publish a fixed stack version.
+	// +docs:on=ClusterStackRelease/ProviderObjectsReady
+	ReasonProviderObjectNotReady = "ProviderObjectNotReady"
 	// ReasonRequirementsOverridden: a ManagementOperator's spec.version is outside a range an in-use
 	// release requires, and is applied anyway because spec.overrideStackRequirements is set. What to
 	// do: nothing required (status.history records the accepted risk); move the Clusters to releases

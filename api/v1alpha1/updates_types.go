@@ -213,6 +213,10 @@ const (
 	// RiskDeclined: a pull request proposing it was closed without merging. What to do: nothing: a
 	// newer release is proposed when it comes; to take this one anyway, change the fleet by hand.
 	RiskDeclined UpdateRiskType = "Declined"
+	// RiskProviderObjectsNotReady: an object the release's cluster-class created (a machine image)
+	// is not ready yet, or failed (the release's ProviderObjectsReady condition); no Cluster can use
+	// the release meanwhile. What to do: wait for it, or see the condition's message for a failure.
+	RiskProviderObjectsNotReady UpdateRiskType = "ProviderObjectsNotReady"
 )
 
 // StackUpdate is a release Clusters may move to.

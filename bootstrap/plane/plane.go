@@ -909,6 +909,14 @@ func (p *Plane) startLocalInfra(ctx context.Context) error {
 	if err := p.infra.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("plane: localinfra controller: %w", err)
 	}
+	// The machine images of OpenStack stacks, where the plane serves the stand-in Image.
+	for _, gvk := range o.StandInKinds {
+		if gvk == localinfra.ImageGVK {
+			if err := (&localinfra.ImageReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("plane: localinfra image controller: %w", err)
+			}
+		}
+	}
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	p.mgrCancel = cancel
 	p.mgrDone = make(chan error, 1)

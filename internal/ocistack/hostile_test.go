@@ -44,7 +44,7 @@ func TestHugeTagListIsRefusedWithinBounds(t *testing.T) {
 	if err == nil {
 		t.Fatal("Tags read a 40 MiB tag list")
 	}
-	if !strings.Contains(err.Error(), "exceeds") {
+	if !strings.Contains(err.Error(), "too large") || !strings.Contains(err.Error(), "1048576 bytes") {
 		t.Errorf("error does not say the list is too large: %v", err)
 	}
 	if alloc > allocBound {

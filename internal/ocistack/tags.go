@@ -40,7 +40,7 @@ func Tags(ctx context.Context, t Target, max int) ([]string, error) {
 		var syntax *json.SyntaxError
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &syntax) {
 			// ORAS stops reading a page at MaxMetadataBytes: what it read does not decode.
-			return nil, fmt.Errorf("list the tags of %s: %w: a page of the tag list is malformed or exceeds %d bytes: %v", repo.Reference, ErrBadTagPage, MaxMetadataBytes, err)
+			return nil, fmt.Errorf("list the tags of %s: %w (a page of at most %d bytes, the bound, did not decode): %v", repo.Reference, ErrBadTagPage, MaxMetadataBytes, err)
 		}
 		return nil, fmt.Errorf("list the tags of %s: %w", repo.Reference, err)
 	}

@@ -121,6 +121,10 @@ type Stack struct {
 	// ranges) and the Cluster API contract the stack needs. A release whose requirements the
 	// delivered ManagementOperators do not meet is not used.
 	Requirements []Requirement `json:"requirements,omitempty"`
+	// ProviderKinds are the kinds of the provider objects the cluster-class creates besides its
+	// ClusterClass and templates (ProviderKinds). Load leaves it empty; the operator's stack
+	// cache sets it.
+	ProviderKinds []ProviderKind `json:"providerKinds,omitempty"`
 }
 
 // Requirement is one entry of stack.yaml's `requires:` list: an operator of the management plane

@@ -28,6 +28,10 @@ type Release struct {
 	// release's requirements; RequirementsMessage says what is missing.
 	RequirementsMet     *bool
 	RequirementsMessage string
+	// ProviderObjectsReady is nil while unknown, else whether the objects the release's
+	// cluster-class created (machine images) are ready; ProviderObjectsMessage says which is not.
+	ProviderObjectsReady   *bool
+	ProviderObjectsMessage string
 }
 
 // Facts are what the updates are computed from.
@@ -156,6 +160,7 @@ func risksOf(f Facts, r releasename.Release, found metav1.Time) ([]csv1.UpdateRi
 	}
 	add(validationRisk(f.Releases[name], name))
 	add(requirementsRisk(f.Releases[name], name))
+	add(providerObjectsRisk(f.Releases[name]))
 	ageRisk, wait := minimumAgeRisk(f, name, found)
 	add(ageRisk)
 	add(declinedRisk(f, r))
@@ -179,6 +184,14 @@ func requirementsRisk(rel Release, name string) *csv1.UpdateRisk {
 	}
 	return &csv1.UpdateRisk{Type: csv1.RiskRequirementsNotMet,
 		Message: fmt.Sprintf("release %s requires what the management cluster does not have: %s", name, OrUnknown(rel.RequirementsMessage))}
+}
+
+// providerObjectsRisk: an object the release's cluster-class created is not ready.
+func providerObjectsRisk(rel Release) *csv1.UpdateRisk {
+	if rel.ProviderObjectsReady == nil || *rel.ProviderObjectsReady {
+		return nil
+	}
+	return &csv1.UpdateRisk{Type: csv1.RiskProviderObjectsNotReady, Message: OrUnknown(rel.ProviderObjectsMessage)}
 }
 
 // minimumAgeRisk: the tag was first seen less than MinReleaseAge ago. wait is the time left.

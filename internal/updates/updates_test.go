@@ -74,6 +74,14 @@ func TestCompute(t *testing.T) {
 			"aws-base-1-36-v10": {{Type: csv1.RiskValidationFailed, Message: "release aws-base-1-36-v10 failed validation: chart broken"}},
 			"aws-base-1-36-v3": {{Type: csv1.RiskRequirementsNotMet,
 				Message: "release aws-base-1-36-v3 requires what the management cluster does not have: needs capi v1beta3"}}}},
+		{name: "a node image not ready: held back, saying which", mutate: func(f *Facts) {
+			f.Releases = map[string]Release{
+				"aws-base-1-36-v10": {Validated: ptr(true), ProviderObjectsReady: ptr(false), ProviderObjectsMessage: "release aws-base-1-36-v10: Image/ubuntu, created by its cluster-class, is not ready yet: uploading"},
+				"aws-base-1-36-v3":  {Validated: ptr(true), ProviderObjectsReady: ptr(true)},
+			}
+		}, avail: []string{"aws-base-1-36-v3"}, cond: []string{"aws-base-1-36-v10"}, risks: map[string][]csv1.UpdateRisk{
+			"aws-base-1-36-v10": {{Type: csv1.RiskProviderObjectsNotReady,
+				Message: "release aws-base-1-36-v10: Image/ubuntu, created by its cluster-class, is not ready yet: uploading"}}}},
 		{name: "too young: held until the minimum age, requeued then", mutate: func(f *Facts) {
 			f.MinReleaseAge = time.Hour
 			f.Discovered = map[string]metav1.Time{"aws-base-1-36-v3": metav1.NewTime(now.Add(-2 * time.Hour)), "aws-base-1-36-v10": metav1.NewTime(now.Add(-20 * time.Minute))}

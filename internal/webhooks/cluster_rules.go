@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -98,6 +100,11 @@ func validateUse(c *clusterv1.Cluster, rel *csv1.ClusterStackRelease) (field.Err
 			"ClusterClass %q in namespace %q is ClusterStackRelease %s/%s, and a ClusterStack only serves Clusters of its own namespace: "+
 				"create the ClusterStack in namespace %q and refer to its release without classRef.namespace",
 			rel.Name, rel.Namespace, rel.Namespace, rel.Name, c.Namespace))}, nil
+	}
+	if pr := apimeta.FindStatusCondition(rel.Status.Conditions, csv1.ProviderObjectsReadyCondition); pr != nil && pr.Status == metav1.ConditionFalse {
+		return field.ErrorList{field.Forbidden(classRefNamePath, fmt.Sprintf(
+			"ClusterStackRelease %q cannot be used by a Cluster yet: %s. Its ClusterClass would build nodes from what is not ready; wait until the release's ProviderObjectsReady condition is True",
+			rel.Name, pr.Message))}, nil
 	}
 	want, got := rel.Status.KubernetesVersion, c.Spec.Topology.Version
 	if want == "" {

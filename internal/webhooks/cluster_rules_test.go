@@ -114,6 +114,13 @@ func TestValidateClusterCreate(t *testing.T) {
 			want: []wantErr{{field: "spec.topology.version", contains: []string{`to "v1.36.3"`}}},
 		},
 		{
+			name: "release whose node image is not ready", cluster: cluster(base136.Name, "v1.36.3"), rel: withImageNotReady(base136),
+			want: []wantErr{{field: "spec.topology.classRef.name", contains: []string{
+				`ClusterStackRelease "aws-base-1-36-v1" cannot be used by a Cluster yet`, "Image/ubuntu-2404, created by its cluster-class, failed: download failed: 404",
+				"ProviderObjectsReady",
+			}}},
+		},
+		{
 			name: "release not validated yet", cluster: cluster(unvalidated137.Name, "v1.37.0"), rel: unvalidated137,
 			warnings: []string{`ClusterStackRelease team-a/aws-base-1-37-v2 has not been validated yet`},
 		},
@@ -136,6 +143,14 @@ func TestValidateClusterCreate(t *testing.T) {
 			checkWarnings(t, warnings, tc.warnings)
 		})
 	}
+}
+
+// withImageNotReady is rel whose cluster-class's node image failed (ProviderObjectsReady False).
+func withImageNotReady(rel *csv1.ClusterStackRelease) *csv1.ClusterStackRelease {
+	out := rel.DeepCopy()
+	out.Status.Conditions = append(out.Status.Conditions, metav1.Condition{Type: csv1.ProviderObjectsReadyCondition, Status: metav1.ConditionFalse,
+		Reason: csv1.ReasonProviderObjectNotReady, Message: "release aws-base-1-36-v1: Image/ubuntu-2404, created by its cluster-class, failed: download failed: 404"})
+	return out
 }
 
 func checkWarnings(t *testing.T, got, want []string) {
