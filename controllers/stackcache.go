@@ -83,7 +83,7 @@ func (c *StackCache) Get(ctx context.Context, repo fluxgen.SourceObject, path st
 	if err != nil {
 		return nil, err
 	}
-	s.ProviderKinds = stack.ProviderKinds(stackDir, providerObjectGroup)
+	s.ProviderKinds = stack.ProviderKinds(stackDir, s, providerObjectGroup)
 
 	c.entries.Add(key, s, stackCacheTTL)
 	return s, nil
