@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
 // ImageGVK is the OpenStack Resource Controller's (ORC) Image, the machine image an OpenStack
@@ -45,7 +47,10 @@ type ImageReconciler struct {
 func (r *ImageReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ImageGVK)
-	return ctrl.NewControllerManagedBy(mgr).For(u).Named("localinfra-image").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(u).Named("localinfra-image").
+		// Several planes may run in one test process.
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		Complete(r)
 }
 
 // ORC's condition types and reasons.

@@ -154,6 +154,20 @@ func (f *fleet) waitReleasesReady(ctx context.Context) {
 	}).WithTimeout(5 * time.Minute).Should(Succeed())
 }
 
+// waitStackSettled waits until the fleet's ClusterStack no longer reports a problem (Degraded)
+// left from before: it rolls its releases up a moment after they change, and a scenario's next
+// phase judges the status from its own start, so it must not begin while the roll-up still
+// says what the previous phase's fault did.
+func (f *fleet) waitStackSettled(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		cs := &csv1.ClusterStack{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: stackName}, cs)).To(Succeed())
+		g.Expect(apimeta.IsStatusConditionTrue(cs.Status.Conditions, csv1.DegradedCondition)).To(BeFalse(),
+			"ClusterStack %s is still Degraded: %s", stackName, framework.ConditionMessage(cs.Status.Conditions, csv1.DegradedCondition))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+}
+
 // move points the given Clusters at version v, recording when and the Helm upgrade each move
 // must cause.
 func (f *fleet) move(ctx context.Context, clusters []string, v string) {

@@ -160,6 +160,7 @@ var _ = Describe("Faults", Ordered, func() {
 		// interval fetches meanwhile.
 		fl.waitRelease(ctx, to)
 		fl.waitReleasesReady(ctx)
+		fl.waitStackSettled(ctx)
 		row.Status.add(expectHonest(fl.status.Since(start), honesty{start: start, fault: down, movedAt: fl.movedAt}))
 
 		By("rollout: the Git server goes down after half the fleet moved")
