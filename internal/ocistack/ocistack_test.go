@@ -14,6 +14,7 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 
@@ -21,6 +22,20 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
+
+// keyPair makes a cosign key pair without a password: the signer and the PEM public key.
+func keyPair(t *testing.T) (signature.Signer, []byte) {
+	t.Helper()
+	priv, pub, err := ocistack.GenerateKeyPair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ocistack.LoadSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, pub
+}
 
 // startRegistry starts the real registry (bin/registry), plain http on loopback, or https with
 // htpasswd users.
@@ -209,14 +224,7 @@ func TestMirrorPreservesDigestAndSignature(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv, pub, err := ocistack.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ocistack.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, pub := keyPair(t)
 	if err := ocistack.Sign(ctx, from, signed, signer); err != nil {
 		t.Fatal(err)
 	}

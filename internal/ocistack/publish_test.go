@@ -321,14 +321,7 @@ func TestPushReleaseSignsEveryChart(t *testing.T) {
 	s := startRegistry(t, registry.Options{})
 	ctx := context.Background()
 	tgt := target(s, "stacks/signed")
-	priv, pub, err := ocistack.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ocistack.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, pub := keyPair(t)
 	p, err := ocistack.PushRelease(ctx, tgt, releaseStack(t), "v1", ocistack.Origin{}, signer)
 	if err != nil {
 		t.Fatal(err)
@@ -355,14 +348,7 @@ func TestMirrorCopiesChartsWithTheirRelease(t *testing.T) {
 	from := target(src, "stacks/aws-base")
 	to := target(dst, "mirror/aws-base")
 	to.Username, to.Password = "mirror", "pw"
-	priv, pub, err := ocistack.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ocistack.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, pub := keyPair(t)
 	p, err := ocistack.PushRelease(ctx, from, releaseStack(t), "v1", ocistack.Origin{}, signer)
 	if err != nil {
 		t.Fatal(err)

@@ -90,22 +90,29 @@ func PublishVersion(ctx context.Context, git Publisher, repoRoot, tmp, repo, v s
 func PublishVersions(ctx context.Context, git Publisher, repoRoot, tmp, repo string, versions ...Version) error {
 	pubs := make([]gitserver.Publication, 0, len(versions))
 	for _, v := range versions {
-		pub, err := stacksCopy(repoRoot, tmp, ReleaseOf(v.Name), func(dir string) error {
-			sd := filepath.Join(dir, StackPath)
-			if err := stack.SetChartVersion(sd, v.Name); err != nil {
-				return err
-			}
-			if v.Mutate != nil {
-				return v.Mutate(sd)
-			}
-			return nil
-		})
+		pub, err := versionCopy(repoRoot, tmp, v)
 		if err != nil {
 			return err
 		}
 		pubs = append(pubs, pub)
 	}
 	return git.PublishAll(ctx, repo, pubs...)
+}
+
+// versionCopy is the publication of version v of the reference stack: a copy of the stacks tree
+// whose stack has its cluster-class chart at version v, as a release step sets it, and v's
+// mutation applied.
+func versionCopy(repoRoot, tmp string, v Version) (gitserver.Publication, error) {
+	return stacksCopy(repoRoot, tmp, ReleaseOf(v.Name), func(dir string) error {
+		sd := filepath.Join(dir, StackPath)
+		if err := stack.SetChartVersion(sd, v.Name); err != nil {
+			return err
+		}
+		if v.Mutate != nil {
+			return v.Mutate(sd)
+		}
+		return nil
+	})
 }
 
 // PushVersions publishes each version of the reference stack, as PublishVersions builds it, to
@@ -116,16 +123,7 @@ func PublishVersions(ctx context.Context, git Publisher, repoRoot, tmp, repo str
 func PushVersions(ctx context.Context, t ocistack.Target, repoRoot, tmp string, signer signature.Signer, versions ...Version) (map[string]string, error) {
 	out := map[string]string{}
 	for _, v := range versions {
-		pub, err := stacksCopy(repoRoot, tmp, ReleaseOf(v.Name), func(dir string) error {
-			sd := filepath.Join(dir, StackPath)
-			if err := stack.SetChartVersion(sd, v.Name); err != nil {
-				return err
-			}
-			if v.Mutate != nil {
-				return v.Mutate(sd)
-			}
-			return nil
-		})
+		pub, err := versionCopy(repoRoot, tmp, v)
 		if err != nil {
 			return nil, err
 		}
