@@ -3,9 +3,9 @@ package framework
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	"github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,14 +30,72 @@ func ConditionMessage(conds []metav1.Condition, t string) string {
 }
 
 // HaveCondition matches an object (Conditioned) whose condition t has status s and a message
-// containing every one of parts.
+// containing every one of parts. Its failure message names the object's conditions (type, status,
+// reason, message), so that a failure in CI says what the object reported instead.
 func HaveCondition(t string, s metav1.ConditionStatus, parts ...string) types.GomegaMatcher {
-	ms := []types.GomegaMatcher{gomega.HaveField("Status", s)}
-	for _, p := range parts {
-		ms = append(ms, gomega.HaveField("Message", gomega.ContainSubstring(p)))
+	return &conditionMatcher{t: t, s: s, parts: parts}
+}
+
+type conditionMatcher struct {
+	t     string
+	s     metav1.ConditionStatus
+	parts []string
+}
+
+func (m *conditionMatcher) Match(actual any) (bool, error) {
+	o, ok := actual.(Conditioned)
+	if !ok {
+		return false, fmt.Errorf("HaveCondition expects an object with conditions, got %T", actual)
 	}
-	return gomega.WithTransform(func(o Conditioned) *metav1.Condition { return Condition(o, t) },
-		gomega.And(gomega.Not(gomega.BeNil()), gomega.And(ms...)))
+	c := Condition(o, m.t)
+	if c == nil || c.Status != m.s {
+		return false, nil
+	}
+	for _, p := range m.parts {
+		if !strings.Contains(c.Message, p) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (m *conditionMatcher) FailureMessage(actual any) string {
+	return "Expected " + m.want() + ", got:\n" + describeConditions(actual)
+}
+
+func (m *conditionMatcher) NegatedFailureMessage(actual any) string {
+	return "Expected no " + m.want() + ", got:\n" + describeConditions(actual)
+}
+
+func (m *conditionMatcher) want() string {
+	w := fmt.Sprintf("condition %s=%s", m.t, m.s)
+	if len(m.parts) > 0 {
+		w += fmt.Sprintf(" with a message containing %q", m.parts)
+	}
+	return w
+}
+
+// describeConditions is a line per condition of actual (an object with conditions), with its
+// name when it has one.
+func describeConditions(actual any) string {
+	o, ok := actual.(Conditioned)
+	if !ok {
+		return fmt.Sprintf("    %T without conditions", actual)
+	}
+	var b strings.Builder
+	if n, ok := actual.(interface {
+		GetNamespace() string
+		GetName() string
+	}); ok {
+		fmt.Fprintf(&b, "    %T %s/%s\n", actual, n.GetNamespace(), n.GetName())
+	}
+	if len(o.GetConditions()) == 0 {
+		b.WriteString("    no conditions\n")
+	}
+	for _, c := range o.GetConditions() {
+		fmt.Fprintf(&b, "    %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
 }
 
 // HelmRevision is the Helm release revision helm-controller last recorded for hr (its
