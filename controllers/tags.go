@@ -386,18 +386,35 @@ func (l *TagLister) remote(ctx context.Context, ns string, src csv1.StackSource)
 	if src.SecretRef == nil {
 		return gitauth.NewRemote(src.URL, "", nil)
 	}
-	name := ns + "/" + src.SecretRef.Name
+	s, err := l.readSecret(ctx, "credentials", ns, src.SecretRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	return gitauth.NewRemote(src.URL, ns+"/"+src.SecretRef.Name, s.Data)
+}
+
+// readSecret reads the Secret name of namespace ns that a ClusterStack's source refers to, for
+// what ("credentials", "CA"). Its errors name the Secret and say what to do; a value larger than
+// gitauth.MaxSecretValueBytes is refused (a tenant's Secret is bounded like the rest of its
+// input).
+func (l *TagLister) readSecret(ctx context.Context, what, ns, name string) (*corev1.Secret, error) {
+	desc := what + " Secret " + ns + "/" + name
 	if l.Reader == nil {
-		return nil, fmt.Errorf("cannot read credentials Secret %s: the tag lister has no Secret reader", name)
+		return nil, fmt.Errorf("cannot read %s: the tag lister has no Secret reader", desc)
 	}
 	var s corev1.Secret
-	if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: src.SecretRef.Name}, &s); err != nil {
+	if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("credentials Secret %s not found: create it in namespace %s (a ClusterStack uses Secrets of its own namespace only)", name, ns)
+			return nil, fmt.Errorf("%s not found: create it in namespace %s (a ClusterStack uses Secrets of its own namespace only)", desc, ns)
 		}
-		return nil, fmt.Errorf("read credentials Secret %s: %w", name, err)
+		return nil, fmt.Errorf("read %s: %w", desc, err)
 	}
-	return gitauth.NewRemote(src.URL, name, s.Data)
+	for k, v := range s.Data {
+		if len(v) > gitauth.MaxSecretValueBytes {
+			return nil, fmt.Errorf("%s: key %q holds %d bytes, more than the %d allowed", desc, k, len(v), gitauth.MaxSecretValueBytes)
+		}
+	}
+	return &s, nil
 }
 
 // tagCache is an LRU cache of listings with expiry, bounded by an estimate of the bytes its

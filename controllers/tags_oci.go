@@ -7,10 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/gitauth"
 	"github.com/clusterstack-io/clusterstack-operator/internal/ocistack"
@@ -94,27 +90,8 @@ func listOCI(ctx context.Context, t ocistack.Target, sel TagSelector, resolve st
 // ociTarget reads the source's Secrets in namespace ns (never another's).
 func (l *TagLister) ociTarget(ctx context.Context, ns string, src csv1.OCISource) (ocistack.Target, error) {
 	t := ocistack.Target{URL: src.URL, Insecure: src.Insecure}
-	read := func(what, ref string) (*corev1.Secret, error) {
-		name := what + " Secret " + ns + "/" + ref
-		if l.Reader == nil {
-			return nil, fmt.Errorf("cannot read %s: the tag lister has no Secret reader", name)
-		}
-		var s corev1.Secret
-		if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref}, &s); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("%s not found: create it in namespace %s", name, ns)
-			}
-			return nil, fmt.Errorf("read %s: %w", name, err)
-		}
-		for k, v := range s.Data {
-			if len(v) > gitauth.MaxSecretValueBytes {
-				return nil, fmt.Errorf("%s: the value of %s is %d bytes, more than the %d allowed", name, k, len(v), gitauth.MaxSecretValueBytes)
-			}
-		}
-		return &s, nil
-	}
 	if src.SecretRef != nil {
-		s, err := read("credentials", src.SecretRef.Name)
+		s, err := l.readSecret(ctx, "credentials", ns, src.SecretRef.Name)
 		if err != nil {
 			return t, err
 		}
@@ -131,7 +108,7 @@ func (l *TagLister) ociTarget(ctx context.Context, ns string, src csv1.OCISource
 		}
 	}
 	if src.CertSecretRef != nil {
-		s, err := read("CA", src.CertSecretRef.Name)
+		s, err := l.readSecret(ctx, "CA", ns, src.CertSecretRef.Name)
 		if err != nil {
 			return t, err
 		}

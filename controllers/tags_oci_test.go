@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +83,7 @@ func TestTagListerListsOCIRepositories(t *testing.T) {
 		dockerConfigSecret("team-a", "wrong", reg.Host(), ociTestUser, "not-the-password"),
 		dockerConfigSecret("team-a", "other-host", "registry.example.com", ociTestUser, ociTestPassword),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "opaque"}, Data: map[string][]byte{"username": []byte("x")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "huge-ca"}, Data: map[string][]byte{"ca.crt": bytes.Repeat([]byte("c"), gitauth.MaxSecretValueBytes+1)}},
 	)
 	src := csv1.OCISource{URL: reg.URL("operators/infra"), SecretRef: &meta.LocalObjectReference{Name: "registry"}, CertSecretRef: &meta.LocalObjectReference{Name: "registry-ca"}}
 	sel := TagSelector{Form: OperatorVersionTags}
@@ -113,6 +116,8 @@ func TestTagListerListsOCIRepositories(t *testing.T) {
 			[]string{"no credentials for the registry " + reg.Host()}},
 		{"not a dockerconfigjson Secret", csv1.OCISource{URL: src.URL, SecretRef: &meta.LocalObjectReference{Name: "opaque"}},
 			[]string{"team-a/opaque has no .dockerconfigjson", "kubectl create secret docker-registry"}},
+		{"a CA Secret over the size bound", csv1.OCISource{URL: src.URL, SecretRef: src.SecretRef, CertSecretRef: &meta.LocalObjectReference{Name: "huge-ca"}},
+			[]string{"CA Secret team-a/huge-ca", `key "ca.crt" holds`, fmt.Sprint(gitauth.MaxSecretValueBytes)}},
 		{"no CA", csv1.OCISource{URL: src.URL, SecretRef: src.SecretRef},
 			[]string{"certificate"}},
 		{"credentials over plain http", csv1.OCISource{URL: src.URL, SecretRef: src.SecretRef, Insecure: true},

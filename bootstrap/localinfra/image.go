@@ -14,6 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 )
 
 // ImageGVK is the OpenStack Resource Controller's (ORC) Image, the machine image an OpenStack
@@ -98,7 +100,7 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		available = metav1.Condition{Type: imageAvailable, Status: metav1.ConditionTrue, Reason: reasonSuccess, Message: "OpenStack resource is available", ObservedGeneration: gen}
 		progressing = metav1.Condition{Type: imageProgressing, Status: metav1.ConditionFalse, Reason: reasonSuccess, Message: "OpenStack resource is up to date", ObservedGeneration: gen}
 	}
-	conds := imageConditions(u)
+	conds := fluxstatus.ConditionsOf(u)
 	before := append([]metav1.Condition(nil), conds...)
 	apimeta.SetStatusCondition(&conds, available)
 	apimeta.SetStatusCondition(&conds, progressing)
@@ -118,34 +120,4 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-// imageConditions reads status.conditions.
-func imageConditions(u *unstructured.Unstructured) []metav1.Condition {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	var out []metav1.Condition
-	for _, r := range raw {
-		m, ok := r.(map[string]any)
-		if !ok {
-			continue
-		}
-		c := metav1.Condition{}
-		c.Type, _ = m["type"].(string)
-		s, _ := m["status"].(string)
-		c.Status = metav1.ConditionStatus(s)
-		c.Reason, _ = m["reason"].(string)
-		c.Message, _ = m["message"].(string)
-		if t, ok := m["lastTransitionTime"].(string); ok {
-			if parsed, err := time.Parse(time.RFC3339, t); err == nil {
-				c.LastTransitionTime = metav1.NewTime(parsed)
-			}
-		}
-		if g, ok := m["observedGeneration"].(int64); ok {
-			c.ObservedGeneration = g
-		}
-		if c.Type != "" {
-			out = append(out, c)
-		}
-	}
-	return out
 }

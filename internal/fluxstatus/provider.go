@@ -36,7 +36,7 @@ func FromProviderObject(u *unstructured.Unstructured) ObjectState {
 		// No revision to compare: the object is healthy when it is ready at its generation.
 		Revision: fmt.Sprintf("generation %d", u.GetGeneration()),
 	}
-	conds := conditionsOf(u)
+	conds := ConditionsOf(u)
 	res, err := kstatus.Compute(u)
 	if err != nil {
 		s.Message = fmt.Sprintf("cannot read its status: %v", err)
@@ -77,9 +77,9 @@ func FromProviderObject(u *unstructured.Unstructured) ObjectState {
 	return s
 }
 
-// conditionsOf reads status.conditions as metav1.Conditions; entries that do not convert are
-// left out.
-func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
+// ConditionsOf reads an unstructured object's status.conditions as metav1.Conditions; entries
+// that do not convert are left out.
+func ConditionsOf(u *unstructured.Unstructured) []metav1.Condition {
 	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	out := make([]metav1.Condition, 0, len(raw))
 	for _, r := range raw {

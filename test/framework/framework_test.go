@@ -116,8 +116,8 @@ func TestMatchers(t *testing.T) {
 	g.Expect(ConditionMessage(a.Status.Conditions, csv1.AvailableCondition)).To(Equal("no Available condition"))
 	a.Namespace, a.Name = "team", "c1"
 	g.Expect(HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue, "v2").FailureMessage(a)).To(Equal(
-		"Expected condition Available=True with a message containing [\"v2\"], got:\n" +
-			"    *v1alpha1.ClusterAddon team/c1\n" +
+		"Expected condition Available=True with a message containing [\"v2\"], got:\n"+
+			"    *v1alpha1.ClusterAddon team/c1\n"+
 			"    Degraded=True Failed: Cluster c1: HelmRelease ns/c1-cni failed\n"), "the failure names what the object reports")
 	_, err := HaveCondition(csv1.AvailableCondition, metav1.ConditionTrue).Match("not an object")
 	g.Expect(err).To(MatchError(ContainSubstring("got string")))
