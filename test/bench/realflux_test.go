@@ -269,6 +269,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	})
 	stopTracking()
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
+	events := operatorEvents(ctx, b, e)
 	must(b, checkWorkloads(ctx, works, names))
 	load1 := loadAvg()
 
@@ -360,6 +361,10 @@ func BenchmarkRealFlux(b *testing.B) {
 		tr.pct(tr.hrWait, 50), tr.pct(tr.hrWait, 90), tr.pct(tr.hrWait, 100), tr.pct(tr.ksWait, 50), tr.pct(tr.ksWait, 90), tr.pct(tr.ksWait, 100))
 	fmt.Fprintf(&out, "    HelmReleases per minute                        %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))
 	fmt.Fprintf(&out, "    operator API writes                            %d (%.2f per Cluster; goal: generated objects + 2 = %d) %s\n", writes, writesPer, len(templates)+2, breakdown)
+	tr.mu.Lock()
+	fmt.Fprintf(&out, "      of which ClusterAddon updates (seen through a watch)   %d (%.2f per Cluster: status writes, spec and metadata)\n", tr.addonWrites, float64(tr.addonWrites)/float64(n))
+	tr.mu.Unlock()
+	fmt.Fprintf(&out, "      Events about the operator's objects in the whole run (objects / occurrences, by reason)   %s\n", events)
 	for _, u := range usages {
 		if u.err != nil {
 			fmt.Fprintf(&out, "    %-46s %v\n", u.name, u.err)
@@ -512,6 +517,11 @@ type readyTracker struct {
 	operatorPart, fluxPart, total []time.Duration
 	// Per object: written -> Ready.
 	hrWait, ksWait []time.Duration
+
+	// addonRV is each followed ClusterAddon's last resourceVersion seen; addonWrites counts the
+	// versions after its first (every update: the operator is its only writer in this phase).
+	addonRV     map[string]string
+	addonWrites int
 }
 
 func newReadyTracker(names []string) *readyTracker {
@@ -520,7 +530,7 @@ func newReadyTracker(names []string) *readyTracker {
 		want[n] = true
 	}
 	return &readyTracker{want: want, n: len(names), hrSeen: map[string]time.Duration{}, hrReady: map[string]time.Duration{},
-		ksSeen: map[string]time.Duration{}, ksReady: map[string]time.Duration{}, addonReady: map[string]time.Duration{}}
+		ksSeen: map[string]time.Duration{}, ksReady: map[string]time.Duration{}, addonReady: map[string]time.Duration{}, addonRV: map[string]string{}}
 }
 
 func fluxReady(conds []metav1.Condition, gen, observed int64) bool {
@@ -565,6 +575,12 @@ func (t *readyTracker) observe(_ string, o client.Object) {
 			}
 		}
 	case *csv1.ClusterAddon:
+		if prev, ok := t.addonRV[obj.Name]; t.want[obj.Name] && ok && prev != obj.ResourceVersion {
+			t.addonWrites++
+		}
+		if t.want[obj.Name] {
+			t.addonRV[obj.Name] = obj.ResourceVersion
+		}
 		if t.want[obj.Name] && apimeta.IsStatusConditionTrue(obj.Status.Conditions, csv1.ReadyCondition) && obj.Status.LastAppliedRelease == release {
 			note(t.addonReady, obj.Name, now)
 		}
@@ -752,4 +768,34 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// operatorEvents lists the Events about the operator's kinds in the benchmark's namespace: per
+// reason, the Event objects (one create each) and their occurrences (each repeat is a patch of
+// the Event's count).
+func operatorEvents(ctx context.Context, b testing.TB, e *benchEnv) string {
+	b.Helper()
+	var list corev1.EventList
+	must(b, e.c.List(ctx, &list, client.InNamespace(benchNS)))
+	objects, occurrences := map[string]int{}, map[string]int32{}
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.APIVersion != csv1.GroupVersion.String() {
+			continue
+		}
+		objects[ev.Reason]++
+		occurrences[ev.Reason] += max(ev.Count, 1)
+	}
+	if len(objects) == 0 {
+		return "none"
+	}
+	reasons := make([]string, 0, len(objects))
+	for r := range objects {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	parts := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		parts = append(parts, fmt.Sprintf("%s %d / %d", r, objects[r], occurrences[r]))
+	}
+	return strings.Join(parts, ", ")
 }
