@@ -40,11 +40,11 @@ var _ = Describe("Cluster API core on the local plane", Ordered, func() {
 		dir, err := os.MkdirTemp("", "plane-capi-")
 		Expect(err).NotTo(HaveOccurred())
 		started := time.Now()
-		capi, err = plane.Start(ctx, plane.Options{StateDir: dir, RepoRoot: root, BinDir: bin, WithCAPI: true, StartTimeout: 3 * time.Minute, Logger: GinkgoLogr})
+		capi, err = plane.Start(ctx, plane.Options{StateDir: dir, RepoRoot: root, BinDir: bin, WithCAPI: true, StartTimeout: 5 * time.Minute, Logger: GinkgoLogr})
 		Expect(err).NotTo(HaveOccurred(), "start plane with CAPI; logs in %s", filepath.Join(dir, "logs"))
 		GinkgoWriter.Printf("plane with CAPI started in %s\n", time.Since(started).Round(time.Millisecond))
 		DeferCleanup(func() { Expect(capi.Stop()).To(Succeed()) })
-	}, NodeTimeout(4*time.Minute))
+	}, NodeTimeout(6*time.Minute)) // the suite runs beside the end-to-end suite: a start may wait for the cores
 
 	It("converts a v1beta1 ClusterClass with CAPI's conversion webhook", func(ctx SpecContext) {
 		c := capi.Client()

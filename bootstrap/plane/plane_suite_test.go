@@ -47,12 +47,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		StateDir:     stateDir,
 		RepoRoot:     root,
 		WithRegistry: true,
-		StartTimeout: 3 * time.Minute,
+		StartTimeout: 5 * time.Minute, // beside the end-to-end suite, a start may wait for the cores
 		Logger:       GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred(), "start plane; logs in %s", filepath.Join(stateDir, "logs"))
 	GinkgoWriter.Printf("plane started in %s; kubeconfig %s\n", time.Since(started).Round(time.Millisecond), pl.Kubeconfig())
-}, NodeTimeout(4*time.Minute))
+}, NodeTimeout(6*time.Minute))
 
 var _ = AfterSuite(func() {
 	if pl != nil {
