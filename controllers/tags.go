@@ -405,7 +405,7 @@ func (l *TagLister) readSecret(ctx context.Context, what, ns, name string) (*cor
 	var s corev1.Secret
 	if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s not found: create it in namespace %s (a ClusterStack uses Secrets of its own namespace only)", desc, ns)
+			return nil, fmt.Errorf("%s not found: create it in namespace %s (a source reads Secrets of its own namespace only)", desc, ns)
 		}
 		return nil, fmt.Errorf("read %s: %w", desc, err)
 	}
