@@ -106,9 +106,9 @@ var (
 // Fleet sizes (FAULTS_CLUSTERS, FAULTS_LATER_CLUSTERS): enough Clusters that half a fleet is in
 // flight when a fault hits and the rest keeps converging beside a Cluster that cannot, few
 // enough that the suite's workload clusters (an API server, etcd, controller manager, scheduler
-// and kwok each) leave the end-to-end suite, which runs beside it, its share of 2 cores (with 8
-// in the later scenarios, one run reached a load average of 40 in scenario 3, and the starved
-// API servers failed it).
+// and kwok each) leave the end-to-end suite, which runs beside it, its share of 2 cores (the
+// two suites together, with 8 here, once reached a load average of 40 during scenario 3 on a
+// busy host, and the starved API servers failed it).
 var (
 	fleetSize  = envInt("FAULTS_CLUSTERS", 10)
 	laterFleet = min(fleetSize, envInt("FAULTS_LATER_CLUSTERS", 6))
