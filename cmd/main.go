@@ -58,27 +58,27 @@ func main() {
 		os.Exit(0)
 	}
 	var (
-		metricsAddr, probeAddr, artifactHost      string
-		profilerAddr                              string
-		webhookHost, webhookCertDir, defaultSA    string
-		runtimeExtClientCA                        string
-		fluxLockdown, fluxNamespace               string
-		allowedFluxShards                         string
-		maxRenders, maxRendersPerNamespace        int
-		managementNamespace                       string
-		watchLabelSelector, leaderElectionID      string
-		manageStacks                              bool
-		concurrent, kubeAPIBurst                  int
-		kubeAPIQPS, memoryLimitRatio              float64
-		webhookPort                               int
-		leaderElect, enableWebhooks, runtimeExt   bool
-		grace, addonTimeout, progressInterval     time.Duration
-		pushRetry, hookRetry                      time.Duration
-		leaseDuration, renewDeadline, retryPeriod time.Duration
-		tagCacheBytes                             int64
-		tagListings                               int
-		diffTimeout                               time.Duration
-		diffMemory                                string
+		metricsAddr, probeAddr, artifactHost              string
+		profilerAddr                                      string
+		webhookHost, webhookCertDir, defaultSA            string
+		runtimeExtClientCA                                string
+		fluxLockdown, fluxNamespace                       string
+		allowedFluxShards                                 string
+		maxRenders, maxRendersPerNamespace                int
+		managementNamespace                               string
+		watchLabelSelector, leaderElectionID              string
+		manageStacks                                      bool
+		concurrent, kubeAPIBurst                          int
+		kubeAPIQPS, memoryLimitRatio                      float64
+		webhookPort                                       int
+		leaderElect, enableWebhooks, runtimeExt           bool
+		grace, queueGrace, addonTimeout, progressInterval time.Duration
+		pushRetry, hookRetry                              time.Duration
+		leaseDuration, renewDeadline, retryPeriod         time.Duration
+		tagCacheBytes                                     int64
+		tagListings                                       int
+		diffTimeout                                       time.Duration
+		diffMemory                                        string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
@@ -95,8 +95,10 @@ func main() {
 	flag.BoolVar(&manageStacks, "manage-stacks", true,
 		"Run the controllers of the objects all Clusters share (ClusterStack, ClusterStackRelease, their status, updates, ManagementOperator) and remove the ClusterAddons of deleted Clusters. Exactly one instance runs with true; shards run with false.")
 	flag.DurationVar(&grace, "degraded-grace-period", 5*time.Minute, "How long a Flux object may be not Ready, or a rollout unfinished, before the object is reported Degraded.")
+	flag.DurationVar(&queueGrace, "flux-queue-grace-period", 15*time.Minute,
+		"How long a Flux object may wait for its Flux controller to pick up its current spec before the object waiting for it is reported Degraded (the controller is not running, or not keeping up). Once the controller works on the object, --degraded-grace-period applies from then. Never shorter than --degraded-grace-period.")
 	flag.DurationVar(&progressInterval, "progress-status-interval", controllers.DefaultProgressInterval,
-		"How long a ClusterAddon status write that only reports progress (a component Ready, the next one awaited, a new ClusterAddon's first status) may wait, so that the states a ClusterAddon passes through within it cost one write. Available, Degraded and every other change are written at once. 0 writes every change at once.")
+		"How long a ClusterAddon status write that only reports progress (a component Ready, the next one awaited, a new ClusterAddon's first status) may wait, so that the states a ClusterAddon passes through within it cost one write. Available, Degraded and every other change are written at once. A ClusterStack's or release's status that changes only in its counts is rewritten at most this often. 0 writes every change at once.")
 	flag.DurationVar(&addonTimeout, "addon-timeout", fluxgen.AddonTimeout, "How long Flux may take for one install, upgrade or health check of a cluster's addon (spec.timeout of the generated HelmReleases and Kustomizations); a failure is reported when it runs out and Flux retries.")
 	flag.DurationVar(&pushRetry, "push-retry-interval", controllers.DefaultPushRetry,
 		"How long after the forge refused a push of a proposal branch the operator tries again.")
@@ -227,6 +229,7 @@ func main() {
 	}
 	if err := controllers.Setup(context.Background(), mgr, controllers.Config{
 		Grace:                            grace,
+		QueueGrace:                       queueGrace,
 		ProgressInterval:                 progressInterval,
 		ArtifactHostOverride:             artifactHost,
 		Tags:                             tags,

@@ -413,3 +413,47 @@ func TestAddonStatusInputDuringUpgrade(t *testing.T) {
 		t.Errorf("judged (-want +got):\n%s", diff)
 	}
 }
+
+// TestAddonStatusInputNothingListedYet: a ClusterAddon whose reconcile stopped before it listed
+// its components (a render deferred, an API error) is waiting, not Available with 0/0 and the
+// release recorded as applied; a release without components is delivered with none.
+func TestAddonStatusInputNothingListedYet(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := csv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		components []csv1.ReleaseComponent
+		waiting    bool
+	}{
+		{"a release with components", []csv1.ReleaseComponent{{Name: "cni", Kind: csv1.ComponentKindHelm, Version: "1.0.0"}}, true},
+		{"a release without components", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel := &csv1.ClusterStackRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r1"}}
+			rel.Status.Revision, rel.Status.Components = "r1@sha1:aaa", tc.components
+			addon := &csv1.ClusterAddon{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}, Spec: csv1.ClusterAddonSpec{ClusterName: "c1"}}
+			addon.Status.DesiredRelease = "r1"
+			addon.Status.Conditions = []metav1.Condition{
+				{Type: csv1.ReleaseReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected},
+				{Type: csv1.WorkloadClusterReadyCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected},
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rel, addon).Build()
+			in, _, err := addonJudge{Reader: c, flux: newFluxObservation(nil)}.input(context.Background(), addon)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := in.Waiting != nil; got != tc.waiting {
+				t.Fatalf("waiting = %+v, want waiting %v", in.Waiting, tc.waiting)
+			}
+			r := fluxstatus.Compute(in)
+			if r.Healthy == tc.waiting {
+				t.Errorf("healthy = %v with %d components listed of %d: %s", r.Healthy, len(addon.Status.Components), len(tc.components), r.Progressing.Message)
+			}
+			if tc.waiting && r.Progressing.Message != "cluster ns/c1: the components of release r1 are not delivered yet" {
+				t.Errorf("Progressing message %q", r.Progressing.Message)
+			}
+		})
+	}
+}

@@ -131,6 +131,7 @@ func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxst
 		Unhealthy:   addon.Status.Unhealthy,
 		Now:         r.Options.now(),
 		Grace:       r.Options.Grace,
+		QueueGrace:  r.Options.QueueGrace,
 		UpgradeHold: r.hold,
 	}
 	judged := map[string]judgement{}
@@ -205,6 +206,17 @@ func (r addonJudge) input(ctx context.Context, addon *csv1.ClusterAddon) (fluxst
 		st.Component = c.Name
 		in.Objects = append(in.Objects, st)
 		judged[c.Name] = judgement{fluxObject: c.FluxObject, release: c.Release, state: st}
+	}
+	if len(addon.Status.Components) == 0 && len(rel.Status.Components) > 0 && in.Waiting == nil {
+		// The reconcile stopped before it listed the components it delivers (its values render
+		// deferred while the namespace has its share of renders running, an API error): nothing
+		// is delivered yet. Judged from an empty list, the release would be "available", 0/0.
+		since := addon.CreationTimestamp.Time
+		if t := addon.Status.DesiredReleaseTime; t != nil && t.After(since) {
+			since = t.Time
+		}
+		in.Waiting = &fluxstatus.Problem{Reason: csv1.ReasonReconciling, Since: since,
+			Message: fmt.Sprintf("the components of release %s are not delivered yet", rel.Name)}
 	}
 	return in, judged, nil
 }

@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"sort"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -75,7 +79,9 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}
 	f := stackstatus.Facts{Releases: delivered, Fleet: fleet, Resolved: apimeta.FindStatusCondition(cs.Status.Conditions, csv1.ReleasesResolvedCondition)}
+	var later time.Duration
 	err = updateStatusEmit(ctx, r.writer, r.Recorder, cs, func(cs *csv1.ClusterStack) (bool, []statusEvent) {
+		was := cs.Status.DeepCopy()
 		f.PreviousAvailable = cs.Status.Versions.Available // as re-read: this controller's last write
 		res := stackstatus.Compute(cs.Name, f)
 		cs.Status.Versions.Available = res.AvailableVersion
@@ -93,13 +99,33 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		up := stackUpgradeable(cs.Name, rels.Items)
 		up.ObservedGeneration = cs.Generation
 		fluxstatus.SetCondition(&cs.Status.Conditions, up)
+		if later = r.pace.countsOnly(req.NamespacedName, was.Conditions, cs.Status.Conditions, sameStackFacts(was, &cs.Status)); later > 0 {
+			cs.Status = *was // only counts changed, and a write went a moment ago: later
+			return true, nil
+		}
 		return true, events
 	})
 	if err == nil {
 		// The same recount as status.clusters, so the metrics agree with the status.
 		metrics.Default.SetStack(cs.Namespace, cs.Name, rels.Items, fleet.States)
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: later}, err
+}
+
+// sameStackFacts is true when a ClusterStack status differs from was at most in its counts
+// (status.clusters, the summary, each release's clusters) and condition messages: the available
+// version, each release's availability and the related objects are the same.
+func sameStackFacts(was, now *csv1.ClusterStackStatus) bool {
+	if was.Versions.Available != now.Versions.Available || len(was.Releases) != len(now.Releases) ||
+		!equality.Semantic.DeepEqual(was.RelatedObjects, now.RelatedObjects) {
+		return false
+	}
+	for i := range was.Releases {
+		if was.Releases[i].Name != now.Releases[i].Name || was.Releases[i].Available != now.Releases[i].Available {
+			return false
+		}
+	}
+	return true
 }
 
 // relatedObjects lists the objects generated for the stack's releases.

@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -66,7 +70,9 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 		return ctrl.Result{}, err
 	}
 	var res fluxstatus.Result
+	var later time.Duration
 	err = updateStatusEmit(ctx, r.writer, r.Recorder, rel, func(rel *csv1.ClusterStackRelease) (bool, []statusEvent) {
+		was := rel.Status.DeepCopy()
 		// The conditions and records this controller wrote last, as re-read here: the cache
 		// may not have had that write yet, and judging from the ones before would take it back.
 		in.Previous, in.Unhealthy = rel.Status.Conditions, rel.Status.Unhealthy
@@ -91,9 +97,18 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 			}
 			fluxstatus.SetCondition(&rel.Status.Conditions, pr)
 		}
+		// Only the counts changed, and a write went a moment ago: later.
+		if later = r.pace.countsOnly(req.NamespacedName, was.Conditions, rel.Status.Conditions,
+			equality.Semantic.DeepEqual(was.Unhealthy, rel.Status.Unhealthy)); later > 0 {
+			rel.Status = *was
+			return true, nil
+		}
 		return true, events
 	})
 	requeue := res.RequeueAfter
+	if later > 0 && (requeue == 0 || later < requeue) {
+		requeue = later
+	}
 	for _, p := range providers {
 		// Their kinds are not watched: look again while one is not ready.
 		if !p.Healthy() && (requeue == 0 || requeue > providerObjectRecheck) {
@@ -124,10 +139,11 @@ func waitingForStack(rel *csv1.ClusterStackRelease, repo fluxgen.SourceObject, s
 // The provider objects the release's cluster-class created are returned too (providerObjects).
 func (r *ClusterStackReleaseStatusReconciler) input(ctx context.Context, rel *csv1.ClusterStackRelease) (fluxstatus.Input, []fluxstatus.ObjectState, error) {
 	in := fluxstatus.Input{
-		Subject: "release " + rel.Name,
-		Desired: rel.Spec.Version,
-		Now:     r.Options.now(),
-		Grace:   r.Options.Grace,
+		Subject:    "release " + rel.Name,
+		Desired:    rel.Spec.Version,
+		Now:        r.Options.now(),
+		Grace:      r.Options.Grace,
+		QueueGrace: r.Options.QueueGrace,
 	}
 	in.Alert, in.Unchecked = tagProblems(rel.Status.Conditions)
 	repo := fluxgen.NewReleaseSource(rel)

@@ -51,6 +51,7 @@ func (r *ManagementOperatorReconciler) writeStatus(ctx context.Context, s *opSco
 			TagsError:   s.tagsErr,
 			Now:         now,
 			Grace:       r.Options.Grace,
+			QueueGrace:  r.Options.QueueGrace,
 		})
 		events := transitionEvents(op.Status.Conditions, fluxstatus.Result{
 			Available: findCondition(res.Conditions, csv1.AvailableCondition),

@@ -12,7 +12,11 @@ import (
 )
 
 // DefaultProgressInterval is the default of --progress-status-interval (StatusOptions.ProgressInterval).
-const DefaultProgressInterval = 2 * time.Second
+// With real Flux, the states a ClusterAddon passes through (helm-controller's "Running 'install'
+// action", kustomize-controller's "Reconciliation in progress", the next component awaited) are a
+// few seconds apart; at 2 s most of them cost a status write each, at 10 s most are merged into
+// the write of the next fact (a stage applied, Available).
+const DefaultProgressInterval = 10 * time.Second
 
 // progressPacer holds back ClusterAddon status writes that only report progress
 // (fluxstatus.ProgressOnly: a component Ready, the next one awaited, a new ClusterAddon's first

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +45,9 @@ type rollupPacer struct {
 	last map[client.ObjectKey]time.Time
 	// now is the clock (time.Now when nil).
 	now clockFunc
+	// countsEvery is the least time between two writes that change only counts (countsOnly):
+	// --progress-status-interval, as for a ClusterAddon's progress; RollupInterval when shorter.
+	countsEvery time.Duration
 }
 
 // wait is how long a reconcile of key must wait before it may write again (0: now).
@@ -53,12 +58,45 @@ func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
 	if !ok {
 		return 0
 	}
-	d := RollupInterval - p.now.Now().Sub(last)
-	if d <= 0 {
-		delete(p.last, key)
+	since := p.now.Now().Sub(last)
+	if since >= max(RollupInterval, p.countsEvery) {
+		delete(p.last, key) // no write of it is paced any more
+	}
+	return max(0, RollupInterval-since)
+}
+
+// countsOnly is how long a roll-up write of key that changes only counts and messages must
+// still wait (0: write it now): its conditions keep their status and reason (before, after),
+// same says that nothing else of it changed, and key was written less than countsEvery ago. While
+// a fleet converges for minutes, the roll-up's counts are then written every countsEvery instead
+// of every RollupInterval; a condition that changes is written as before. The counts are
+// recomputed from the index at every reconcile, so the next write has the latest.
+func (p *rollupPacer) countsOnly(key client.ObjectKey, before, after []metav1.Condition, same bool) time.Duration {
+	if !same || !sameConditionStates(before, after) {
 		return 0
 	}
-	return d
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.last[key]
+	if !ok {
+		return 0
+	}
+	return max(0, p.countsEvery-p.now.Now().Sub(last))
+}
+
+// sameConditionStates is true when a and b hold the same condition types with the same status,
+// reason and observed generation (messages and times aside).
+func sameConditionStates(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, c := range a {
+		o := apimeta.FindStatusCondition(b, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
 }
 
 // track returns a func that records a write of key if obj's resourceVersion has moved on by

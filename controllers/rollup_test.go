@@ -53,3 +53,57 @@ func TestRollupPacerTracksWrites(t *testing.T) {
 		t.Errorf("written: wait %s, want > 0", d)
 	}
 }
+
+// TestRollupPacerCountsOnly: a roll-up write that changes only counts waits for countsEvery
+// after the last write; one that changes a condition's status or reason, or another fact, does
+// not.
+func TestRollupPacerCountsOnly(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const every = 10 * time.Second
+	p := &rollupPacer{now: func() time.Time { return now }, countsEvery: every}
+	key := client.ObjectKey{Namespace: "ns", Name: "stack"}
+	conds := func(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{
+			{Type: csv1.AvailableCondition, Status: status, Reason: reason, Message: msg},
+			{Type: csv1.DegradedCondition, Status: metav1.ConditionFalse, Reason: "AsExpected"},
+		}
+	}
+	was := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 3/10 clusters are")
+	counts := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 4/10 clusters are")
+
+	if d := p.countsOnly(key, was, counts, true); d != 0 {
+		t.Errorf("never written: wait %s, want 0", d)
+	}
+	p.wrote(key)
+	now = now.Add(3 * time.Second)
+	if d := p.wait(key); d != 0 {
+		t.Errorf("past RollupInterval: wait %s, want 0", d)
+	}
+	if d := p.countsOnly(key, was, counts, true); d != every-3*time.Second {
+		t.Errorf("counts only, 3s after a write: wait %s, want %s", d, every-3*time.Second)
+	}
+	for name, after := range map[string][]metav1.Condition{
+		"a condition's status": conds(metav1.ConditionTrue, "AsExpected", "10/10"),
+		"a condition's reason": conds(metav1.ConditionFalse, "Reconciling", "only 4/10 clusters are"),
+		"a condition more":     append(counts, metav1.Condition{Type: csv1.UpgradeableCondition, Status: metav1.ConditionTrue, Reason: "AsExpected"}),
+		"a condition's generation": func() []metav1.Condition {
+			c := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 4/10 clusters are")
+			c[0].ObservedGeneration = 2
+			return c
+		}(),
+	} {
+		if d := p.countsOnly(key, was, after, true); d != 0 {
+			t.Errorf("%s changed: wait %s, want 0", name, d)
+		}
+	}
+	if d := p.countsOnly(key, was, counts, false); d != 0 {
+		t.Errorf("another fact changed: wait %s, want 0", d)
+	}
+	now = now.Add(every)
+	if d := p.countsOnly(key, was, counts, true); d != 0 {
+		t.Errorf("countsEvery after the write: wait %s, want 0", d)
+	}
+	if d := p.wait(key); d != 0 || len(p.last) != 0 {
+		t.Errorf("past both intervals: wait %s, want 0, and the key forgotten: %v", d, p.last)
+	}
+}

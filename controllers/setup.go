@@ -32,6 +32,8 @@ import (
 type Config struct {
 	// Grace is the degraded grace period (see StatusOptions).
 	Grace time.Duration
+	// QueueGrace is how long an object may wait for its Flux controller (see StatusOptions).
+	QueueGrace time.Duration
 	// ProgressInterval is how long a ClusterAddon status write that only reports progress may
 	// be held (see StatusOptions); 0 writes every change at once.
 	ProgressInterval time.Duration
@@ -105,7 +107,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	writer := newStatusWriter(c, mgr.GetAPIReader())
 	applier := &Applier{Client: c, Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), PartialKinds: PartialKinds(mgr.GetScheme())}
 	stacks := &StackCache{HostnameOverride: cfg.ArtifactHostOverride}
-	status := StatusOptions{Grace: cfg.Grace, ProgressInterval: cfg.ProgressInterval, Now: cfg.Now}
+	status := StatusOptions{Grace: cfg.Grace, QueueGrace: cfg.QueueGrace, ProgressInterval: cfg.ProgressInterval, Now: cfg.Now}
 	tags := cfg.Tags
 	if tags == nil {
 		tags = &TagLister{Reader: mgr.GetAPIReader()}
@@ -140,8 +142,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		&ClusterStackReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-controller"), DefaultServiceAccount: cfg.DefaultServiceAccount,
 			Lockdown: lockdownProbe(cfg, mgr.GetAPIReader())},
 		&ClusterStackReleaseReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, Tags: tags, Recorder: rec("clusterstackrelease-controller")},
-		&ClusterStackReleaseStatusReconciler{Client: c, writer: writer, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets},
-		&ClusterStackStatusReconciler{Client: c, writer: writer, Recorder: rec("clusterstack-status"), Fleets: fleets},
+		&ClusterStackReleaseStatusReconciler{Client: c, writer: writer, Recorder: rec("clusterstack-status"), Options: status, Fleets: fleets,
+			pace: rollupPacer{countsEvery: cfg.ProgressInterval}},
+		&ClusterStackStatusReconciler{Client: c, writer: writer, Recorder: rec("clusterstack-status"), Fleets: fleets,
+			pace: rollupPacer{countsEvery: cfg.ProgressInterval}},
 		&ClusterStackUpdatesReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Tags: tags, Recorder: rec("clusterstack-updates"), Now: cfg.Now, PushRetry: cfg.PushRetry,
 			ForgeLimits: cfg.ForgeLimits, ForgePolicy: cfg.ForgePolicy, ForgeHostConcurrency: cfg.ForgeHostConcurrency,
 			Differ: cfg.Differ, Stacks: stacks},

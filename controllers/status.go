@@ -17,9 +17,14 @@ type StatusOptions struct {
 	// Grace is how long a Flux object may be not Ready, or a rollout unfinished, before the
 	// subject is Degraded.
 	Grace time.Duration
+	// QueueGrace is how long an object a rollout waits for may wait for its Flux controller to
+	// pick up its current spec before the subject is Degraded (at least Grace; see
+	// fluxstatus.Input.QueueGrace).
+	QueueGrace time.Duration
 	// ProgressInterval is how long a ClusterAddon status write that only reports progress may
-	// be held, so that the states passed through within it cost one write (progressPacer); 0
-	// writes every change at once.
+	// be held, so that the states passed through within it cost one write (progressPacer), and
+	// how often a roll-up's counts alone are rewritten (rollupPacer.countsOnly); 0 writes every
+	// change at once.
 	ProgressInterval time.Duration
 	// Now returns the current time (a clock for tests).
 	Now func() time.Time

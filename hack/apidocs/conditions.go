@@ -217,7 +217,8 @@ func renderConditions(p *apiPackage, source string) (string, error) {
 		"- The other condition types record facts (an input problem, a prerequisite awaited) that the status aggregation " +
 		"turns into the three above: an input problem makes the object `Degraded` at once (and `Progressing=False` with the " +
 		"same reason); a prerequisite awaited shows in `Progressing`, and in `Degraded` too once the wait outlasts the " +
-		"operator's `--degraded-grace-period` (default 5m).\n" +
+		"operator's `--degraded-grace-period` (default 5m); a wait for a Flux controller to pick up an object counts against " +
+		"`--flux-queue-grace-period` (default 15m) instead ([lifecycle.md](lifecycle.md)).\n" +
 		"- On a ClusterStackRelease, a ClusterAddon or a ManagementOperator that has delivered nothing yet, " +
 		"`Available=False` repeats the reason of `Degraded` or `Progressing`.\n" +
 		"- A ClusterStack's `Degraded` repeats the reason of the first of its releases and ClusterAddons that is Degraded.\n\n")

@@ -65,6 +65,14 @@ type Input struct {
 	// Now and Grace: an object not Ready, or a rollout not done, for longer than Grace is Degraded.
 	Now   time.Time
 	Grace time.Duration
+	// QueueGrace is how long the object a rollout waits for may wait for its Flux controller to
+	// pick up its current spec (queued) before the subject is Degraded: a controller that is not
+	// running, or not keeping up. It counts from the later of the rollout's start and the
+	// object's creation; a grace period shorter than Grace (zero included) is Grace. Once the
+	// controller works on the object, Grace counts again, from when it began (Flux's Ready
+	// transition), so time spent in the controller's queue is not taken for a failure to
+	// converge.
+	QueueGrace time.Duration
 	// Unhealthy are the subject's records of unhealthy objects from its status: when each was
 	// first seen unhealthy and what Flux last said about its failure. They keep the grace clock
 	// running through Flux's retries (which mark Ready Unknown at every attempt) and across
@@ -161,8 +169,11 @@ type facts struct {
 	deliveredAtRisk bool
 	// onlyHeld: the subject waits for a held rollout step and for nothing else.
 	onlyHeld bool
-	// rolloutTooLong: the subject has been converging for longer than the grace period.
+	// rolloutTooLong: the subject has been converging for longer than rolloutGrace.
 	rolloutTooLong bool
+	// rolloutGrace is the grace period the rollout was measured against: Grace, or QueueGrace
+	// while the object it waits for is queued.
+	rolloutGrace time.Duration
 	// uncheckedTooLong: Unchecked has lasted longer than the grace period.
 	uncheckedTooLong bool
 	// holdTooLong: UpgradeHold has lasted longer than the grace period.
@@ -222,7 +233,9 @@ func observe(in Input) facts {
 
 	f.onlyHeld = in.Held != nil && in.Waiting == nil && f.firstUnhealthy == nil
 	if !f.healthy && in.Invalid == nil && len(f.stalled) == 0 && !f.onlyHeld {
-		if left := in.Grace - in.Now.Sub(rolloutStart(in)); left <= 0 {
+		start, grace := rolloutClock(in, f.firstUnhealthy)
+		f.rolloutGrace = grace
+		if left := grace - in.Now.Sub(start); left <= 0 {
 			f.rolloutTooLong = true
 		} else {
 			f.requeueAfter = minPositive(f.requeueAfter, left)
@@ -282,6 +295,48 @@ func rolloutStart(in Input) time.Time {
 	return since
 }
 
+// rolloutClock is when the grace period of an unfinished rollout started, and how long it is.
+// It is Grace from rolloutStart, unless the rollout waits for an object (first, the first that is
+// not healthy, with no prerequisite awaited) that its Flux controller has not picked up yet: then
+// QueueGrace (at least Grace) from the later of rolloutStart and the object's creation; or one
+// that its controller works on: then Grace from the later of rolloutStart and when the
+// controller began (its Ready transition for the current spec); or one not created yet: then
+// Grace from the later of rolloutStart and when the last object before it became Ready. A thousand Clusters' objects
+// queued behind Flux's workers are not Degraded for the wait; a controller that does not run
+// makes them Degraded after QueueGrace; an install or health check that hangs, after Grace.
+func rolloutClock(in Input, first *ObjectState) (time.Time, time.Duration) {
+	start := rolloutStart(in)
+	if first == nil || in.Waiting != nil {
+		return start, in.Grace
+	}
+	if first.queued() {
+		return later(start, first.Created), max(in.Grace, in.QueueGrace)
+	}
+	if !first.Exists {
+		// Not created yet: the operator creates it once the objects before it are Ready (Flux
+		// orders only within a kind), so its clock starts with the last of those.
+		for i := range in.Objects {
+			o := &in.Objects[i]
+			if o == first {
+				break
+			}
+			if o.Healthy() {
+				start = later(start, o.ReadySince)
+			}
+		}
+		return start, in.Grace
+	}
+	return later(start, first.workingSince()), in.Grace
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // degradedCondition is True for invalid input, a stalled object, an object not Ready for longer
 // than the grace period, or a rollout (or a prerequisite) that has not converged within it.
 func degradedCondition(in Input, f facts) metav1.Condition {
@@ -300,14 +355,14 @@ func degradedCondition(in Input, f facts) metav1.Condition {
 			fmt.Sprintf("%s: %s (not Ready for more than %s)", in.Subject, componentPrefix(*o)+what, in.Grace))
 	case f.rolloutTooLong && in.Waiting != nil:
 		return cond(csv1.DegradedCondition, metav1.ConditionTrue, in.Waiting.Reason,
-			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Waiting.Message, in.Grace))
+			fmt.Sprintf("%s: %s (for more than %s)", in.Subject, in.Waiting.Message, f.rolloutGrace))
 	case f.rolloutTooLong:
 		msg := "no Flux objects"
 		if f.firstUnhealthy != nil {
 			msg = componentPrefix(*f.firstUnhealthy) + f.firstUnhealthy.Describe()
 		}
 		return cond(csv1.DegradedCondition, metav1.ConditionTrue, csv1.ReasonFluxNotReady,
-			fmt.Sprintf("%s: %s (not converged for more than %s)", in.Subject, msg, in.Grace))
+			fmt.Sprintf("%s: %s (not converged for more than %s)", in.Subject, msg, f.rolloutGrace))
 	default:
 		return cond(csv1.DegradedCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, in.Subject+": desired state is met or converging")
 	}

@@ -150,18 +150,18 @@ func TestObserveDesiredSince(t *testing.T) {
 		{"desired a minute ago: the old failure is forgotten (Flux's Ready is of the old spec), both clocks run from the change",
 			time.Minute, rewritten,
 			got{Records: []record{{t0.Add(-time.Minute), ""}}, RequeueAfter: 4 * time.Minute}},
-		{"desired a minute ago, Flux retrying: still unhealthy, no failure recorded for the new version",
+		{"desired a minute ago, Flux retrying: still unhealthy, no failure recorded for the new version; the rollout's clock runs from Flux's new attempt",
 			time.Minute, retrying,
-			got{Records: []record{{t0.Add(-time.Minute), ""}}, RequeueAfter: 4 * time.Minute}},
+			got{Records: []record{{t0.Add(-time.Minute), ""}}, RequeueAfter: 4*time.Minute + 59*time.Second}},
 		{"desired a minute ago and failed again: the new failure, within the grace period counted from the change",
 			time.Minute, failedAgain,
 			got{Records: []record{{t0.Add(-time.Minute), "upgrade failed again"}}, RequeueAfter: 4 * time.Minute}},
 		{"desired six minutes ago and failing for the current spec since before: too long, counted from the change",
 			6 * time.Minute, obj(rewritten, func(s *ObjectState) { s.Current, s.ReadyStale = true, false }),
 			got{Records: []record{{t0.Add(-6 * time.Minute), "upgrade failed"}}, NotReadyTooLong: true, RolloutTooLong: true}},
-		{"desired before the failure: the record and its failure are kept through Flux's retry",
+		{"desired before the failure: the record and its failure are kept through Flux's retry, which does not restart the object's clock",
 			30 * time.Minute, retrying,
-			got{Records: []record{{failedAt, "upgrade failed"}}, NotReadyTooLong: true, RolloutTooLong: true}},
+			got{Records: []record{{failedAt, "upgrade failed"}}, NotReadyTooLong: true, RequeueAfter: 4*time.Minute + 59*time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,10 +198,10 @@ func TestDegradedCondition(t *testing.T) {
 			facts{notReadyTooLong: &retrying, notReadyFailure: "install failed"},
 			c{"True", "FluxObjectNotReady", subject + ": component cni: HelmRelease/c1-cni: install failed (Flux is retrying) (not Ready for more than 5m0s)"}},
 		{"a prerequisite awaited too long: its reason", Input{Subject: subject, Grace: grace, Waiting: &Problem{Reason: "WaitingForKubeconfig", Message: "waiting for Secret c1-kubeconfig"}},
-			facts{rolloutTooLong: true}, c{"True", "WaitingForKubeconfig", subject + ": waiting for Secret c1-kubeconfig (for more than 5m0s)"}},
-		{"a rollout too long: the first unhealthy object", Input{Subject: subject, Grace: grace}, facts{rolloutTooLong: true, firstUnhealthy: &missingKS},
+			facts{rolloutTooLong: true, rolloutGrace: grace}, c{"True", "WaitingForKubeconfig", subject + ": waiting for Secret c1-kubeconfig (for more than 5m0s)"}},
+		{"a rollout too long: the first unhealthy object", Input{Subject: subject, Grace: grace}, facts{rolloutTooLong: true, rolloutGrace: grace, firstUnhealthy: &missingKS},
 			c{"True", "FluxObjectNotReady", subject + ": component info: Kustomization/c1-info does not exist yet (not converged for more than 5m0s)"}},
-		{"a rollout too long without objects", Input{Subject: subject, Grace: grace}, facts{rolloutTooLong: true},
+		{"a rollout too long without objects", Input{Subject: subject, Grace: grace}, facts{rolloutTooLong: true, rolloutGrace: grace},
 			c{"True", "FluxObjectNotReady", subject + ": no Flux objects (not converged for more than 5m0s)"}},
 		{"converging within the grace period", Input{Subject: subject, Grace: grace}, facts{firstUnhealthy: &missingKS}, notDegraded},
 	}
@@ -352,5 +352,78 @@ func TestJoinLimited(t *testing.T) {
 		if got := JoinLimited(tt.items, tt.n); got != tt.want {
 			t.Errorf("JoinLimited(%q, %d) = %q, want %q", tt.items, tt.n, got, tt.want)
 		}
+	}
+}
+
+// TestRolloutClockQueueAndWork: time an object waits for its Flux controller to pick it up is
+// measured against QueueGrace, and time the controller works on it against Grace from when it
+// began, so a fleet queued behind Flux's workers is not Degraded for the wait, while a controller
+// that does not run, or an install that hangs, still is.
+func TestRolloutClockQueueAndWork(t *testing.T) {
+	const queueGrace = 15 * time.Minute
+	// A HelmRelease the operator created created ago that helm-controller has not picked up.
+	queued := func(created time.Duration) ObjectState {
+		return obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) {
+			s.Created, s.Current, s.Ready, s.ReadySince, s.Reason, s.Message, s.Revision = t0.Add(-created), false, metav1.ConditionUnknown, time.Time{}, "", "", ""
+		})
+	}
+	// helm-controller at work on it since since: Ready Unknown, "Running 'install' action".
+	working := func(created, since time.Duration) ObjectState {
+		return obj(queued(created), func(s *ObjectState) {
+			s.ReadySince, s.Reason, s.Message, s.Reconciling = t0.Add(-since), "Progressing", "Running 'install' action with timeout of 5m0s", true
+		})
+	}
+	waitingHR := "component cni: HelmRelease/c1-cni has not observed its latest generation yet (waiting for helm-controller)"
+	installing := "component cni: HelmRelease/c1-cni: Running 'install' action with timeout of 5m0s"
+	type got struct {
+		Degraded     c
+		RequeueAfter time.Duration
+	}
+	notDegraded := c{"False", "AsExpected", subject + ": desired state is met or converging"}
+	tests := []struct {
+		name       string
+		progressed time.Duration // Progressing True since, before t0
+		queueGrace time.Duration
+		waiting    *Problem
+		objects    []ObjectState
+		want       got
+	}{
+		{"queued for 6 minutes behind helm-controller's workers: not Degraded, QueueGrace runs", 6 * time.Minute, queueGrace, nil,
+			[]ObjectState{queued(6 * time.Minute)}, got{notDegraded, 9 * time.Minute}},
+		{"queued longer than QueueGrace: Degraded, naming the controller and QueueGrace", 16 * time.Minute, queueGrace, nil,
+			[]ObjectState{queued(16 * time.Minute)}, got{c{"True", "FluxObjectNotReady", subject + ": " + waitingHR + " (not converged for more than 15m0s)"}, 0}},
+		{"no QueueGrace: the grace period, as before", 6 * time.Minute, 0, nil,
+			[]ObjectState{queued(6 * time.Minute)}, got{c{"True", "FluxObjectNotReady", subject + ": " + waitingHR + " (not converged for more than 5m0s)"}, 0}},
+		{"a QueueGrace shorter than the grace period is the grace period", 4 * time.Minute, time.Minute, nil,
+			[]ObjectState{queued(4 * time.Minute)}, got{notDegraded, time.Minute}},
+		{"picked up after 6 minutes in the queue, at work for 30 s: the grace period from Flux's start", 6*time.Minute + 30*time.Second, queueGrace, nil,
+			[]ObjectState{working(6*time.Minute+30*time.Second, 30*time.Second)}, got{notDegraded, 4*time.Minute + 30*time.Second}},
+		{"installed after 11 minutes in the queue, Ready reported a moment before the generation is recorded: not Degraded", 11 * time.Minute, queueGrace, nil,
+			[]ObjectState{obj(working(11*time.Minute, time.Second), func(s *ObjectState) {
+				s.Ready, s.Reason, s.Message, s.Reconciling = metav1.ConditionTrue, "InstallSucceeded", "Helm install succeeded", false
+			})}, got{notDegraded, 5*time.Minute - time.Second}},
+		{"an install at work for 6 minutes: Degraded after the grace period", 7 * time.Minute, queueGrace, nil,
+			[]ObjectState{working(7*time.Minute, 6*time.Minute)}, got{c{"True", "FluxObjectNotReady", subject + ": " + installing + " (not converged for more than 5m0s)"}, 0}},
+		{"the next object created a minute ago, 20 minutes into the rollout: QueueGrace from its creation", 20 * time.Minute, queueGrace, nil,
+			[]ObjectState{healthyHR("c1-ccm", "ccm"), queued(time.Minute)}, got{notDegraded, 14 * time.Minute}},
+		{"not created yet, 11 minutes into the rollout, the object before it Ready a minute ago: the grace period from then", 11 * time.Minute, queueGrace, nil,
+			[]ObjectState{obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.ReadySince = t0.Add(-time.Minute) }), Missing("Kustomization", "c1-info", "info")},
+			got{notDegraded, 4 * time.Minute}},
+		{"not created yet, the object before it Ready 6 minutes ago: Degraded", 11 * time.Minute, queueGrace, nil,
+			[]ObjectState{obj(healthyHR("c1-cni", "cni"), func(s *ObjectState) { s.ReadySince = t0.Add(-6 * time.Minute) }), Missing("Kustomization", "c1-info", "info")},
+			got{c{"True", "FluxObjectNotReady", subject + ": component info: Kustomization/c1-info does not exist yet (not converged for more than 5m0s)"}, 0}},
+		{"a prerequisite awaited: the grace period from the rollout's start, whatever the objects", 6 * time.Minute, queueGrace,
+			&Problem{Reason: "WaitingForKubeconfig", Message: "waiting for Secret c1-kubeconfig"}, []ObjectState{queued(6 * time.Minute)},
+			got{c{"True", "WaitingForKubeconfig", subject + ": waiting for Secret c1-kubeconfig (for more than 5m0s)"}, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Compute(Input{Subject: subject, Desired: v1, Objects: tt.objects, Waiting: tt.waiting,
+				Previous: progressingSince(tt.progressed), Now: t0, Grace: grace, QueueGrace: tt.queueGrace})
+			g := got{c{string(r.Degraded.Status), r.Degraded.Reason, r.Degraded.Message}, r.RequeueAfter}
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("Compute (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

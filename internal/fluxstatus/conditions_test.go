@@ -325,11 +325,13 @@ func TestCompute(t *testing.T) {
 				}),
 			}},
 			want: want{
-				Available:    c{"True", "AsExpected", subject + ": " + v1 + " is available"},
-				Progressing:  c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni: upgrade failed"},
-				Degraded:     c{"False", "AsExpected", subject + ": desired state is met or converging"},
-				Ready:        c{"False", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni: upgrade failed"},
-				RequeueAfter: 4 * time.Minute,
+				Available:   c{"True", "AsExpected", subject + ": " + v1 + " is available"},
+				Progressing: c{"True", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni: upgrade failed"},
+				Degraded:    c{"False", "AsExpected", subject + ": desired state is met or converging"},
+				Ready:       c{"False", "Upgrading", subject + ": upgrading from " + v1 + " to " + v2 + ": component cni: HelmRelease/c1-cni: upgrade failed"},
+				// Both clocks run from Flux's failure 30 s ago: the object's record, and the
+				// rollout's, which counts from when Flux began work on the current spec.
+				RequeueAfter: 4*time.Minute + 30*time.Second,
 			},
 		},
 		{

@@ -111,6 +111,26 @@ func (s ObjectState) routineReconcile() bool {
 	return s.Ready == metav1.ConditionUnknown && s.Reason == meta.ProgressingReason && s.Revision != ""
 }
 
+// queued is true while the object waits for its Flux controller to pick up its current spec:
+// it exists, the controller has not observed its current generation and has set no Ready
+// condition for it yet (a controller at work sets Ready Unknown, "Running 'install' action", before
+// it records the generation it observed).
+func (s ObjectState) queued() bool {
+	return s.Exists && !s.Current && !s.Stalled && (s.ReadySince.IsZero() || s.ReadyStale)
+}
+
+// workingSince is when the object's Flux controller last moved the object on, at its current
+// spec: the last transition of the Ready condition it set for that spec (the start of an
+// attempt, its failure, or its success, which helm-controller and kustomize-controller may report
+// a moment before they record the generation they observed). Zero when the controller has set
+// none (queued, or a Ready of an older spec) or the object is stalled.
+func (s ObjectState) workingSince() time.Time {
+	if !s.Exists || s.Stalled || s.ReadyStale {
+		return time.Time{}
+	}
+	return s.ReadySince
+}
+
 // Missing returns the state of an expected object that does not exist.
 func Missing(kind, name, component string) ObjectState {
 	return ObjectState{Kind: kind, Name: name, Component: component, Ready: metav1.ConditionUnknown}

@@ -62,6 +62,9 @@ type Input struct {
 	// Now and Grace: a failure, or a rollout not done, for longer than Grace is Degraded.
 	Now   time.Time
 	Grace time.Duration
+	// QueueGrace: how long an object may wait for its Flux controller to pick it up
+	// (fluxstatus.Input.QueueGrace).
+	QueueGrace time.Duration
 }
 
 // Result is the computed status.
@@ -111,16 +114,17 @@ func Compute(in Input) Result {
 	tagCheck := tagVerified(op, d.Target, pinned, in)
 
 	fin := fluxstatus.Input{
-		Subject:   Subject(op),
-		Objects:   objects,
-		Delivered: delivered,
-		Desired:   d.Target,
-		Previous:  op.Status.Conditions,
-		Now:       in.Now,
-		Grace:     in.Grace,
-		Unhealthy: op.Status.Unhealthy,
-		Held:      d.Held,
-		MoveVerb:  "moving",
+		Subject:    Subject(op),
+		Objects:    objects,
+		Delivered:  delivered,
+		Desired:    d.Target,
+		Previous:   op.Status.Conditions,
+		Now:        in.Now,
+		Grace:      in.Grace,
+		QueueGrace: in.QueueGrace,
+		Unhealthy:  op.Status.Unhealthy,
+		Held:       d.Held,
+		MoveVerb:   "moving",
 	}
 	// Each rollout has its own grace period, as a ClusterAddon's move to another release has: a
 	// rollback that follows a failed upgrade is not Degraded for the time the upgrade took, nor by

@@ -85,7 +85,7 @@ const (
 
 // operatorArgs are the flags of every operator instance of these tests, besides those the plane
 // sets.
-var operatorArgs = []string{"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
+var operatorArgs = []string{"--degraded-grace-period=" + grace.String(), "--flux-queue-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
 	"--push-retry-interval=" + pushRetry.String(), "--upgrade-hook-retry-after=" + hookRetry.String(),
 	"--forge-api-timeout=" + forgeAPITimeout.String(), "--git-operation-timeout=" + gitOperationTimeout.String(), "--zap-log-level=debug"}
 

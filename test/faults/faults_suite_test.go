@@ -158,7 +158,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// The API server's audit log names every write of the operator (scenario 5).
 		AuditWritesOf: []string{plane.OperatorUser},
 		OperatorArgs: []string{
-			"--degraded-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
+			// A controller stopped in scenario 2 is reported after the grace period, as any
+			// other fault: its queue's grace period is the same here.
+			"--degraded-grace-period=" + grace.String(), "--flux-queue-grace-period=" + grace.String(), "--addon-timeout=" + addonTimeout.String(),
 			"--leader-elect", "--leader-elect-lease-duration=" + leaseDuration.String(),
 			"--leader-elect-renew-deadline=" + renewDeadline.String(), "--leader-elect-retry-period=" + retryPeriod.String(),
 		},

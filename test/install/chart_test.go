@@ -57,7 +57,7 @@ var (
 	withOwnIssuer  = map[string]any{"webhook": map[string]any{"certManager": map[string]any{"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": "corp-ca"}}}}
 	withEveryFlag  = map[string]any{
 		"defaultServiceAccount": "clusterstack-flux", "managementNamespace": "ops",
-		"degradedGracePeriod": "2m", "addonTimeout": "10m", "logLevel": "debug",
+		"degradedGracePeriod": "2m", "fluxQueueGracePeriod": "20m", "addonTimeout": "10m", "logLevel": "debug",
 		"proposals": map[string]any{"apiHosts": []any{"api.github.example.com", "gitea.example.com:8443"}, "apiTimeout": "20s",
 			"gitTimeout": "2m", "checkoutSizeLimit": "32Mi", "hostConcurrency": 3},
 		"tmpSizeLimit":     "8Gi",
@@ -280,7 +280,7 @@ func TestChartRenders(t *testing.T) {
 		{"every flag value reaches the manager", withEveryFlag, func(t *testing.T, r *install.Rendered) {
 			c := decode[appsv1.Deployment](t, r.Find("Deployment", "")).Spec.Template.Spec.Containers[0]
 			wantArgs(t, c.Args, "--default-service-account=clusterstack-flux", "--management-namespace=ops",
-				"--degraded-grace-period=2m", "--addon-timeout=10m", "--zap-log-level=debug",
+				"--degraded-grace-period=2m", "--flux-queue-grace-period=20m", "--addon-timeout=10m", "--zap-log-level=debug",
 				"--runtime-extension=false", "--webhook-host=0.0.0.0", "--flux-lockdown=required", "--flux-namespace=flux",
 				"--allowed-flux-shards=shard1,shard2", "--max-concurrent-renders=8", "--max-concurrent-renders-per-namespace=3",
 				"--forge-api-hosts=api.github.example.com,gitea.example.com:8443", "--forge-api-timeout=20s",
