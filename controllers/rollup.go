@@ -65,14 +65,21 @@ func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
 	return max(0, RollupInterval-since)
 }
 
-// countsOnly is how long a roll-up write of key that changes only counts and messages must
-// still wait (0: write it now): its conditions keep their status and reason (before, after),
-// same says that nothing else of it changed, and key was written less than countsEvery ago. While
-// a fleet converges for minutes, the roll-up's counts are then written every countsEvery instead
-// of every RollupInterval; a condition that changes is written as before. The counts are
-// recomputed from the index at every reconcile, so the next write has the latest.
-func (p *rollupPacer) countsOnly(key client.ObjectKey, before, after []metav1.Condition, same bool) time.Duration {
-	if !same || !sameConditionStates(before, after) {
+// countsPacedFrom is the number of Clusters from which a roll-up's counts alone are paced
+// (countsOnly): a smaller fleet's roll-up is rewritten at every change, at most once per
+// RollupInterval, so that it agrees with its ClusterAddons within a second; the writes that saves
+// matter once hundreds of Clusters converge for minutes.
+const countsPacedFrom = 100
+
+// countsOnly is how long a roll-up write of key, counting clusters Clusters, that changes only
+// counts and messages must still wait (0: write it now): its conditions keep their status and
+// reason (before, after), same says that nothing else of it changed, key was written less than
+// countsEvery ago, and clusters is at least countsPacedFrom. While a fleet converges for minutes,
+// the roll-up's counts are then written every countsEvery instead of every RollupInterval; a
+// condition that changes is written as before. The counts are recomputed from the index at every
+// reconcile, so the next write has the latest.
+func (p *rollupPacer) countsOnly(key client.ObjectKey, clusters int32, before, after []metav1.Condition, same bool) time.Duration {
+	if clusters < countsPacedFrom || !same || !sameConditionStates(before, after) {
 		return 0
 	}
 	p.mu.Lock()

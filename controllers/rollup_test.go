@@ -71,7 +71,7 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 	was := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 3/10 clusters are")
 	counts := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 4/10 clusters are")
 
-	if d := p.countsOnly(key, was, counts, true); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != 0 {
 		t.Errorf("never written: wait %s, want 0", d)
 	}
 	p.wrote(key)
@@ -79,7 +79,7 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 	if d := p.wait(key); d != 0 {
 		t.Errorf("past RollupInterval: wait %s, want 0", d)
 	}
-	if d := p.countsOnly(key, was, counts, true); d != every-3*time.Second {
+	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != every-3*time.Second {
 		t.Errorf("counts only, 3s after a write: wait %s, want %s", d, every-3*time.Second)
 	}
 	for name, after := range map[string][]metav1.Condition{
@@ -92,15 +92,18 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 			return c
 		}(),
 	} {
-		if d := p.countsOnly(key, was, after, true); d != 0 {
+		if d := p.countsOnly(key, countsPacedFrom, was, after, true); d != 0 {
 			t.Errorf("%s changed: wait %s, want 0", name, d)
 		}
 	}
-	if d := p.countsOnly(key, was, counts, false); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom, was, counts, false); d != 0 {
 		t.Errorf("another fact changed: wait %s, want 0", d)
 	}
+	if d := p.countsOnly(key, countsPacedFrom-1, was, counts, true); d != 0 {
+		t.Errorf("a roll-up of fewer than %d Clusters: wait %s, want 0", countsPacedFrom, d)
+	}
 	now = now.Add(every)
-	if d := p.countsOnly(key, was, counts, true); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != 0 {
 		t.Errorf("countsEvery after the write: wait %s, want 0", d)
 	}
 	if d := p.wait(key); d != 0 || len(p.last) != 0 {
