@@ -103,10 +103,7 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 		}
 		return true, events
 	})
-	requeue := res.RequeueAfter
-	if later > 0 && (requeue == 0 || later < requeue) {
-		requeue = later
-	}
+	requeue := soonest(res.RequeueAfter, later)
 	for _, p := range providers {
 		// Their kinds are not watched: look again while one is not ready.
 		if !p.Healthy() && (requeue == 0 || requeue > providerObjectRecheck) {

@@ -287,12 +287,7 @@ func rolloutStart(in Input) time.Time {
 	if in.Waiting != nil && !in.Waiting.Since.IsZero() && in.Waiting.Since.Before(since) {
 		since = in.Waiting.Since
 	}
-	for _, t := range []time.Time{in.StepStarted, in.DesiredSince} {
-		if t.After(since) {
-			since = t
-		}
-	}
-	return since
+	return later(later(since, in.StepStarted), in.DesiredSince)
 }
 
 // rolloutClock is when the grace period of an unfinished rollout started, and how long it is.
@@ -301,9 +296,10 @@ func rolloutStart(in Input) time.Time {
 // QueueGrace (at least Grace) from the later of rolloutStart and the object's creation; or one
 // that its controller works on: then Grace from the later of rolloutStart and when the
 // controller began (its Ready transition for the current spec); or one not created yet: then
-// Grace from the later of rolloutStart and when the last object before it became Ready. A thousand Clusters' objects
-// queued behind Flux's workers are not Degraded for the wait; a controller that does not run
-// makes them Degraded after QueueGrace; an install or health check that hangs, after Grace.
+// Grace from the later of rolloutStart and when the last object before it became Ready. A
+// thousand Clusters' objects queued behind Flux's workers are not Degraded for the wait; a
+// controller that does not run makes them Degraded after QueueGrace; an install or health check
+// that hangs, after Grace.
 func rolloutClock(in Input, first *ObjectState) (time.Time, time.Duration) {
 	start := rolloutStart(in)
 	if first == nil || in.Waiting != nil {

@@ -116,6 +116,9 @@ func BenchmarkRealFlux(b *testing.B) {
 		b.Fatalf("BENCH_FLUX_WORKLOADS / -bench.flux-workloads: want a positive number, got %q", *flagFluxWorkloads)
 	}
 	workloads = min(workloads, n) // a server without a Cluster would measure nothing
+	if !*flagFluxAlone && os.Getenv("BENCH_RESULT") != "" {
+		b.Fatal("BENCH_FLUX_ALONE=0 measures no Flux alone: no result for make bench-report")
+	}
 	var fluxFlags []string
 	if c := *flagFluxConcurrent; c != "" {
 		if v, err := strconv.Atoi(c); err != nil || v < 1 {
@@ -331,9 +334,6 @@ func BenchmarkRealFlux(b *testing.B) {
 	}
 	b.ReportMetric(hrPerMin, "helmreleases/min")
 	b.ReportMetric(writesPer, "operator-writes/cluster")
-	if !*flagFluxAlone && os.Getenv("BENCH_RESULT") != "" {
-		b.Fatal("BENCH_FLUX_ALONE=0 measures no Flux alone: no result for make bench-report")
-	}
 	must(b, benchresult.Write(os.Getenv("BENCH_RESULT"), benchresult.Result{Kind: benchresult.RealFluxKind, RealFlux: &benchresult.RealFlux{
 		Clusters: n, FluxFlags: flags, Workloads: len(works), GeneratedObjects: len(templates),
 		FluxAloneWritten: alone.written.Seconds(), FluxAloneReady: alone.ready.Seconds(),
