@@ -323,6 +323,15 @@ func TestCreatedWithStatus(t *testing.T) {
 	readyHR.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
 	observedKs := &kustomizev1.Kustomization{}
 	observedKs.Status.ObservedGeneration = 1
+	// As the API server returns a new HelmRelease or Kustomization: Flux's CRDs default the status
+	// to observedGeneration -1.
+	defaultedHR := &helmv2.HelmRelease{}
+	defaultedHR.Status.ObservedGeneration = -1
+	defaultedKs := &kustomizev1.Kustomization{}
+	defaultedKs.Status.ObservedGeneration = -1
+	failedHR := &helmv2.HelmRelease{}
+	failedHR.Status.ObservedGeneration = -1
+	failedHR.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}}
 	writtenAddon := &csv1.ClusterAddon{}
 	writtenAddon.Status.DesiredRelease = "stack-v1"
 	tests := []struct {
@@ -331,8 +340,11 @@ func TestCreatedWithStatus(t *testing.T) {
 		want bool
 	}{
 		{"HelmRelease just applied", &helmv2.HelmRelease{}, false},
+		{"HelmRelease just applied, its status defaulted by the CRD", defaultedHR, false},
 		{"HelmRelease with Flux's status", readyHR, true},
+		{"HelmRelease Flux failed before it observed a generation", failedHR, true},
 		{"Kustomization just applied", &kustomizev1.Kustomization{}, false},
+		{"Kustomization just applied, its status defaulted by the CRD", defaultedKs, false},
 		{"Kustomization with Flux's status", observedKs, true},
 		{"ClusterAddon just created", &csv1.ClusterAddon{}, false},
 		{"ClusterAddon with a status", writtenAddon, true},

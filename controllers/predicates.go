@@ -139,12 +139,19 @@ func fluxStatusChanged() predicate.Predicate {
 // object per Cluster, at the rate a fleet is created). One with a status is news: an object that
 // changed while the watch was broken reaches the informer as a creation when it lists again, and
 // when the operator starts, the Flux objects it finds are reconciled for (their Clusters are too).
+//
+// Flux's CRDs default a new object's status to observedGeneration -1 (nothing observed yet): the
+// API server returns the operator's own creations so. That is no status either.
 func createdWithStatus(e event.CreateEvent) bool {
 	switch t := e.Object.(type) {
 	case *helmv2.HelmRelease:
-		return !equality.Semantic.DeepEqual(t.Status, helmv2.HelmReleaseStatus{})
+		st := t.Status
+		st.ObservedGeneration = max(st.ObservedGeneration, 0)
+		return !equality.Semantic.DeepEqual(st, helmv2.HelmReleaseStatus{})
 	case *kustomizev1.Kustomization:
-		return !equality.Semantic.DeepEqual(t.Status, kustomizev1.KustomizationStatus{})
+		st := t.Status
+		st.ObservedGeneration = max(st.ObservedGeneration, 0)
+		return !equality.Semantic.DeepEqual(st, kustomizev1.KustomizationStatus{})
 	case *csv1.ClusterAddon:
 		return !equality.Semantic.DeepEqual(t.Status, csv1.ClusterAddonStatus{})
 	}

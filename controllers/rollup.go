@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
 	"github.com/clusterstack-io/clusterstack-operator/internal/stackstatus"
 )
 
@@ -94,16 +94,9 @@ func (p *rollupPacer) countsOnly(key client.ObjectKey, clusters int32, before, a
 // sameConditionStates is true when a and b hold the same condition types with the same status,
 // reason and observed generation (messages and times aside).
 func sameConditionStates(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, c := range a {
-		o := apimeta.FindStatusCondition(b, c.Type)
-		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.ObservedGeneration != c.ObservedGeneration {
-			return false
-		}
-	}
-	return true
+	return fluxstatus.SameConditions(a, b, func(x, y *metav1.Condition) bool {
+		return x.Status == y.Status && x.Reason == y.Reason && x.ObservedGeneration == y.ObservedGeneration
+	})
 }
 
 // track returns a func that records a write of key if obj's resourceVersion has moved on by

@@ -42,12 +42,18 @@ func isTrue(conds []metav1.Condition, t string) bool {
 
 // sameConditionStatuses is true when a and b hold the same condition types with the same status.
 func sameConditionStatuses(a, b []metav1.Condition) bool {
+	return SameConditions(a, b, func(x, y *metav1.Condition) bool { return x.Status == y.Status })
+}
+
+// SameConditions is true when a and b hold the same condition types and same holds for the two
+// conditions of each type.
+func SameConditions(a, b []metav1.Condition, same func(x, y *metav1.Condition) bool) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for _, c := range a {
-		o := apimeta.FindStatusCondition(b, c.Type)
-		if o == nil || o.Status != c.Status {
+	for i := range a {
+		o := apimeta.FindStatusCondition(b, a[i].Type)
+		if o == nil || !same(&a[i], o) {
 			return false
 		}
 	}

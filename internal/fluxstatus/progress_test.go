@@ -83,6 +83,9 @@ func TestProgressOnly(t *testing.T) {
 		{"a condition appears", installing(), edit(func(s *csv1.ClusterAddonStatus) {
 			s.Conditions = append(s.Conditions, cond(csv1.ObjectsOwnedCondition, metav1.ConditionTrue, "AsExpected", ""))
 		}), false},
+		{"a condition's status changes, still Progressing", installing(), edit(func(s *csv1.ClusterAddonStatus) {
+			s.Conditions[0].Status = metav1.ConditionUnknown
+		}), false},
 		{"a new generation observed", installing(), edit(func(s *csv1.ClusterAddonStatus) { s.ObservedGeneration = 2 }), false},
 		{"another release desired", installing(), edit(func(s *csv1.ClusterAddonStatus) { s.DesiredRelease = "aws-v2" }), false},
 		{"a component at another version", installing(), edit(func(s *csv1.ClusterAddonStatus) { s.Components[0].Version = "1.1.0" }), false},
