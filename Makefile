@@ -159,19 +159,24 @@ E2E_PROCS ?= 2
 TEST_REPORTS ?= $(ROOT)/.test-reports
 GINKGO := go run github.com/onsi/ginkgo/v2/ginkgo
 
-# The end-to-end suite takes longest; the fault suite, the benchmark package's tests and then the
-# local plane's own suite (with the race detector) run beside it, on the cores its waits leave.
+# The end-to-end suite takes longest; the fault suite, then the benchmark package's tests (-p 1:
+# one plane at a time beside the end-to-end suite's two), and then the local plane's own suite
+# (with the race detector) run beside it, on the cores its waits leave.
+# The Ginkgo suites write JSON reports and the lanes' `go test` outputs are kept in TEST_REPORTS;
+# hack/slowspecs prints the slowest specs, then every failure, a line each last.
 .PHONY: test-suites
 test-suites: tools build inotify-limit ## The end-to-end suite (E2E_PROCS Ginkgo processes, each on its own plane) beside the fault-injection suite, the benchmark package's tests (the idle-writes test) and then the local plane's suite with the race detector; then the 20 slowest specs and every failure.
 	@rm -rf $(TEST_REPORTS) && mkdir -p $(TEST_REPORTS)
 	@set +e; \
 	( $(GINKGO) --procs=$(E2E_PROCS) --timeout=74m --json-report=e2e.json --output-dir=$(TEST_REPORTS) ./test/e2e 2>&1 | sed -u 's/^/[e2e] /' ) & e2e=$$!; \
-	( GINKGO_REPORT_DIR=$(TEST_REPORTS) go test ./test/faults/... ./test/bench/... -count=1 -timeout 77m 2>&1 | sed -u 's/^/[faults] /'; f=$$?; \
-	  go test -race ./bootstrap/plane/... -count=1 -timeout 30m 2>&1 | sed -u 's/^/[plane] /'; p=$$?; \
+	( GINKGO_REPORT_DIR=$(TEST_REPORTS) go test -p 1 ./test/faults/... ./test/bench/... -count=1 -timeout 77m 2>&1 | tee $(TEST_REPORTS)/faults.log | sed -u 's/^/[faults] /'; f=$$?; \
+	  GINKGO_REPORT_DIR=$(TEST_REPORTS) go test -race ./bootstrap/plane/... -count=1 -timeout 30m 2>&1 | tee $(TEST_REPORTS)/plane.log | sed -u 's/^/[plane] /'; p=$$?; \
+	  echo "fault suite and benchmark tests: exit status $$f; local plane suite: exit status $$p" > $(TEST_REPORTS)/lanes; \
 	  [ $$f -eq 0 ] && [ $$p -eq 0 ] ) & faults=$$!; \
 	wait $$e2e; e2e_status=$$?; wait $$faults; faults_status=$$?; \
-	go run ./hack/slowspecs $(TEST_REPORTS)/e2e.json $(TEST_REPORTS)/faults.json; \
-	echo "end-to-end suite: exit status $$e2e_status; fault suite, benchmark tests and local plane suite: exit status $$faults_status"; \
+	go run ./hack/slowspecs -go-log $(TEST_REPORTS)/faults.log -go-log $(TEST_REPORTS)/plane.log \
+	  $(TEST_REPORTS)/e2e.json $(TEST_REPORTS)/faults.json $(TEST_REPORTS)/plane.json; \
+	echo "end-to-end suite: exit status $$e2e_status; $$(cat $(TEST_REPORTS)/lanes 2>/dev/null || echo "fault, benchmark and local plane lane: exit status $$faults_status")"; \
 	[ $$e2e_status -eq 0 ] && [ $$faults_status -eq 0 ]
 
 # QUICK_PKGS are UNIT_PKGS but bootstrap/plane, whose suite starts a whole local plane (Flux,
@@ -225,7 +230,7 @@ test-faults: tools build inotify-limit ## The fault-injection suite on the real 
 
 .PHONY: bench
 bench: tools build ## Benchmark on the real API server: fan-out against the floors (BENCH_FLOOR_WORKERS swept), writes, memory, idle writes, status latency (BENCH_CLUSTERS, docs/performance.md).
-	go test ./test/bench/... -run '^$$' -bench IdleWritesAndStatusLatency -benchtime 1x -timeout 120m
+	go test ./test/bench/... -run '^$$' -bench IdleWritesAndStatusLatency -benchtime 1x -timeout 180m
 
 .PHONY: bench-report
 bench-report: tools build ## Run the benchmarks (N = 100 and 1,000; BENCH_REPORT_10K=1 adds 10,000), the real-Flux benchmark and the fault suite, and write the tables of docs/performance.md and docs/reliability.md with the commit, date and machine.

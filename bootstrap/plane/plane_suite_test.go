@@ -18,7 +18,12 @@ import (
 
 func TestPlane(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Local management plane")
+	suite, reporter := testenv.GinkgoConfiguration("plane")
+	if suite.Timeout == testenv.SuiteTimeout { // no -ginkgo.timeout given
+		// `make test` runs this package with go test -timeout 30m: Ginkgo ends first, and reports.
+		suite.Timeout = 28 * time.Minute
+	}
+	RunSpecs(t, "Local management plane", suite, reporter)
 }
 
 var (

@@ -1,15 +1,18 @@
 // Command slowspecs prints the slowest specs of Ginkgo JSON reports (`make test` runs it on the
-// end-to-end and fault suites' reports), so that a suite's growth is visible in every run, and
-// then every spec that failed with its failure's message and location: printed last, so that the
-// tail of a long CI log says what failed.
+// end-to-end, fault and local plane suites' reports), so that a suite's growth is visible in
+// every run; then every spec that failed with its failure's message and location, and every
+// failed test of the `go test` logs given with -go-log (the benchmark package's tests are plain
+// Go tests); and last a line for each failure, so that the tail of a long CI log names them all.
 //
-//	go run ./hack/slowspecs [-n 20] REPORT.json...
+//	go run ./hack/slowspecs [-n 20] [-go-log LOG]... REPORT.json...
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,20 +29,116 @@ type spec struct {
 	// failure is the failure's location and message when the spec failed, panicked, was
 	// interrupted or timed out; empty otherwise.
 	failure string
+	// goTest marks a failed Go test of a `go test` output: listed among the failures, not among
+	// the slowest specs (a passed Go test's time is not read).
+	goTest bool
 }
 
-// maxFailureLen bounds how much of one failure's message is printed.
-const maxFailureLen = 2000
+// maxFailureLen bounds how much of one failure's message is printed; maxWhereLen, the first line
+// of it in the closing list.
+const (
+	maxFailureLen = 2000
+	maxWhereLen   = 240
+)
+
+// logs is the -go-log flag: the paths of `go test` outputs.
+type logs []string
+
+func (l *logs) String() string     { return strings.Join(*l, ",") }
+func (l *logs) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	n := flag.Int("n", 20, "how many specs to print")
+	var goLogs logs
+	flag.Var(&goLogs, "go-log", "a `go test` output whose failed tests to list (repeatable)")
 	flag.Parse()
 	specs, suites, err := read(flag.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "slowspecs:", err)
 		os.Exit(1)
 	}
+	failed, err := readGoLogs(goLogs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "slowspecs:", err)
+		os.Exit(1)
+	}
+	specs = append(specs, failed...)
 	fmt.Print(format(specs, suites, *n))
+}
+
+// readGoLogs returns the failures of the `go test` outputs at paths (goTestFailures), each
+// labelled with its file's name. A missing output is skipped, as read skips a missing report.
+func readGoLogs(paths []string) ([]spec, error) {
+	var out []spec
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if os.IsNotExist(err) {
+			fmt.Fprintf(os.Stderr, "slowspecs: no log %s\n", p)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		failed, err := goTestFailures(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), f)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, failed...)
+	}
+	return out, nil
+}
+
+// maxGoFailureLines bounds how many lines of a failed Go test's output are kept.
+const maxGoFailureLines = 12
+
+// goTestFailures returns what a `go test` output (without -v) reports as failed, labelled with
+// suite: each test with the lines it printed under its "--- FAIL:" line, and a panic (a test
+// binary's timeout is one) with the lines that follow it. A Ginkgo suite's test function, which
+// prints nothing under its "--- FAIL:" line (its report lists the specs), is left out.
+func goTestFailures(suite string, r io.Reader) ([]spec, error) {
+	var out []spec
+	var cur *spec
+	var lines []string
+	flush := func() {
+		if cur != nil && len(lines) > 0 {
+			cur.failure = strings.Join(lines, "\n")
+			out = append(out, *cur)
+		}
+		cur, lines = nil, nil
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(trimmed, "--- FAIL: "); ok {
+			flush()
+			name, took, _ := strings.Cut(rest, " (")
+			d, _ := time.ParseDuration(strings.TrimSuffix(took, ")"))
+			cur = &spec{suite: suite, name: name, state: "failed", took: d, goTest: true}
+			continue
+		}
+		if strings.HasPrefix(line, "panic: ") {
+			flush()
+			cur = &spec{suite: suite, name: "(the test binary)", state: "panicked", goTest: true}
+			lines = append(lines, trimmed)
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		// A test's messages are indented under its line; a panic's stack is not.
+		if cur.state != "panicked" && !strings.HasPrefix(line, "    ") {
+			flush()
+			continue
+		}
+		if len(lines) < maxGoFailureLines && trimmed != "" {
+			lines = append(lines, trimmed)
+		}
+	}
+	flush()
+	return out, sc.Err()
 }
 
 // read returns every spec and set-up node (BeforeSuite, BeforeAll, AfterAll, ...) of the reports,
@@ -94,8 +193,14 @@ func format(specs []spec, suites map[string]time.Duration, n int) string {
 	for _, s := range names {
 		fmt.Fprintf(&b, "suite %s: %s\n", s, suites[s].Round(time.Second))
 	}
-	fmt.Fprintf(&b, "the %d slowest specs and set-up nodes:\n", min(n, len(specs)))
-	for i, s := range specs {
+	var ginkgo []spec
+	for _, s := range specs {
+		if !s.goTest {
+			ginkgo = append(ginkgo, s)
+		}
+	}
+	fmt.Fprintf(&b, "the %d slowest specs and set-up nodes:\n", min(n, len(ginkgo)))
+	for i, s := range ginkgo {
 		if i == n {
 			break
 		}
@@ -113,6 +218,15 @@ func format(specs []spec, suites map[string]time.Duration, n int) string {
 	fmt.Fprintf(&b, "%d failed:\n", len(failed))
 	for _, s := range failed {
 		fmt.Fprintf(&b, "- %s %s  (%s after %s)\n%s\n", s.suite, s.name, s.state, s.took.Round(100*time.Millisecond), indent(s.failure))
+	}
+	// A line each, last: a failure's message may be long, and only the log's tail may be read.
+	fmt.Fprintf(&b, "failed, in short (%d):\n", len(failed))
+	for _, s := range failed {
+		where, _, _ := strings.Cut(s.failure, "\n")
+		if len(where) > maxWhereLen {
+			where = where[:maxWhereLen] + " [...]"
+		}
+		fmt.Fprintf(&b, "- %s %s  (%s after %s) at %s\n", s.suite, s.name, s.state, s.took.Round(100*time.Millisecond), where)
 	}
 	return b.String()
 }

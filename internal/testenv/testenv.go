@@ -97,8 +97,9 @@ func StartEnv(t testing.TB, env *envtest.Environment) *rest.Config {
 // tools, build, lint and the race-detector run before it, `.ci/run` stays under 90 min.
 const SuiteTimeout = 74 * time.Minute
 
-// ReportDirEnv names a directory into which the end-to-end and fault suites write their Ginkgo
-// JSON reports (<suite>.json), for `make test` to print the slowest specs (hack/slowspecs).
+// ReportDirEnv names a directory into which the end-to-end, fault and local plane suites write
+// their Ginkgo JSON reports (<suite>.json), for `make test` to print the slowest specs and the
+// failures (hack/slowspecs).
 const ReportDirEnv = "GINKGO_REPORT_DIR"
 
 // GinkgoConfiguration is Ginkgo's configuration with the suite timeout SuiteTimeout instead of

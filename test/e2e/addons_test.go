@@ -166,9 +166,9 @@ var _ = Describe("Cluster addons: values, upgrades, removal, bad input and delet
 			}).Should(Succeed())
 		}
 		var err error
-		wl1, err = pl.WorkloadClient(ctx, ns, "a1")
+		wl1, err = workloadClient(ctx, ns, "a1")
 		Expect(err).NotTo(HaveOccurred())
-		wl2, err = pl.WorkloadClient(ctx, ns, "a2")
+		wl2, err = workloadClient(ctx, ns, "a2")
 		Expect(err).NotTo(HaveOccurred())
 		for c, wl := range map[string]client.Client{"10.1.0.0/16": wl1, "10.2.0.0/16": wl2} {
 			info := &corev1.ConfigMap{}
@@ -490,7 +490,7 @@ var _ = Describe("A component whose kind changes between releases", Ordered, fun
 		Expect(k8s.Create(ctx, newCluster(ns, cluster, "v1", cidr))).To(Succeed())
 		Eventually(ctx, func(g Gomega) { infoAvailable(ctx, g, "v1", csv1.ComponentKindKustomize) }).Should(Succeed())
 		var err error
-		wl, err = pl.WorkloadClient(ctx, ns, cluster)
+		wl, err = workloadClient(ctx, ns, cluster)
 		Expect(err).NotTo(HaveOccurred())
 	})
 

@@ -137,6 +137,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Logger:         GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred())
+	// Beside the fault suite on 2 cores, the API servers are at times too short of CPU to answer
+	// within their timeout: the specs' reads are sent again then (framework.RetryingReads).
+	k8s = framework.RetryingReads(k8s)
 	repoRoot = pl.RepoRoot()
 	startSecretWatch(ctx)
 	GinkgoWriter.Printf("local plane up; kubeconfig %s, logs %s\n", pl.Kubeconfig(), pl.LogDir())
@@ -221,3 +224,13 @@ var _ = ReportAfterEach(func(r SpecReport) {
 		fmt.Fprintf(GinkgoWriter, "spec failed; component logs: %s\n", pl.LogDir())
 	}
 })
+
+// workloadClient is a client of the workload cluster of Cluster ns/name whose reads are sent
+// again when its API server is too busy to answer (framework.RetryingReads), as k8s's are.
+func workloadClient(ctx context.Context, ns, name string) (client.Client, error) {
+	c, err := pl.WorkloadClient(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return framework.RetryingReads(c), nil
+}

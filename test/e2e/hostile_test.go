@@ -99,7 +99,7 @@ var _ = Describe("Hostile input: generated names that would collide or overflow"
 				g.Expect(a).To(framework.HaveCondition(csv1.ObjectsOwnedCondition, metav1.ConditionTrue))
 				g.Expect(a.Status.Components).To(HaveLen(2 + len(namesComponents)))
 			}).WithTimeout(6 * time.Minute).Should(Succeed())
-			wl, err := pl.WorkloadClient(ctx, ns, c)
+			wl, err := workloadClient(ctx, ns, c)
 			Expect(err).NotTo(HaveOccurred())
 			for _, comp := range namesComponents {
 				cm := &corev1.ConfigMap{}

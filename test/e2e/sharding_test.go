@@ -46,9 +46,11 @@ var _ = Describe("Sharding by label", Ordered, SpecPriority(4), func() {
 	ready := func(ctx context.Context, names ...string) {
 		GinkgoHelper()
 		for _, n := range names {
+			// A new Cluster is Ready after Cluster API's topology controller, the workload
+			// cluster's start and Flux: beside the fault suite on 2 cores, at times over 4 minutes.
 			Eventually(ctx, func(g Gomega) {
 				g.Expect(getAddon(ctx, g, ns, n)).To(framework.HaveCondition(csv1.ReadyCondition, metav1.ConditionTrue))
-			}).WithTimeout(4*time.Minute).Should(Succeed(), "ClusterAddon %s Ready", n)
+			}).WithTimeout(6*time.Minute).Should(Succeed(), "ClusterAddon %s Ready", n)
 		}
 	}
 

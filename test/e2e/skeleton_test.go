@@ -236,7 +236,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 			Expect(ks.Spec.KubeConfig.SecretRef.Name).To(Equal(tc.cluster + "-kubeconfig"))
 			Expect(ks.Spec.SourceRef.Name).To(Equal(release))
 
-			wl, err := pl.WorkloadClient(ctx, ns, tc.cluster)
+			wl, err := workloadClient(ctx, ns, tc.cluster)
 			Expect(err).NotTo(HaveOccurred())
 			info := &corev1.ConfigMap{}
 			Eventually(ctx, func(g Gomega) {
@@ -301,7 +301,7 @@ var _ = Describe("Walking skeleton: the examples on the local plane", Ordered, S
 		}
 		workloads := map[string]client.Client{}
 		for _, c := range []string{"alpha", "beta"} {
-			wl, err := pl.WorkloadClient(ctx, ns, c)
+			wl, err := workloadClient(ctx, ns, c)
 			Expect(err).NotTo(HaveOccurred())
 			workloads[c] = wl
 		}

@@ -278,7 +278,7 @@ webhooks:
 				g.Expect(hr.Spec.ServiceAccountName).To(Equal(sa), "HelmRelease %s", hr.Name)
 			}
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
-		wc, err := pl.WorkloadClient(ctx, ns, "own-identity")
+		wc, err := workloadClient(ctx, ns, "own-identity")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(wc.Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "stack-deployer-admin"},
