@@ -268,18 +268,16 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	logf("floor with statuses: %d status writes more (%.0f per Cluster), in all %s at %d concurrent writes, %s; API server CPU %s",
 		floors.statusWrites, float64(floors.statusWrites)/float64(cfg.clusters), floorSt.took.Round(time.Millisecond), floorSt.workers,
 		overlappedText(floorSt.overlapped), floorSt.apiCPU.Round(100*time.Millisecond))
-	logf("floor with Flux: every object written after %s (%.2fx the floor, at %d concurrent writes), every ClusterAddon status after %s (%.2fx the floor, at %d); %d write steps per Cluster",
+	logf("floor with Flux: every object written after %s (%.2fx the floor, at %d concurrent writes), every ClusterAddon status after %s (%.2fx the floor, at %d); %d write steps per Cluster; CPU until then: %s (the writer, the stand-in for Flux)",
 		floorFluxFanout.took.Round(time.Millisecond), floorFluxFanoutRatio, floorFluxFanout.workers,
-		floorFluxReady.took.Round(time.Millisecond), floorFluxReadyRatio, floorFluxReady.workers, floorFluxGroups)
+		floorFluxReady.took.Round(time.Millisecond), floorFluxReadyRatio, floorFluxReady.workers, floorFluxGroups,
+		floors.at(floorFluxReady.workers).flux.cpu)
 
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, cfg.clusters)
 	tracker.begin()
 	apiWritesAtStart, apiReadsAtStart := scrapeAPIWrites(ctx, b, e), scrapeAPIReads(ctx, b, e)
-	apiAtStart, err := apiServerStats(e)
-	must(b, err)
-	selfAtStart, err := readProcStats(os.Getpid())
-	must(b, err)
+	cpuAtStart := sampleCPU(b, e)
 	tStart := time.Now()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -299,10 +297,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	tracker.stop()
 	opAtConverge, err := readProcStats(e.manager.Pid())
 	must(b, err)
-	apiAtConverge, err := apiServerStats(e)
-	must(b, err)
-	selfAtConverge, err := readProcStats(os.Getpid())
-	must(b, err)
+	cpuConverge := cpuAtStart.since(sampleCPU(b, e))
 	writesAtCreate, reconcilesAtCreate := map[string]float64{}, map[string]float64{} // a new process: its counters start at 0
 	total := cfg.clusters + 1
 	cs := &csv1.ClusterStack{}
@@ -413,7 +408,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 		FloorWithFluxReady: floorFluxReady.took.Seconds(), FloorWithFluxReadyWorkers: floorFluxReady.workers,
 		Fanout: fanout.Seconds(), Ready: convergeAddons.Seconds(),
 		WritesPerCluster: writesPer, ReconcilesPerCluster: float64(convergeReconciles) / float64(cfg.clusters),
-		OperatorCPU: opAtConverge.cpu.Seconds(), APIServerCPU: (apiAtConverge.cpu - apiAtStart.cpu).Seconds(),
+		OperatorCPU: opAtConverge.cpu.Seconds(), APIServerCPU: cpuConverge.api.Seconds(),
 		OperatorPeakRSS: op.peakRSS, APIServerPeakRSS: api.peakRSS,
 		IdleWrites: writes, IdleWindow: cfg.idle.Seconds(), StatusP50: p50.Seconds(), StatusP99: p99.Seconds(),
 		ManagerArgs: cfg.managerArgs, ManagerEnv: cfg.managerEnv, ManagerWrapper: cfg.manager,
@@ -437,6 +432,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 %s  floor                 %s at %d concurrent writes   (API server CPU %s)
   floor with statuses   %s at %d concurrent writes, %s   (API server CPU %s)
   floor with Flux       every object written %s at %d (%.2fx the floor), every ClusterAddon status written %s at %d (%.2fx the floor)
+                        CPU until every status written: %s (the writer, the stand-in for Flux)
   operator settings                           flags %q, environment %q
   operator started (process start -> ready)     %s
   fan-out: operator start -> every generated object written   %s   (%.2fx the floor, %.2fx the floor with statuses, %.2fx the floor with Flux, against this writer)
@@ -446,7 +442,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
   API server writes to converge by resource   %s
   API server reads to converge by resource    %s
   operator reconciles to converge             %d (%.1f per Cluster) %s
-  CPU from operator start to converged        operator %s, API server %s, this benchmark (stand-in for Flux, trackers) %s
+  CPU from operator start to converged        operator %s, %s (the stand-in for Flux, trackers)
   operator memory                             peak RSS %s (now %s), CPU %s in all
   management kube-apiserver memory            peak RSS %s (now %s), CPU %s in all
   idle window                                 %s (after waiting %s for 15s without operator writes; reached: %v)
@@ -466,6 +462,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 		floorSt.took.Round(time.Millisecond), floorSt.workers, overlappedText(floorSt.overlapped), floorSt.apiCPU.Round(100*time.Millisecond),
 		floorFluxFanout.took.Round(time.Millisecond), floorFluxFanout.workers, floorFluxFanoutRatio,
 		floorFluxReady.took.Round(time.Millisecond), floorFluxReady.workers, floorFluxReadyRatio,
+		floors.at(floorFluxReady.workers).flux.cpu,
 		strings.Join(cfg.managerArgs, " "), strings.Join(cfg.managerEnv, " "),
 		startup.Round(time.Millisecond),
 		fanout.Round(time.Millisecond), fanoutRatio, fanoutStRatio, fanoutFluxRatio,
@@ -473,8 +470,7 @@ ClusterStack operator benchmark: bin/manager against a real kube-apiserver, %d C
 		want, converge.Round(time.Millisecond),
 		convergeWrites, writesPer, perCluster+1, convergeBreakdown, apiWrites, apiReads,
 		convergeReconciles, float64(convergeReconciles)/float64(cfg.clusters), reconciles,
-		opAtConverge.cpu.Round(100*time.Millisecond), (apiAtConverge.cpu - apiAtStart.cpu).Round(100*time.Millisecond),
-		(selfAtConverge.cpu - selfAtStart.cpu).Round(100*time.Millisecond),
+		opAtConverge.cpu.Round(100*time.Millisecond), cpuConverge,
 		mib(op.peakRSS), mib(op.rss), op.cpu.Round(100*time.Millisecond),
 		mib(api.peakRSS), mib(api.rss), api.cpu.Round(100*time.Millisecond),
 		cfg.idle, settleTook.Round(time.Second), settled, writes, perMin, breakdown, len(changes), cfg.samples,

@@ -236,6 +236,36 @@ func apiServerStats(e *benchEnv) (procStats, error) {
 	return serverStats(e.apiServerBinary, "--cert-dir="+filepath.Join(e.dir, "kube-apiserver"))
 }
 
+// etcdStats are the figures of the management API server's etcd.
+func etcdStats(e *benchEnv) (procStats, error) {
+	return serverStats(filepath.Join(filepath.Dir(e.apiServerBinary), "etcd"), "--data-dir="+filepath.Join(e.dir, "etcd"))
+}
+
+// cpuSample is the CPU time so far of the processes a fan-out costs: the API server, its etcd
+// and this benchmark (the floor writer or the stand-in for Flux and the trackers).
+type cpuSample struct{ api, etcd, self time.Duration }
+
+func sampleCPU(b testing.TB, e *benchEnv) cpuSample {
+	b.Helper()
+	api, err := apiServerStats(e)
+	must(b, err)
+	etcd, err := etcdStats(e)
+	must(b, err)
+	self, err := readProcStats(os.Getpid())
+	must(b, err)
+	return cpuSample{api: api.cpu, etcd: etcd.cpu, self: self.cpu}
+}
+
+// since is the CPU each process spent from s to later.
+func (s cpuSample) since(later cpuSample) cpuSample {
+	return cpuSample{api: later.api - s.api, etcd: later.etcd - s.etcd, self: later.self - s.self}
+}
+
+func (s cpuSample) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+	return fmt.Sprintf("API server %s, etcd %s, this benchmark %s", r(s.api), r(s.etcd), r(s.self))
+}
+
 // serverStats are the figures of the child process running binary with arg on its command line
 // (startAPIServer's kube-apiserver and etcd are told apart by their --cert-dir and --data-dir).
 func serverStats(binary, arg string) (procStats, error) {

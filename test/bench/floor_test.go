@@ -274,6 +274,16 @@ func (f floorResult) withFluxReady() floorBest {
 	return f.fastest(func(s floorSetting) (time.Duration, time.Duration, bool) { return s.flux.ready, s.flux.apiCPU, false })
 }
 
+// at is the setting of `workers` concurrent writes.
+func (f floorResult) at(workers int) floorSetting {
+	for _, s := range f.settings {
+		if s.workers == workers {
+			return s
+		}
+	}
+	return floorSetting{}
+}
+
 // measureFloors runs the floor writer once per concurrency in workers, into the floor namespace,
 // and removes its objects after each run: at each setting, every object written, then the
 // status writes (the floor with statuses, sequential); every object with its status right after

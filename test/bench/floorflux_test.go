@@ -37,6 +37,9 @@ type floorFluxResult struct {
 	// fanout is how long until every object was written, ready until every ClusterAddon status
 	// was, and apiCPU the API server's CPU time until then.
 	fanout, ready, apiCPU time.Duration
+	// cpu is every process's CPU time until then (the API server's, etcd's, the writer's and the
+	// stand-in for Flux's).
+	cpu cpuSample
 }
 
 // writeGroups splits a Cluster's Flux objects, in the release's addon order (status.components),
@@ -174,14 +177,12 @@ func measureFloorWithFlux(ctx context.Context, b testing.TB, e *benchEnv, w *flo
 	defer func() { must(b, stopFlux()) }()
 
 	res := floorFluxResult{groups: len(clusters[clusterName(0)].groups)}
-	before, err := apiServerStats(e)
-	must(b, err)
+	before := sampleCPU(b, e)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, floorNS, workers, 30*time.Minute, nil)
 	must(b, err)
 	res.fanout, res.ready = run.fanout, run.ready
-	after, err := apiServerStats(e)
-	must(b, err)
-	res.apiCPU = after.cpu - before.cpu
+	res.cpu = before.since(sampleCPU(b, e))
+	res.apiCPU = res.cpu.api
 	deleteFloor(ctx, b, w)
 	return res
 }

@@ -263,7 +263,7 @@ func RealFluxTable(rs []RealFlux) string {
 		if r.GeneratedObjects > 0 {
 			goal = fmt.Sprint(r.GeneratedObjects + 2)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s / %s | %s / %s / %s | %s / %s | %.1f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s |\n",
+		fmt.Fprintf(&b, "| %d | %d | %s / %s | %s / %s / %s | %s / %s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s |\n",
 			r.Clusters, max(r.Workloads, 1), secs(r.FluxAloneWritten), secs(r.FluxAloneReady),
 			secs(r.AllWritten), secs(r.FluxReady), secs(r.AddonsReady),
 			ratio(r.FluxReady, r.FluxAloneReady), ratio(r.AddonsReady, r.FluxAloneReady),

@@ -90,7 +90,7 @@ func TestRealFluxTable(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want a header, a separator and a row, got:\n%s", table)
 	}
-	for _, want := range []string{"| 1000 | 10 | 5m0s / 6m40s |", "| 5m10s / 7m0s / 7m20s |", "| 1.05x / 1.10x |", "| 6.2 (6) |",
+	for _, want := range []string{"| 1000 | 10 | 5m0s / 6m40s |", "| 5m10s / 7m0s / 7m20s |", "| 1.05x / 1.10x |", "| 6.200 (6) |",
 		"| 1.5s (4%) |", "| 1m0s / 2s |", "| 150 |", "| 100 MiB / 500 MiB (450 MiB) / 200 MiB (190 MiB) |", "| 400 MiB |"} {
 		if !strings.Contains(lines[2], want) {
 			t.Errorf("row %q lacks %q", lines[2], want)
