@@ -231,14 +231,31 @@ func (f *fleet) waitConvergedOf(ctx context.Context, clusters []string, timeout 
 			case a == nil:
 				waiting = append(waiting, c+": no ClusterAddon")
 			case a.Status.LastAppliedRelease != want:
-				waiting = append(waiting, fmt.Sprintf("%s: last applied %q", c, a.Status.LastAppliedRelease))
+				waiting = append(waiting, fmt.Sprintf("%s: last applied %q; %s", c, a.Status.LastAppliedRelease, addonState(a)))
 			case !apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition):
-				waiting = append(waiting, fmt.Sprintf("%s: not Ready: %s", c, framework.ConditionMessage(a.Status.Conditions, csv1.ReadyCondition)))
+				waiting = append(waiting, fmt.Sprintf("%s: not Ready; %s", c, addonState(a)))
 			}
 		}
 		g.Expect(waiting).To(BeEmpty(), "%d of %d Clusters not converged at %s", len(waiting), len(clusters), want)
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 	return time.Since(start)
+}
+
+// addonState says what a ClusterAddon that has not converged reports, for the failure message
+// of a wait (CI keeps nothing else of a run): the release it is moving to, its generation and
+// the one its status observed, its conditions and the components that are not Ready.
+func addonState(a *csv1.ClusterAddon) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "desired %q, generation %d observed %d, progress %s", a.Status.DesiredRelease, a.Generation, a.Status.ObservedGeneration, a.Status.Progress)
+	for _, c := range a.Status.Conditions {
+		fmt.Fprintf(&b, "; %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, c := range a.Status.Components {
+		if !c.Ready {
+			fmt.Fprintf(&b, "; component %s (%s at %s): %s", c.Name, c.FluxObject, c.Release, c.Message)
+		}
+	}
+	return b.String()
 }
 
 // dropVersion removes version old from the ClusterStack (the fleet has left it) and waits
