@@ -69,6 +69,9 @@ type ClusterAddonReconciler struct {
 	watched map[schema.GroupVersionKind]bool
 	// pace holds back status writes that only report progress (Status.ProgressInterval).
 	pace progressPacer
+	// renderTimeouts spaces the renders again of Clusters whose values render ran out of time
+	// (renderBackoff).
+	renderTimeouts renderBackoff
 
 	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
 	// this reconciler's own (SetupWithManager).
@@ -377,6 +380,7 @@ func (r *ClusterAddonReconciler) deleteAddon(ctx context.Context, addon *csv1.Cl
 // lets the ClusterAddon go.
 func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv1.ClusterAddon) error {
 	r.pace.done(client.ObjectKeyFromObject(addon))
+	r.renderTimeouts.forget(client.ObjectKeyFromObject(addon))
 	objs, err := r.ownedFluxObjects(ctx, addon)
 	if err != nil {
 		return err

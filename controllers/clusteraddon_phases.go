@@ -183,6 +183,7 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		defer release()
 		return render.Render(in, st.RenderComponents())
 	}()
+	key := client.ObjectKeyFromObject(s.addon)
 	if err != nil {
 		var rerr *render.Error
 		if errors.As(err, &rerr) {
@@ -193,12 +194,23 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 			case errors.Is(err, render.ErrLimitExceeded):
 				reason = csv1.ReasonRenderLimitExceeded
 			}
+			msg := fmt.Sprintf("release %s: %s", s.release.Name, err.Error())
+			var res ctrl.Result
+			if outOfTime(err) {
+				// The time limit is wall-clock time: an operator short of CPU can run out of it
+				// with a template that needs far less. Unlike the other failures, which only a
+				// change of the template or its inputs ends (and that change brings the reconcile
+				// back), it is tried again, ever less often.
+				msg += renderAgainHint
+				res = requeueIn(r.renderTimeouts.next(key))
+			}
 			s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionFalse, Reason: reason,
-				Message: fluxstatus.Truncate(fmt.Sprintf("release %s: %s", s.release.Name, err.Error()))}
-			return ctrl.Result{}, errPhasesDone
+				Message: fluxstatus.Truncate(msg)}
+			return res, errPhasesDone
 		}
 		return ctrl.Result{}, err
 	}
+	r.renderTimeouts.forget(key)
 	// One ConfigMap per release: the Flux objects switch to it in the same write as their chart
 	// or source, so old charts never run with the new release's values.
 	cm := &corev1.ConfigMap{

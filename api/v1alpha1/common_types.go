@@ -195,7 +195,9 @@ const (
 	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
 	ReasonRenderFailed = "RenderFailed"
 	// ReasonRenderLimitExceeded: a value template hit a rendering limit (time, output size, a count or
-	// allocation cap); the message names the function and the limit. What to do: make the template do
+	// allocation cap); the message names the function and the limit. The time limit counts wall-clock
+	// time, which an operator short of CPU can run out of: a render that did is tried again by itself,
+	// after 10 s, then twice as long each time up to 10 minutes. What to do: make the template do
 	// less (smaller output, fewer iterations) and publish it as a new stack version; the limits are
 	// fixed.
 	// +docs:on=ClusterAddon/ValuesRendered,ClusterAddon/Degraded,ClusterStack/Degraded
