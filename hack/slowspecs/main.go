@@ -41,16 +41,13 @@ const (
 	maxWhereLen   = 240
 )
 
-// logs is the -go-log flag: the paths of `go test` outputs.
-type logs []string
-
-func (l *logs) String() string     { return strings.Join(*l, ",") }
-func (l *logs) Set(v string) error { *l = append(*l, v); return nil }
-
 func main() {
 	n := flag.Int("n", 20, "how many specs to print")
-	var goLogs logs
-	flag.Var(&goLogs, "go-log", "a `go test` output whose failed tests to list (repeatable)")
+	var goLogs []string
+	flag.Func("go-log", "a `go test` output whose failed tests to list (repeatable)", func(p string) error {
+		goLogs = append(goLogs, p)
+		return nil
+	})
 	flag.Parse()
 	specs, suites, err := read(flag.Args())
 	if err != nil {

@@ -267,11 +267,11 @@ func (f floorResult) withStatuses() floorBest {
 // withFluxFanout and withFluxReady are the fastest floor with Flux's every object written and
 // every ClusterAddon status written (each a lower bound on its own, possibly of two settings).
 func (f floorResult) withFluxFanout() floorBest {
-	return f.fastest(func(s floorSetting) (time.Duration, time.Duration, bool) { return s.flux.fanout, s.flux.apiCPU, false })
+	return f.fastest(func(s floorSetting) (time.Duration, time.Duration, bool) { return s.flux.fanout, s.flux.cpu.api, false })
 }
 
 func (f floorResult) withFluxReady() floorBest {
-	return f.fastest(func(s floorSetting) (time.Duration, time.Duration, bool) { return s.flux.ready, s.flux.apiCPU, false })
+	return f.fastest(func(s floorSetting) (time.Duration, time.Duration, bool) { return s.flux.ready, s.flux.cpu.api, false })
 }
 
 // at is the setting of `workers` concurrent writes.

@@ -35,8 +35,8 @@ type floorFluxResult struct {
 	// order).
 	groups int
 	// fanout is how long until every object was written, ready until every ClusterAddon status
-	// was, and apiCPU the API server's CPU time until then.
-	fanout, ready, apiCPU time.Duration
+	// was.
+	fanout, ready time.Duration
 	// cpu is every process's CPU time until then (the API server's, etcd's, the writer's and the
 	// stand-in for Flux's).
 	cpu cpuSample
@@ -182,7 +182,6 @@ func measureFloorWithFlux(ctx context.Context, b testing.TB, e *benchEnv, w *flo
 	must(b, err)
 	res.fanout, res.ready = run.fanout, run.ready
 	res.cpu = before.since(sampleCPU(b, e))
-	res.apiCPU = res.cpu.api
 	deleteFloor(ctx, b, w)
 	return res
 }
