@@ -76,19 +76,81 @@ func digestOf(hash string) uint64 {
 // returns an *OwnershipConflictError (see checkOwnership), which callers detect with errors.As
 // to report the conflict (Degraded) instead of retrying blindly.
 func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client.Object) (bool, error) {
-	gvk, err := apiutil.GVKForObject(desired, a.Scheme)
+	wrote, _, err := a.ApplyHashed(ctx, owner, desired)
+	return wrote, err
+}
+
+// ApplyHashed is Apply that also returns the hash it applied (or found applied): with the hash
+// and, for a ConfigMap, its configMapDataHash, Unchanged tells later whether the same apply would
+// write, without the desired object's content.
+func (a *Applier) ApplyHashed(ctx context.Context, owner client.Object, desired client.Object) (bool, string, error) {
+	gvk, err := a.owned(owner, desired)
 	if err != nil {
-		return false, err
-	}
-	if owner != nil {
-		if err := controllerutil.SetControllerReference(owner, desired, a.Scheme); err != nil {
-			return false, err
-		}
+		return false, "", err
 	}
 	hash, err := hashOf(desired)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
+	wrote, err := a.apply(ctx, gvk, desired, hash)
+	return wrote, hash, err
+}
+
+// owned makes owner (when not nil) desired's controller and returns desired's kind.
+func (a *Applier) owned(owner client.Object, desired client.Object) (schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(desired, a.Scheme)
+	if err != nil || owner == nil {
+		return gvk, err
+	}
+	return gvk, controllerutil.SetControllerReference(owner, desired, a.Scheme)
+}
+
+// Unchanged reports whether applying an object that desired names, with the given hash (as
+// ApplyHashed returned it) and, for a ConfigMap, data whose configMapDataHash is dataHash, would
+// write nothing, judged from the cache alone: the object is cached, owned by owner, carries the
+// hash and has not been edited since (as Apply judges it). Only desired's kind, name, namespace
+// and labels are read; its content may be left out. False (never an error) when the cache cannot
+// tell: the caller applies the whole object then.
+func (a *Applier) Unchanged(ctx context.Context, owner client.Object, desired client.Object, hash, dataHash string) bool {
+	gvk, err := a.owned(owner, desired)
+	if err != nil {
+		return false
+	}
+	key := gvk.Kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
+	o, err := a.Scheme.New(gvk)
+	if err != nil {
+		return false
+	}
+	existing, ok := o.(client.Object)
+	if !ok || a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing) != nil || existing.GetDeletionTimestamp() != nil {
+		return false
+	}
+	if checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)) != nil {
+		return false
+	}
+	return a.whyApply(key, existing, desired, hash, dataHash) == ""
+}
+
+// whyApply says why the object, cached as existing, is applied again ("" when it is not): what
+// was applied differs (hash), or someone edited it since (a ConfigMap's data, whose digest
+// dataHash is when desired is a ConfigMap; the Flux shard label; the generation).
+func (a *Applier) whyApply(key string, existing, desired client.Object, hash, dataHash string) string {
+	switch {
+	case existing.GetAnnotations()[appliedHashAnnotation] != hash:
+		return "changed"
+	case dataEdited(existing, dataHash):
+		return "data edited since applied"
+	case existing.GetLabels()[fluxgen.FluxShardLabel] != desired.GetLabels()[fluxgen.FluxShardLabel]:
+		// Labels move no generation; this one picks the Flux controllers that apply the object.
+		return "Flux shard label edited since applied"
+	case !a.unchangedSinceApply(key, existing.GetGeneration()):
+		return "edited since applied"
+	}
+	return ""
+}
+
+// apply is Apply with desired's kind and hash (prepare).
+func (a *Applier) apply(ctx context.Context, gvk schema.GroupVersionKind, desired client.Object, hash string) (bool, error) {
 	key := gvk.Kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
 
 	existing, err := a.current(ctx, gvk, client.ObjectKeyFromObject(desired))
@@ -112,17 +174,7 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, desired client
 		if err := checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)); err != nil {
 			return false, err
 		}
-		switch {
-		case existing.GetAnnotations()[appliedHashAnnotation] != hash:
-			why = "changed"
-		case dataEdited(existing, desired):
-			why = "data edited since applied"
-		case existing.GetLabels()[fluxgen.FluxShardLabel] != desired.GetLabels()[fluxgen.FluxShardLabel]:
-			// Labels move no generation; this one picks the Flux controllers that apply the object.
-			why = "Flux shard label edited since applied"
-		case !a.unchangedSinceApply(key, existing.GetGeneration()):
-			why = "edited since applied"
-		default:
+		if why = a.whyApply(key, existing, desired, hash, dataHashOf(desired)); why == "" {
 			return false, nil
 		}
 	}
@@ -288,16 +340,24 @@ func configMapDataHash(data map[string]string, binary map[string][]byte) string 
 	return hex.EncodeToString(sum[:16])
 }
 
-// dataEdited reports whether desired is a ConfigMap whose data differs from the data of
-// existing, its cached copy: someone edited the data, which moves no generation and no
-// annotation of the operator's. Objects not read from the cache (no digest) are not judged.
-func dataEdited(existing, desired client.Object) bool {
-	cm, ok := desired.(*corev1.ConfigMap)
-	if !ok {
+// dataHashOf is the configMapDataHash of desired's data when it is a ConfigMap, else "".
+func dataHashOf(desired client.Object) string {
+	if cm, ok := desired.(*corev1.ConfigMap); ok {
+		return configMapDataHash(cm.Data, cm.BinaryData)
+	}
+	return ""
+}
+
+// dataEdited reports whether dataHash, the configMapDataHash of a ConfigMap's desired data, differs
+// from the data of existing, its cached copy: someone edited the data, which moves no generation
+// and no annotation of the operator's. Objects not read from the cache (no digest) and objects
+// other than ConfigMaps (dataHash "") are not judged.
+func dataEdited(existing client.Object, dataHash string) bool {
+	if dataHash == "" {
 		return false
 	}
 	got, ok := existing.GetAnnotations()[cachedDataHashAnnotation]
-	return ok && got != configMapDataHash(cm.Data, cm.BinaryData)
+	return ok && got != dataHash
 }
 
 func hashOf(obj client.Object) (string, error) {

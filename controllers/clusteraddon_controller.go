@@ -72,6 +72,9 @@ type ClusterAddonReconciler struct {
 	// renderTimeouts spaces the renders again of Clusters whose values render ran out of time
 	// (renderBackoff).
 	renderTimeouts renderBackoff
+	// valuesMemo spares the values render of a Cluster whose render inputs have not changed
+	// since its last one (renderMemo).
+	valuesMemo renderMemo
 
 	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
 	// this reconciler's own (SetupWithManager).
@@ -381,6 +384,7 @@ func (r *ClusterAddonReconciler) deleteAddon(ctx context.Context, addon *csv1.Cl
 func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv1.ClusterAddon) error {
 	r.pace.done(client.ObjectKeyFromObject(addon))
 	r.renderTimeouts.forget(client.ObjectKeyFromObject(addon))
+	r.valuesMemo.forget(client.ObjectKeyFromObject(addon))
 	objs, err := r.ownedFluxObjects(ctx, addon)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxstatus"
+	"github.com/clusterstack-io/clusterstack-operator/internal/metrics"
 	"github.com/clusterstack-io/clusterstack-operator/internal/overrides"
 	"github.com/clusterstack-io/clusterstack-operator/internal/render"
 )
@@ -155,12 +156,35 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	}
 	s.stack = st
 
-	in, err := r.renderInput(ctx, s)
+	cp, err := r.referenced(ctx, s.cluster, s.cluster.Spec.ControlPlaneRef)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.controlPlane = in.ControlPlane
+	infra, err := r.referenced(ctx, s.cluster, s.cluster.Spec.InfrastructureRef)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	ovs, err := r.overridesFor(ctx, s.cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	key := client.ObjectKeyFromObject(s.addon)
+	objs := []client.Object{s.cluster, cp, infra}
+	for _, o := range ovs {
+		objs = append(objs, o)
+	}
+	inputs := renderInputs([]string{string(s.addon.GetUID()), repo.GetArtifact().Digest, s.release.Spec.Source.Path,
+		s.release.Name, s.release.Spec.Version, s.release.Status.KubernetesVersion}, objs...)
+	cm := r.valuesConfigMap(s, ovs)
+	s.controlPlane = cleanObject(cp)
+	if r.valuesUnchanged(ctx, s, cm, inputs) {
+		// Rendered from these very inputs, and the ConfigMap is as then applied: rendering again
+		// would give the same data, and applying it would write nothing.
+		metrics.Default.ValuesRender(s.cluster.Namespace, metrics.RenderUnchanged)
+		r.valuesRendered(s, cm, ovs)
+		return ctrl.Result{}, nil
+	}
+	in, err := r.renderInput(s, infra)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -183,8 +207,9 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		defer release()
 		return render.Render(in, st.RenderComponents())
 	}()
-	key := client.ObjectKeyFromObject(s.addon)
+	metrics.Default.ValuesRender(s.cluster.Namespace, metrics.RenderRan)
 	if err != nil {
+		r.valuesMemo.forget(key)
 		var rerr *render.Error
 		if errors.As(err, &rerr) {
 			reason := csv1.ReasonRenderFailed
@@ -211,6 +236,34 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		return ctrl.Result{}, err
 	}
 	r.renderTimeouts.forget(key)
+	cm.Data = data
+	_, hash, err := r.Applier.ApplyHashed(ctx, s.addon, cm)
+	if err != nil {
+		r.valuesMemo.forget(key)
+		return s.ownershipConflict(err)
+	}
+	if e, ok := newRenderMemoEntry(inputs, hash, configMapDataHash(data, nil)); ok {
+		r.valuesMemo.put(key, e)
+	} else {
+		r.valuesMemo.forget(key)
+	}
+	r.valuesRendered(s, cm, ovs)
+	return ctrl.Result{}, nil
+}
+
+// valuesUnchanged is true when the last render of s's ClusterAddon was made from inputs and its
+// ConfigMap, cm without its data, is in the cache as then applied (renderMemo).
+func (r *ClusterAddonReconciler) valuesUnchanged(ctx context.Context, s *addonScope, cm *corev1.ConfigMap, inputs [16]byte) bool {
+	memo, ok := r.valuesMemo.get(client.ObjectKeyFromObject(s.addon), inputs)
+	if !ok {
+		return false
+	}
+	hash, dataHash := memo.hashes()
+	return r.Applier.Unchanged(ctx, s.addon, cm, hash, dataHash)
+}
+
+// valuesConfigMap is the Cluster's values ConfigMap for its release, without its data.
+func (r *ClusterAddonReconciler) valuesConfigMap(s *addonScope, ovs []*csv1.ClusterAddonOverride) *corev1.ConfigMap {
 	// One ConfigMap per release: the Flux objects switch to it in the same write as their chart
 	// or source, so old charts never run with the new release's values.
 	cm := &corev1.ConfigMap{
@@ -219,46 +272,53 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 			Name: fluxgen.ValuesConfigMapName(s.cluster.Name, s.release.Name), Namespace: s.cluster.Namespace,
 			Labels: fluxgen.ClusterLabels(s.release.Spec.ClusterStack, s.release.Name, s.cluster.Name, ""),
 		},
-		Data: data,
 	}
 	cm.Labels[meta.LabelKeyWatch] = meta.LabelValueWatchEnabled // Flux reconciles its users at once on change
-	with := ""
 	if len(ovs) > 0 {
 		// Which overrides the data holds, in order: the plugin's provenance and people read it.
 		cm.Annotations = map[string]string{csv1.OverridesAnnotation: overrides.Names(ovs)}
-		with = fmt.Sprintf(" with ClusterAddonOverrides %s", strings.ReplaceAll(overrides.Names(ovs), ",", ", "))
 	}
-	if _, err := r.Applier.Apply(ctx, s.addon, cm); err != nil {
-		return s.ownershipConflict(err)
+	return cm
+}
+
+// valuesRendered records the values ConfigMap cm, applied or found as applied, in s.
+func (r *ClusterAddonReconciler) valuesRendered(s *addonScope, cm *corev1.ConfigMap, ovs []*csv1.ClusterAddonOverride) {
+	with := ""
+	if len(ovs) > 0 {
+		with = fmt.Sprintf(" with ClusterAddonOverrides %s", strings.ReplaceAll(overrides.Names(ovs), ",", ", "))
 	}
 	s.values = cm.Name
 	s.rendered = &metav1.Condition{Type: csv1.ValuesRenderedCondition, Status: metav1.ConditionTrue, Reason: csv1.ReasonAsExpected,
 		Message: fluxstatus.Truncate(fmt.Sprintf("values of release %s rendered into ConfigMap %s%s", s.release.Name, cm.Name, with))}
-	return ctrl.Result{}, nil
 }
 
-// renderInput gathers the Cluster, its control plane and infrastructure objects as maps.
-func (r *ClusterAddonReconciler) renderInput(ctx context.Context, s *addonScope) (render.Input, error) {
+// renderInput gathers the Cluster, its control plane (s.controlPlane) and infrastructure object
+// (infra, as referenced read it) as maps.
+func (r *ClusterAddonReconciler) renderInput(s *addonScope, infra *unstructured.Unstructured) (render.Input, error) {
 	clusterMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.cluster)
 	if err != nil {
 		return render.Input{}, err
 	}
-	in := render.Input{
-		Cluster: render.Clean(clusterMap),
-		Release: render.Release{Name: s.release.Name, Version: s.release.Spec.Version, KubernetesVersion: s.release.Status.KubernetesVersion},
-	}
-	if in.ControlPlane, err = r.referenced(ctx, s.cluster, s.cluster.Spec.ControlPlaneRef); err != nil {
-		return in, err
-	}
-	if in.InfraCluster, err = r.referenced(ctx, s.cluster, s.cluster.Spec.InfrastructureRef); err != nil {
-		return in, err
-	}
-	return in, nil
+	return render.Input{
+		Cluster:      render.Clean(clusterMap),
+		Release:      render.Release{Name: s.release.Name, Version: s.release.Spec.Version, KubernetesVersion: s.release.Status.KubernetesVersion},
+		ControlPlane: s.controlPlane,
+		InfraCluster: cleanObject(infra),
+	}, nil
 }
 
-// referenced reads an object the Cluster refers to (in the Cluster's namespace) and makes sure
-// changes to objects of its kind trigger a re-render.
-func (r *ClusterAddonReconciler) referenced(ctx context.Context, cluster *clusterv1.Cluster, ref clusterv1.ContractVersionedObjectReference) (map[string]any, error) {
+// cleanObject is u's map without what templates never see (render.Clean), nil for no object.
+func cleanObject(u *unstructured.Unstructured) map[string]any {
+	if u == nil {
+		return nil
+	}
+	return render.Clean(u.Object)
+}
+
+// referenced reads an object the Cluster refers to (in the Cluster's namespace), nil when it
+// refers to none or the object does not exist, and makes sure changes to objects of its kind
+// trigger a re-render.
+func (r *ClusterAddonReconciler) referenced(ctx context.Context, cluster *clusterv1.Cluster, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
 	if ref.Name == "" || ref.Kind == "" {
 		return nil, nil
 	}
@@ -277,7 +337,7 @@ func (r *ClusterAddonReconciler) referenced(ctx context.Context, cluster *cluste
 		}
 		return nil, err
 	}
-	return render.Clean(u.Object), nil
+	return u, nil
 }
 
 // applyFluxObjects applies one HelmRelease or Kustomization per component the plan moves to the

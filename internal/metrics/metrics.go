@@ -5,7 +5,10 @@
 //     using a stack) by the release they want and their state;
 //   - clusterstack_releases{namespace,stack,state}: a stack's ClusterStackReleases by state;
 //   - clusterstack_render_failures_total{namespace,stack,release}: value render failures
-//     recorded on ClusterAddons.
+//     recorded on ClusterAddons;
+//   - clusterstack_values_renders_total{namespace,outcome}: values renders of Clusters' ClusterAddons
+//     that ran ("rendered"), and those spared because nothing they depend on changed since the
+//     last one and the ConfigMap is as applied then ("unchanged").
 //
 // The two gauges are set by the ClusterStack status aggregation, from the stack's releases and
 // the same per-release counts of its ClusterAddons that its status shows (kept by an index as
@@ -17,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -29,6 +33,15 @@ const (
 	ClustersMetric       = "clusterstack_clusters"
 	ReleasesMetric       = "clusterstack_releases"
 	RenderFailuresMetric = "clusterstack_render_failures_total"
+	ValuesRendersMetric  = "clusterstack_values_renders_total"
+)
+
+// Outcomes of a values render (ValuesRendersMetric).
+const (
+	// RenderRan: the templates were rendered.
+	RenderRan = "rendered"
+	// RenderUnchanged: the render was spared, its inputs and ConfigMap unchanged since the last.
+	RenderUnchanged = "unchanged"
 )
 
 // States a ClusterAddon or a ClusterStackRelease is counted in. Every object is counted in
@@ -68,6 +81,7 @@ type Recorder struct {
 	clusters       *prometheus.GaugeVec
 	releases       *prometheus.GaugeVec
 	renderFailures *prometheus.CounterVec
+	valuesRenders  *prometheus.CounterVec
 
 	mu sync.Mutex
 	// seen holds, per stack, the releases that have clusterstack_clusters series, so that the
@@ -92,9 +106,13 @@ func New(reg prometheus.Registerer) *Recorder {
 			Name: RenderFailuresMetric,
 			Help: "Value render failures recorded on ClusterAddons: ValuesRendered turned False, or stayed False with a different error. Retries of the same failure are not counted.",
 		}, []string{"namespace", "stack", "release"}),
+		valuesRenders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ValuesRendersMetric,
+			Help: "Values renders of ClusterAddons by outcome: rendered (the templates ran), unchanged (spared: nothing the render depends on changed since the last one, and the ConfigMap is as applied then).",
+		}, []string{"namespace", "outcome"}),
 		seen: map[stackKey]map[string]bool{},
 	}
-	reg.MustRegister(r.clusters, r.releases, r.renderFailures)
+	reg.MustRegister(r.clusters, r.releases, r.renderFailures, r.valuesRenders)
 	return r
 }
 
@@ -153,4 +171,19 @@ func (r *Recorder) DeleteStack(namespace, stack string) {
 // using release of stack.
 func (r *Recorder) RenderFailed(namespace, stack, release string) {
 	r.renderFailures.WithLabelValues(namespace, stack, release).Inc()
+}
+
+// ValuesRender counts a values render of a ClusterAddon in namespace, by outcome (RenderRan,
+// RenderUnchanged).
+func (r *Recorder) ValuesRender(namespace, outcome string) {
+	r.valuesRenders.WithLabelValues(namespace, outcome).Inc()
+}
+
+// ValuesRenders is the count of namespace's values renders with outcome so far.
+func (r *Recorder) ValuesRenders(namespace, outcome string) float64 {
+	m := &dto.Metric{}
+	if err := r.valuesRenders.WithLabelValues(namespace, outcome).Write(m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }

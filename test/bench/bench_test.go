@@ -849,7 +849,7 @@ func checkOperatorMetrics(ctx context.Context, b testing.TB, e *benchEnv, n int)
 		}
 		return got[metrics.StateAvailable] == float64(n) && sum(got) == float64(n), fmt.Sprint(got), nil
 	})
-	for _, name := range []string{metrics.ClustersMetric, metrics.ReleasesMetric, metrics.RenderFailuresMetric} {
+	for _, name := range []string{metrics.ClustersMetric, metrics.ReleasesMetric, metrics.RenderFailuresMetric, metrics.ValuesRendersMetric} {
 		for _, s := range samples(text, name) {
 			if s.value != 0 {
 				logf("operator metric %s%s %g", name, formatLabels(s.labels), s.value)
