@@ -240,8 +240,10 @@ type addonScope struct {
 	flux *fluxObservation
 	// existing are the Cluster's Flux objects by component, as listed before writing.
 	existing map[string]client.Object
-	// applied are the Flux objects written (or found unchanged) for the desired release, by component.
-	applied map[string]client.Object
+	// applied are the Flux objects written (or found unchanged) for the desired release, by
+	// component, and appliedHashes the hash each carries (its applied-hash annotation).
+	applied       map[string]client.Object
+	appliedHashes map[string]string
 	// plan says which components move now (nil until planStages ran: then all move).
 	plan *stageplan.Plan
 	// stages is status.stages as observed (valid when stagesKnown).

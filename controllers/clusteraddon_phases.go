@@ -356,6 +356,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	want := map[string]bool{}
 	written := make(map[string]csv1.AddonComponentStatus, len(comps))
 	s.applied = map[string]client.Object{}
+	s.appliedHashes = map[string]string{}
 	var prev client.Object
 	for i, obj := range objs {
 		c := comps[i]
@@ -384,11 +385,12 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 			prev = obj
 			continue
 		}
-		if _, err := r.Applier.Apply(ctx, s.addon, obj); err != nil {
+		_, hash, err := r.Applier.ApplyHashed(ctx, s.addon, obj)
+		if err != nil {
 			return s.ownershipConflict(err)
 		}
 		written[c.Name] = status
-		s.applied[c.Name] = obj
+		s.applied[c.Name], s.appliedHashes[c.Name] = obj, hash
 		s.flux.wrote(obj)
 		prev = obj
 	}

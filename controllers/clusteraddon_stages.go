@@ -220,10 +220,7 @@ func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScop
 			if !ok {
 				continue
 			}
-			ready, err := readyAtRelease(s.flux, obj, comps[name], s.release)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
+			ready := readyAtRelease(s.flux, obj, s.appliedHashes[name], comps[name], s.release)
 			states[name] = stageplan.ComponentState{Applied: true, Ready: ready}
 		}
 	}
@@ -231,19 +228,16 @@ func (r *ClusterAddonReconciler) observeStages(ctx context.Context, s *addonScop
 	return ctrl.Result{}, nil
 }
 
-// readyAtRelease is true when the listed Flux object is the one just written (it carries the
-// hash of desired) and Flux reports it Ready, at its current generation, at the release's chart
-// version (Helm) or revision (Kustomize): the status aggregation's notion of healthy.
-func readyAtRelease(flux *fluxObservation, desired client.Object, c csv1.ReleaseComponent, rel *csv1.ClusterStackRelease) (bool, error) {
-	hash, err := hashOf(desired)
-	if err != nil {
-		return false, err
-	}
+// readyAtRelease is true when the listed Flux object is the one just written (it carries hash,
+// the hash desired was applied with) and Flux reports it Ready, at its current generation, at
+// the release's chart version (Helm) or revision (Kustomize): the status aggregation's notion of
+// healthy.
+func readyAtRelease(flux *fluxObservation, desired client.Object, hash string, c csv1.ReleaseComponent, rel *csv1.ClusterStackRelease) bool {
 	cur := flux.listedAs(kindOf(desired), desired.GetName())
-	if cur == nil || cur.GetAnnotations()[appliedHashAnnotation] != hash {
-		return false, nil
+	if cur == nil || hash == "" || cur.GetAnnotations()[appliedHashAnnotation] != hash {
+		return false
 	}
-	return fluxObjectState(kindOf(cur), cur.GetName(), cur, fluxgen.ChartVersions(c), rel.Status.Revision).Healthy(), nil
+	return fluxObjectState(kindOf(cur), cur.GetName(), cur, fluxgen.ChartVersions(c), rel.Status.Revision).Healthy()
 }
 
 // stageSkipped returns the BeforeClusterUpgrade stage of now when it is skipped by annotation
