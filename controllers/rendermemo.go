@@ -78,8 +78,8 @@ func (m *renderMemo) forget(key client.ObjectKey) {
 // the ClusterAddon (the owner) by UID; the stack by its artifact digest and path; the release's
 // name, version and Kubernetes version; the Cluster and the objects it refers to (nil when it
 // has none or it does not exist) by UID and resourceVersion, which every change of them moves;
-// and the ClusterAddonOverrides that apply, in order, the same way. Any field that is not an
-// input is left out: a change of it can only cost a render, never skip one.
+// and the ClusterAddonOverrides that apply, in order, the same way. A resourceVersion also moves
+// with changes no template reads (a status update, say): those cost a render, never skip one.
 func renderInputs(parts []string, objs ...client.Object) [16]byte {
 	h := fnv.New128a()
 	var n [8]byte
