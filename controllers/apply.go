@@ -125,31 +125,34 @@ func (a *Applier) Unchanged(ctx context.Context, owner client.Object, desired cl
 	if !ok || a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing) != nil || existing.GetDeletionTimestamp() != nil {
 		return false
 	}
-	if checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)) != nil {
-		return false
-	}
-	return a.whyApply(key, existing, desired, hash, dataHash) == ""
+	why, err := a.whyApply(gvk.Kind, key, existing, desired, hash, dataHash)
+	return err == nil && why == ""
 }
 
-// whyApply says why the object, cached as existing, is applied again ("" when it is not): what
-// was applied differs (hash), or someone edited it since (a ConfigMap's data, whose digest
-// dataHash is when desired is a ConfigMap; the Flux shard label; the generation).
-func (a *Applier) whyApply(key string, existing, desired client.Object, hash, dataHash string) string {
+// whyApply says why the object of kind, as existing (not being deleted), is applied again (""
+// when it is not): what was applied differs (hash), or someone edited it since (a ConfigMap's
+// data, whose digest dataHash is when desired is a ConfigMap; the Flux shard label; the
+// generation). An object of someone else is an *OwnershipConflictError, judged first: a change
+// of controller does not change the generation.
+func (a *Applier) whyApply(kind, key string, existing, desired client.Object, hash, dataHash string) (string, error) {
+	if err := checkOwnership(kind, existing, metav1.GetControllerOfNoCopy(desired)); err != nil {
+		return "", err
+	}
 	switch {
 	case existing.GetAnnotations()[appliedHashAnnotation] != hash:
-		return "changed"
+		return "changed", nil
 	case dataEdited(existing, dataHash):
-		return "data edited since applied"
+		return "data edited since applied", nil
 	case existing.GetLabels()[fluxgen.FluxShardLabel] != desired.GetLabels()[fluxgen.FluxShardLabel]:
 		// Labels move no generation; this one picks the Flux controllers that apply the object.
-		return "Flux shard label edited since applied"
+		return "Flux shard label edited since applied", nil
 	case !a.unchangedSinceApply(key, existing.GetGeneration()):
-		return "edited since applied"
+		return "edited since applied", nil
 	}
-	return ""
+	return "", nil
 }
 
-// apply is Apply with desired's kind and hash (prepare).
+// apply is Apply with desired's kind (owned) and hash (hashOf).
 func (a *Applier) apply(ctx context.Context, gvk schema.GroupVersionKind, desired client.Object, hash string) (bool, error) {
 	key := gvk.Kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
 
@@ -169,13 +172,9 @@ func (a *Applier) apply(ctx context.Context, gvk schema.GroupVersionKind, desire
 	case existing.GetDeletionTimestamp() != nil:
 		return false, fmt.Errorf("%s is being deleted; waiting to recreate it", key)
 	default:
-		// Never take over an object of someone else: report it instead (before the no-change
-		// shortcut, as a change of controller does not change the generation).
-		if err := checkOwnership(gvk.Kind, existing, metav1.GetControllerOfNoCopy(desired)); err != nil {
+		// Never take over an object of someone else: whyApply reports it instead.
+		if why, err = a.whyApply(gvk.Kind, key, existing, desired, hash, dataHashOf(desired)); err != nil || why == "" {
 			return false, err
-		}
-		if why = a.whyApply(key, existing, desired, hash, dataHashOf(desired)); why == "" {
-			return false, nil
 		}
 	}
 	if l := log.FromContext(ctx).V(1); l.Enabled() {

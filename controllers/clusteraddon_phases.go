@@ -184,7 +184,7 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 		r.valuesRendered(s, cm, ovs)
 		return ctrl.Result{}, nil
 	}
-	in, err := r.renderInput(s, infra)
+	in, err := renderInput(s, infra)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -294,7 +294,7 @@ func (r *ClusterAddonReconciler) valuesRendered(s *addonScope, cm *corev1.Config
 
 // renderInput gathers the Cluster, its control plane (s.controlPlane) and infrastructure object
 // (infra, as referenced read it) as maps.
-func (r *ClusterAddonReconciler) renderInput(s *addonScope, infra *unstructured.Unstructured) (render.Input, error) {
+func renderInput(s *addonScope, infra *unstructured.Unstructured) (render.Input, error) {
 	clusterMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.cluster)
 	if err != nil {
 		return render.Input{}, err
