@@ -35,15 +35,16 @@ func main() {
 		allowDirty   = flag.Bool("allow-dirty", false, "measure a working tree with uncommitted changes")
 		idle         = flag.String("idle", "1m", "the fan-out benchmark's idle window")
 		cgroup       = flag.Bool("memory-cgroup", true, "run the operator in a 300 MiB memory cgroup (hack/memory-cgroup.sh), as in a container with that limit")
+		floorWorkers = flag.String("floor-workers", "", "the floor writer's concurrency settings of the fan-out runs (BENCH_FLOOR_WORKERS, named in the table's text); empty: the benchmark's default, 8,32,128")
 	)
 	flag.Parse()
-	if err := run(*clusters, *with10k, *fluxClusters, *skipFlux, *skipFaults, *allowDirty, *idle, *cgroup); err != nil {
+	if err := run(*clusters, *with10k, *fluxClusters, *skipFlux, *skipFaults, *allowDirty, *idle, *cgroup, *floorWorkers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-report:", err)
 		os.Exit(1)
 	}
 }
 
-func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, allowDirty bool, idle string, cgroup bool) error {
+func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, allowDirty bool, idle string, cgroup bool, floorWorkers string) error {
 	root, err := gitOut("rev-parse", "--show-toplevel")
 	if err != nil {
 		return err
@@ -85,6 +86,9 @@ func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, 
 		}
 		path := filepath.Join(out, "fanout-"+n+".json")
 		env := []string{"BENCH_CLUSTERS=" + n, "BENCH_IDLE=" + idle, "BENCH_RESULT=" + path}
+		if floorWorkers != "" {
+			env = append(env, "BENCH_FLOOR_WORKERS="+floorWorkers)
+		}
 		if n == "10000" {
 			env = append(env, "BENCH_SAMPLES=100")
 		}
@@ -101,7 +105,11 @@ func run(clusters string, with10k bool, fluxClusters int, skipFlux, skipFaults, 
 		fanouts = append(fanouts, *r.Fanout)
 	}
 	if len(fanouts) > 0 {
-		settings := "Each row is one run of `BENCH_CLUSTERS=N BENCH_IDLE=" + idle + " make bench`"
+		command := "BENCH_CLUSTERS=N BENCH_IDLE=" + idle + " make bench"
+		if floorWorkers != "" {
+			command = "BENCH_FLOOR_WORKERS=" + floorWorkers + " " + command
+		}
+		settings := "Each row is one run of `" + command + "`"
 		if cgroup {
 			settings += " with the operator in a 300 MiB memory cgroup (`BENCH_MANAGER=$PWD/hack/memory-cgroup.sh`)"
 		}
