@@ -29,6 +29,7 @@ import (
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxlockdown"
 	"github.com/clusterstack-io/clusterstack-operator/internal/hooks"
+	"github.com/clusterstack-io/clusterstack-operator/internal/restmapping"
 	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 	"github.com/clusterstack-io/clusterstack-operator/internal/upgradediff"
 	"github.com/clusterstack-io/clusterstack-operator/internal/webhooks"
@@ -190,6 +191,9 @@ func main() {
 		Scheme:           scheme.New(),
 		Controller:       ctrlconfig.Controller{MaxConcurrentReconciles: concurrent},
 		PprofBindAddress: profilerAddr,
+		// Every request and every owner-mapped watch event looks up a REST mapping: found
+		// once, kept (restmapping.Memo).
+		MapperProvider: restmapping.NewDynamic,
 		// Reads of the objects the Cluster refers to (infrastructure cluster, control plane),
 		// which are unstructured, come from the watch the operator keeps on their kinds anyway.
 		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},

@@ -14,6 +14,7 @@ import (
 
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/controllers"
+	"github.com/clusterstack-io/clusterstack-operator/internal/restmapping"
 	"github.com/clusterstack-io/clusterstack-operator/internal/scheme"
 	"github.com/clusterstack-io/clusterstack-operator/internal/testenv"
 )
@@ -68,6 +69,7 @@ var _ = BeforeSuite(func() {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  controllers.CacheOptions(managementNamespace),
+		MapperProvider:         restmapping.NewDynamic, // as cmd/main.go
 	})
 	Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(context.Background())
