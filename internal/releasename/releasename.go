@@ -39,7 +39,7 @@ func (r Release) KubernetesMinor() string { return fmt.Sprintf("%d.%d", r.Major,
 // cluster-class chart: the tag without the version, e.g. "aws-base-1-36". A chart that names
 // its ClusterClass "{{ .Release.Name }}-{{ .Chart.Version }}" thus produces String().
 func (r Release) HelmReleaseName() string {
-	return fmt.Sprintf("%s-%s-%d-%d", r.Provider, r.Name, r.Major, r.Minor)
+	return r.Provider + "-" + r.Name + "-" + strconv.Itoa(r.Major) + "-" + strconv.Itoa(r.Minor)
 }
 
 // StackVersion is a parsed stack version. Stable versions are "v<N>"; SCS (csctl / cluster
@@ -55,27 +55,69 @@ type StackVersion struct {
 // Stable reports whether the version has no channel.
 func (v StackVersion) Stable() bool { return v.Channel == "" }
 
-var (
-	versionRE     = regexp.MustCompile(`^v(0|[1-9][0-9]*)(?:-([a-z0-9]+)[.-]([a-z0-9]+))?$`)
-	nameSegmentRE = regexp.MustCompile(`^[a-z0-9]+$`)
-	numberRE      = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
-)
+// The grammar of a release name is checked byte by byte rather than with regular expressions:
+// every Cluster's ClusterClass name is parsed again whenever a stack's uses are counted.
 
 // ValidSegment reports whether s may be the provider or the stack name of a release name:
 // lower-case letters and digits only (they are '-'-separated parts of the name).
-func ValidSegment(s string) bool { return nameSegmentRE.MatchString(s) }
+func ValidSegment(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// validNumber reports whether s is a decimal number without leading zeros ("0", "36").
+func validNumber(s string) bool {
+	if s == "" || s[0] == '0' && len(s) > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// splitVersion splits "v<major>[-<channel>{.|-}<patch>]" into its parts; ok is false when
+// version is not of that form (major a number without leading zeros, channel and patch
+// lower-case letters and digits).
+func splitVersion(version string) (major, channel, patch string, ok bool) {
+	rest, found := strings.CutPrefix(version, "v")
+	if !found {
+		return "", "", "", false
+	}
+	major, tail, hasTail := strings.Cut(rest, "-")
+	if !validNumber(major) {
+		return "", "", "", false
+	}
+	if !hasTail {
+		return major, "", "", true
+	}
+	i := strings.IndexAny(tail, ".-")
+	if i < 0 || !ValidSegment(tail[:i]) || !ValidSegment(tail[i+1:]) {
+		return "", "", "", false
+	}
+	return major, tail[:i], tail[i+1:], true
+}
 
 // ParseVersion parses a stack version ("v1", "v0-sha.abc1234", "v1-alpha.0", "v1-alpha-0").
 func ParseVersion(version string) (StackVersion, error) {
-	m := versionRE.FindStringSubmatch(version)
-	if m == nil {
+	m, channel, patch, ok := splitVersion(version)
+	if !ok {
 		return StackVersion{}, fmt.Errorf("version %q is not a stack version (v<N>, or v<N>-<channel>.<patch> such as v0-sha.abc1234)", version)
 	}
-	major, err := strconv.Atoi(m[1])
+	major, err := strconv.Atoi(m)
 	if err != nil {
 		return StackVersion{}, fmt.Errorf("version %q: %w", version, err)
 	}
-	return StackVersion{Major: major, Channel: m[2], Patch: m[3]}, nil
+	return StackVersion{Major: major, Channel: channel, Patch: patch}, nil
 }
 
 // Format builds the tag / ClusterClass name of a release:
@@ -99,13 +141,13 @@ func Parse(tag string) (Release, error) {
 	if len(parts) != 5 {
 		return Release{}, fmt.Errorf("release name %q is not <provider>-<stack>-<major>-<minor>-<version>", tag)
 	}
-	if !nameSegmentRE.MatchString(parts[0]) {
+	if !ValidSegment(parts[0]) {
 		return Release{}, fmt.Errorf("release name %q: provider %q must be lower-case letters and digits", tag, parts[0])
 	}
-	if !nameSegmentRE.MatchString(parts[1]) {
+	if !ValidSegment(parts[1]) {
 		return Release{}, fmt.Errorf("release name %q: stack name %q must be lower-case letters and digits", tag, parts[1])
 	}
-	if !numberRE.MatchString(parts[2]) || !numberRE.MatchString(parts[3]) {
+	if !validNumber(parts[2]) || !validNumber(parts[3]) {
 		return Release{}, fmt.Errorf("release name %q: %q-%q is not a Kubernetes <major>-<minor>", tag, parts[2], parts[3])
 	}
 	if _, err := ParseVersion(parts[4]); err != nil {

@@ -2,6 +2,7 @@ package releasename
 
 import (
 	"reflect"
+	"regexp"
 	"testing"
 )
 
@@ -156,6 +157,74 @@ func TestValidSegment(t *testing.T) {
 	for s, want := range map[string]bool{"aws": true, "scs2": true, "": false, "AWS": false, "my_provider": false, "my-provider": false} {
 		if got := ValidSegment(s); got != want {
 			t.Errorf("ValidSegment(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// The grammar the parser checks byte by byte, as regular expressions: the reference the tests
+// below compare it with.
+var (
+	versionGrammar = regexp.MustCompile(`^v(0|[1-9][0-9]*)(?:-([a-z0-9]+)[.-]([a-z0-9]+))?$`)
+	segmentGrammar = regexp.MustCompile(`^[a-z0-9]+$`)
+	numberGrammar  = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
+)
+
+// checkGrammar fails t when the byte-by-byte checks disagree with the reference grammar on s.
+func checkGrammar(t *testing.T, s string) {
+	t.Helper()
+	if got, want := ValidSegment(s), segmentGrammar.MatchString(s); got != want {
+		t.Errorf("ValidSegment(%q) = %v, the grammar says %v", s, got, want)
+	}
+	if got, want := validNumber(s), numberGrammar.MatchString(s); got != want {
+		t.Errorf("validNumber(%q) = %v, the grammar says %v", s, got, want)
+	}
+	major, channel, patch, ok := splitVersion(s)
+	m := versionGrammar.FindStringSubmatch(s)
+	if ok != (m != nil) {
+		t.Fatalf("splitVersion(%q) ok = %v, the grammar says %v", s, ok, m != nil)
+	}
+	if ok && (major != m[1] || channel != m[2] || patch != m[3]) {
+		t.Errorf("splitVersion(%q) = %q %q %q, the grammar says %q %q %q", s, major, channel, patch, m[1], m[2], m[3])
+	}
+}
+
+// TestGrammarMatchesRegularExpressions compares the checks with the grammar on every string of
+// up to five bytes over the bytes that matter, and on longer samples.
+func TestGrammarMatchesRegularExpressions(t *testing.T) {
+	alphabet := []byte{'v', '0', '1', '9', 'a', 'z', '-', '.', 'V', '_', '\n'}
+	var walk func(prefix []byte)
+	walk = func(prefix []byte) {
+		checkGrammar(t, string(prefix))
+		if len(prefix) == 5 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(append(prefix, c))
+		}
+	}
+	walk(nil)
+	for _, s := range []string{"v12", "v012", "v1-alpha.0", "v1-alpha-0", "v0-sha.abc1234", "v1-alpha.0.1", "v1-alpha-0-1",
+		"v1--0", "v1-alpha.", "v1-.0", "v10-rc.01", "v99999999999999999999", "v1-ALPHA.0", "v1-alpha.0\n", "aws", "1-36"} {
+		checkGrammar(t, s)
+	}
+}
+
+func FuzzGrammar(f *testing.F) {
+	for _, s := range []string{"v1", "v0-sha.abc1234", "v1-alpha-0", "v01", "aws-base-1-36-v1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkGrammar(t, s)
+		_, _ = Parse(s)
+	})
+}
+
+// BenchmarkParse parses a release name, as counting a stack's uses does for each Cluster.
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("aws-base-1-36-v1-alpha.0"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package render
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -215,9 +214,10 @@ func (b *budget) tick() (string, error) {
 }
 
 // capped returns the replacements of sprig's and text/template's functions that check their
-// arguments before they allocate; sprig are sprig's functions, which it may call.
+// arguments before they allocate; sprig are sprig's functions, which it may call: read only
+// (baseFuncs), never changed by the caller.
 func (b *budget) capped(sprig template.FuncMap) template.FuncMap {
-	orig := maps.Clone(sprig) // the caller replaces sprig's entries
+	orig := sprig
 	f := template.FuncMap{
 		"repeat": func(count int, s string) (string, error) {
 			if err := b.count("repeat", "count", count); err != nil {

@@ -377,8 +377,37 @@ func unboundedBudget() *budget {
 }
 
 // funcs returns the functions of value templates named in only (all of them when only is nil),
-// checked against b.
+// checked against b. Only the functions checked against b are made for each call; the others
+// come from baseFuncs, built once.
 func funcs(b *budget, only []string) template.FuncMap {
+	capped := b.capped(baseFuncs)
+	if only == nil {
+		f := make(template.FuncMap, len(baseFuncs)+len(capped))
+		for n, fn := range baseFuncs {
+			f[n] = b.wrap(n, fn)
+		}
+		for n, fn := range capped {
+			f[n] = b.wrap(n, fn)
+		}
+		return f
+	}
+	bound := make(template.FuncMap, len(only))
+	for _, n := range only {
+		fn, ok := capped[n]
+		if !ok {
+			fn, ok = baseFuncs[n]
+		}
+		if ok {
+			bound[n] = b.wrap(n, fn)
+		}
+	}
+	return bound
+}
+
+// baseFuncs are sprig's text functions minus removedFuncs, with the replacements that need no
+// budget (keys, values, the date functions, toYaml, fromYaml, required): shared by every render
+// and never changed (budget.capped reads it at call time).
+var baseFuncs = func() template.FuncMap {
 	f := sprig.TxtFuncMap()
 	for _, n := range removedFuncs {
 		delete(f, n)
@@ -452,23 +481,8 @@ func funcs(b *budget, only []string) template.FuncMap {
 		}
 		return v, nil
 	}
-	for n, fn := range b.capped(f) {
-		f[n] = fn
-	}
-	if only == nil {
-		for n, fn := range f {
-			f[n] = b.wrap(n, fn)
-		}
-		return f
-	}
-	bound := make(template.FuncMap, len(only))
-	for _, n := range only {
-		if fn, ok := f[n]; ok {
-			bound[n] = b.wrap(n, fn)
-		}
-	}
-	return bound
-}
+	return f
+}()
 
 // checkTime accepts what sprig's date functions format: a time or Unix seconds.
 func checkTime(fn string, d any) error {
