@@ -200,12 +200,22 @@ func (a *Applier) apply(ctx context.Context, gvk schema.GroupVersionKind, desire
 	}
 	ann[appliedHashAnnotation] = hash
 	obj.SetAnnotations(ann)
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	body, err := json.Marshal(obj.Object)
+	if err != nil {
+		return false, err
+	}
+	// The apply's response is only read for the generation it made: asked for as metadata (the
+	// metadata client's PartialObjectMetadata), not as the whole object decoded into a map.
+	written := &metav1.PartialObjectMetadata{}
+	written.SetGroupVersionKind(gvk)
+	written.SetNamespace(obj.GetNamespace())
+	written.SetName(obj.GetName())
+	if err := a.Client.Patch(ctx, written, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply %s: %w", key, err)
 	}
-	a.remember(key, obj.GetGeneration(), hash)
+	a.remember(key, written.GetGeneration(), hash)
 	// The caller learns the generation its write made: the cache may not have seen it yet.
-	desired.SetGeneration(obj.GetGeneration())
+	desired.SetGeneration(written.GetGeneration())
 	return true, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func ownerRef(apiVersion, kind, name, uid string, controller bool) metav1.OwnerReference {
@@ -148,12 +147,7 @@ func TestApplierRefusesForeignObjects(t *testing.T) {
 	ownerA, ownerAB := owner("a", "uid-a"), owner("a-b", "uid-ab")
 	userObject := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "user-values", Namespace: "demo", Labels: map[string]string{"app": "mine"}}, Data: map[string]string{"k": "user"}}
 	writes := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(userObject).WithInterceptorFuncs(interceptor.Funcs{
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			writes++
-			return c.Apply(ctx, obj, opts...)
-		},
-	}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(userObject).WithInterceptorFuncs(countApplies(&writes)).Build()
 	a := &Applier{Client: c, Scheme: scheme}
 	ctx := context.Background()
 	desired := func(name, v string) *corev1.ConfigMap {
