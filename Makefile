@@ -191,9 +191,13 @@ test-quick: tools lint ## Lint, then unit and envtest tests without the race det
 test-unit: ## Unit and envtest tests only (no end-to-end, no race detector: quicker).
 	go test $(UNIT_PKGS) -count=1
 
+# The Ginkgo suites among them write JSON reports into TEST_REPORTS/race; when a test fails,
+# hack/slowspecs prints every failure with its message last, a line each at the very end.
 .PHONY: test-race
-test-race: ## Unit and envtest tests with the race detector, but the local plane's suite (make test-suites runs it with the race detector beside the end-to-end suite).
-	go test -race $(QUICK_PKGS) -count=1 -timeout 30m
+test-race: ## Unit and envtest tests with the race detector, but the local plane's suite (make test-suites runs it with the race detector beside the end-to-end suite); every failure is listed at the end.
+	@rm -rf $(TEST_REPORTS)/race && mkdir -p $(TEST_REPORTS)/race
+	GINKGO_REPORT_DIR=$(TEST_REPORTS)/race go test -race $(QUICK_PKGS) -count=1 -timeout 30m 2>&1 | tee $(TEST_REPORTS)/race/go-test.log || \
+	  { go run ./hack/slowspecs -n 0 -go-log $(TEST_REPORTS)/race/go-test.log $(TEST_REPORTS)/race/*.json; exit 1; }
 
 .PHONY: test-e2e
 test-e2e: tools build ## End-to-end tests only.

@@ -33,7 +33,8 @@ func TestControllers(t *testing.T) {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(2 * time.Second)
-	RunSpecs(t, "Controllers on a real API server")
+	suite, reporter := testenv.GinkgoConfiguration("controllers")
+	RunSpecs(t, "Controllers on a real API server", suite, reporter)
 }
 
 // managementNamespace is the namespace the ManagementOperator controller is configured with (no

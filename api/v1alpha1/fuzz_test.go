@@ -487,7 +487,13 @@ func (g *fuzzGen) clusterStack() *unstructured.Unstructured {
 	if validSegment(provider) && validSegment(stackName) && validMinor(minor) {
 		for _, v := range list {
 			if rel := releasename.Format(provider, stackName, minor, v.(string)); utf8.RuneCountInString(rel) > 63 {
-				g.celFault("spec.versions: release name " + rel + " would be " + strconv.Itoa(utf8.RuneCountInString(rel)) + " characters")
+				if strings.Contains(rel, "\n") {
+					// The API server refuses a messageExpression's result with a line break
+					// and reports the rule's static message instead.
+					g.celFault("spec.versions: a release name (tag) <provider>-<name>-<major>-<minor>-<version> would be longer than 63 characters")
+				} else {
+					g.celFault("spec.versions: release name " + rel + " would be " + strconv.Itoa(utf8.RuneCountInString(rel)) + " characters")
+				}
 				break
 			}
 		}

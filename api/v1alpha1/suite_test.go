@@ -17,7 +17,8 @@ import (
 
 func TestAPI(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "API validation (envtest)")
+	suite, reporter := testenv.GinkgoConfiguration("api")
+	RunSpecs(t, "API validation (envtest)", suite, reporter)
 }
 
 var (

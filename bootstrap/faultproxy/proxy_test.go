@@ -35,7 +35,8 @@ func TestFaultProxy(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(10 * time.Second)
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "Fault proxy in front of a real API server")
+	suite, reporter := testenv.GinkgoConfiguration("faultproxy")
+	RunSpecs(t, "Fault proxy in front of a real API server", suite, reporter)
 }
 
 const (

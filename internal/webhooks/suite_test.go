@@ -32,7 +32,8 @@ func TestWebhooks(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	RunSpecs(t, "Webhooks on a real API server")
+	suite, reporter := testenv.GinkgoConfiguration("webhooks")
+	RunSpecs(t, "Webhooks on a real API server", suite, reporter)
 }
 
 var (
