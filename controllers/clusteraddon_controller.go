@@ -75,6 +75,9 @@ type ClusterAddonReconciler struct {
 	// valuesMemo spares the values render of a Cluster whose render inputs have not changed
 	// since its last one (renderMemo).
 	valuesMemo renderMemo
+	// awaited orders the queue: the Flux objects whose Ready a next component waits for
+	// (fluxEventHandler).
+	awaited awaitedObjects
 
 	// writer writes the status: the manager's, shared by its reconcilers (Setup), or one of
 	// this reconciler's own (SetupWithManager).
@@ -387,6 +390,7 @@ func (r *ClusterAddonReconciler) reconcileDelete(ctx context.Context, addon *csv
 	r.pace.done(client.ObjectKeyFromObject(addon))
 	r.renderTimeouts.forget(client.ObjectKeyFromObject(addon))
 	r.valuesMemo.forget(client.ObjectKeyFromObject(addon))
+	r.awaited.forget(client.ObjectKeyFromObject(addon))
 	objs, err := r.ownedFluxObjects(ctx, addon)
 	if err != nil {
 		return err
@@ -450,8 +454,8 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(predicate.Or(releaseFactsChanged(), requirementsMetChanged()))).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
+		Watches(&helmv2.HelmRelease{}, fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), awaited: &r.awaited}, builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
+		Watches(&kustomizev1.Kustomization{}, fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), awaited: &r.awaited}, builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
 		// A values ConfigMap whose data, labels or annotations someone edited is applied again
 		// (the cache keeps a digest of its data: stripConfigMapData).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(configMapEdited())).

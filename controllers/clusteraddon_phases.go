@@ -358,6 +358,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 	s.applied = map[string]client.Object{}
 	s.appliedHashes = map[string]string{}
 	var prev client.Object
+	awaited := ""
 	for i, obj := range objs {
 		c := comps[i]
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
@@ -370,6 +371,9 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 			ready := readyForSpec(s.flux.current(kindOf(prev), prev.GetName()))
 			if !exists && !ready {
 				status.WaitingFor = fmt.Sprintf("waiting for %s/%s to be Ready before creating it", prev.GetObjectKind().GroupVersionKind().Kind, prev.GetName())
+				if awaited == "" {
+					awaited = prev.GetObjectKind().GroupVersionKind().Kind + "/" + prev.GetName()
+				}
 				written[c.Name] = status
 				prev = obj
 				continue
@@ -394,6 +398,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		s.flux.wrote(obj)
 		prev = obj
 	}
+	r.awaited.set(client.ObjectKeyFromObject(s.addon), awaited)
 	s.components = s.componentStatuses(written, want)
 	return ctrl.Result{}, r.pruneStale(ctx, s, want)
 }

@@ -256,7 +256,20 @@ func allAtRelease(comps []csv1.AddonComponentStatus, release string) bool {
 // when the reconcile must come back for the status (again).
 func (r *ClusterAddonReconciler) writeStatus(ctx context.Context, s *addonScope) (ctrl.Result, error) {
 	err := r.recordFacts(ctx, s)
-	return requeueIn(s.again()), err
+	return statusRequeue(s.judgeAgain, s.held), err
+}
+
+// statusRequeue is the requeue for the status (addonScope.again): when a grace period runs out
+// (judgeAgain) or a held progress report is due (held), whichever is sooner, 0 meaning none.
+// When only the held report brings the reconcile back, it comes at reportPriority: after the
+// reconciles that write objects.
+func statusRequeue(judgeAgain, held time.Duration) ctrl.Result {
+	res := requeueIn(soonest(judgeAgain, held))
+	if held > 0 && (judgeAgain == 0 || held < judgeAgain) {
+		p := reportPriority
+		res.Priority = &p
+	}
+	return res
 }
 
 // recordFacts writes the ClusterAddon's status in one write (docs/status-ownership.md): what this

@@ -75,10 +75,25 @@ func runPhasesThenStatus[S any](ctx context.Context, s S, policy statusPolicy, w
 	return runPhases(ctx, s, phases...)
 }
 
-// lowestRequeue is the result that comes back soonest of a and b: a RequeueAfter of 0 means
-// "not for this reason".
+// lowestRequeue is the result that comes back soonest of a and b, with its priority (see
+// reportPriority): a RequeueAfter of 0 means "not for this reason".
 func lowestRequeue(a, b ctrl.Result) ctrl.Result {
-	return ctrl.Result{RequeueAfter: soonest(a.RequeueAfter, b.RequeueAfter)}
+	d := soonest(a.RequeueAfter, b.RequeueAfter)
+	if d == 0 {
+		return ctrl.Result{}
+	}
+	res := ctrl.Result{RequeueAfter: d}
+	// The priority of the one that wants it back then; when both do, the request's own unless
+	// both ask for the same.
+	switch {
+	case d != b.RequeueAfter:
+		res.Priority = a.Priority
+	case d != a.RequeueAfter:
+		res.Priority = b.Priority
+	case a.Priority != nil && b.Priority != nil && *a.Priority == *b.Priority:
+		res.Priority = a.Priority
+	}
+	return res
 }
 
 // requeueIn is the result of a phase that wants the reconcile back after d (0: not for its

@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
+)
+
+// TestFluxEventHandlerPriority: a Flux object's report of Ready is queued at reportPriority only
+// when its ClusterAddon is known to await nothing of it; the Ready of an awaited object, a
+// failure, any other status change and an object of a ClusterAddon this process does not know
+// go at the default priority, to the ClusterAddon's request as handler.EnqueueRequestForOwner
+// makes it.
+func TestFluxEventHandlerPriority(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := csv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(csv1.GroupVersion.WithKind("ClusterAddon"), apimeta.RESTScopeNamespace)
+	owned := func(o client.Object, addon string) client.Object {
+		o.SetNamespace("ns")
+		o.SetResourceVersion("1")
+		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterAddon", Name: addon, UID: "u", Controller: new(true)}})
+		return o
+	}
+	hr := func(name, addon string, ready metav1.ConditionStatus) client.Object {
+		o := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if ready != "" {
+			o.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready, Reason: "R"}}
+		}
+		return owned(o, addon)
+	}
+	ks := func(name, addon string, ready metav1.ConditionStatus) client.Object {
+		o := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if ready != "" {
+			o.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready, Reason: "R"}}
+		}
+		return owned(o, addon)
+	}
+	var awaited awaitedObjects
+	awaited.set(types.NamespacedName{Namespace: "ns", Name: "c1"}, "HelmRelease/c1-cni") // its Kustomization waits
+	awaited.set(types.NamespacedName{Namespace: "ns", Name: "c2"}, "")                   // every component written
+	h := fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(scheme, mapper, &csv1.ClusterAddon{}), awaited: &awaited}
+
+	for _, tc := range []struct {
+		name     string
+		old, new client.Object
+		addon    string
+		want     int
+	}{
+		{"an awaited HelmRelease Ready", hr("c1-cni", "c1", metav1.ConditionUnknown), hr("c1-cni", "c1", metav1.ConditionTrue), "c1", 0},
+		{"a HelmRelease Ready that nothing awaits", hr("c2-cni", "c2", metav1.ConditionUnknown), hr("c2-cni", "c2", metav1.ConditionTrue), "c2", reportPriority},
+		{"a Kustomization Ready that nothing awaits", ks("c2-csi", "c2", ""), ks("c2-csi", "c2", metav1.ConditionTrue), "c2", reportPriority},
+		{"another object of an addon that awaits one", ks("c1-csi", "c1", ""), ks("c1-csi", "c1", metav1.ConditionTrue), "c1", reportPriority},
+		{"a failure", hr("c2-cni", "c2", metav1.ConditionTrue), hr("c2-cni", "c2", metav1.ConditionFalse), "c2", 0},
+		{"progress, not Ready", hr("c2-cni", "c2", ""), hr("c2-cni", "c2", metav1.ConditionUnknown), "c2", 0},
+		{"Ready, and Ready before", hr("c2-cni", "c2", metav1.ConditionTrue), hr("c2-cni", "c2", metav1.ConditionTrue), "c2", 0},
+		{"a ClusterAddon this process does not know", hr("c3-cni", "c3", metav1.ConditionUnknown), hr("c3-cni", "c3", metav1.ConditionTrue), "c3", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := priorityqueue.New[reconcile.Request]("test")
+			defer q.ShutDown()
+			tc.new.SetResourceVersion("2")
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}, q)
+			if q.Len() != 1 {
+				t.Fatalf("queued %d requests, want 1", q.Len())
+			}
+			req, prio, _ := q.GetWithPriority()
+			if want := (reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: tc.addon}}); req != want || prio != tc.want {
+				t.Errorf("queued %v at priority %d, want %v at %d", req, prio, want, tc.want)
+			}
+		})
+	}
+
+	// Once the ClusterAddon is deleted, nothing is known of it.
+	awaited.forget(types.NamespacedName{Namespace: "ns", Name: "c2"})
+	if awaited.onlyReport(types.NamespacedName{Namespace: "ns", Name: "c2"}, "HelmRelease/c2-cni") {
+		t.Error("a forgotten ClusterAddon's objects are still reports")
+	}
+}
+
+// TestStatusRequeue: a requeue that only a held progress report asks for comes at
+// reportPriority; one a grace period asks for too, no later, keeps the request's own (nil).
+func TestStatusRequeue(t *testing.T) {
+	for _, tc := range []struct {
+		judgeAgain, held, want time.Duration
+		report                 bool
+	}{
+		{0, 5 * time.Second, 5 * time.Second, true},
+		{time.Minute, 5 * time.Second, 5 * time.Second, true},
+		{3 * time.Second, 5 * time.Second, 3 * time.Second, false},
+		{5 * time.Second, 5 * time.Second, 5 * time.Second, false},
+		{3 * time.Second, 0, 3 * time.Second, false},
+		{0, 0, 0, false},
+	} {
+		r := statusRequeue(tc.judgeAgain, tc.held)
+		if r.RequeueAfter != tc.want || (r.Priority != nil) != tc.report || r.Priority != nil && *r.Priority != reportPriority {
+			t.Errorf("judge again in %s, held for %s: %+v, want after %s (at reportPriority: %t)", tc.judgeAgain, tc.held, r, tc.want, tc.report)
+		}
+	}
+}
+
+// TestLowestRequeueKeepsPriority: the soonest requeue wins with its priority; of two equally
+// soon, the request's own priority unless both ask for the same.
+func TestLowestRequeueKeepsPriority(t *testing.T) {
+	low := reportPriority
+	held := reconcile.Result{RequeueAfter: 10 * time.Second, Priority: &low}
+	for _, tc := range []struct {
+		name string
+		a, b reconcile.Result
+		want reconcile.Result
+	}{
+		{"none", reconcile.Result{}, reconcile.Result{}, reconcile.Result{}},
+		{"only the held write", reconcile.Result{}, held, held},
+		{"a phase's sooner requeue", reconcile.Result{RequeueAfter: time.Second}, held, reconcile.Result{RequeueAfter: time.Second}},
+		{"the held write sooner", reconcile.Result{RequeueAfter: time.Minute}, held, held},
+		{"the same time: the request's own", reconcile.Result{RequeueAfter: 10 * time.Second}, held, reconcile.Result{RequeueAfter: 10 * time.Second}},
+		{"the same time, the other way round", held, reconcile.Result{RequeueAfter: 10 * time.Second}, reconcile.Result{RequeueAfter: 10 * time.Second}},
+		{"the same time, both held", held, held, held},
+	} {
+		got := lowestRequeue(tc.a, tc.b)
+		if got.RequeueAfter != tc.want.RequeueAfter || (got.Priority == nil) != (tc.want.Priority == nil) || got.Priority != nil && *got.Priority != *tc.want.Priority {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
