@@ -7,6 +7,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,7 +96,7 @@ func (h fluxEventHandler) onlyReport(e event.UpdateEvent) bool {
 	}
 	owners := 0
 	for _, ref := range e.ObjectNew.GetOwnerReferences() {
-		if ref.Kind != "ClusterAddon" || !isGroupOf(ref.APIVersion, csv1.GroupVersion.Group) {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || ref.Kind != "ClusterAddon" || gv.Group != csv1.GroupVersion.Group {
 			continue
 		}
 		owners++
@@ -115,11 +116,6 @@ func fluxReady(o client.Object) bool {
 		return apimeta.IsStatusConditionTrue(t.Status.Conditions, "Ready")
 	}
 	return false
-}
-
-// isGroupOf reports whether apiVersion ("group/version") is of group.
-func isGroupOf(apiVersion, group string) bool {
-	return len(apiVersion) > len(group) && apiVersion[:len(group)] == group && apiVersion[len(group)] == '/'
 }
 
 // queueAtPriority adds at priority what is added without one.
