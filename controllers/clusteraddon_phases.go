@@ -398,7 +398,7 @@ func (r *ClusterAddonReconciler) applyFluxObjects(ctx context.Context, s *addonS
 		s.flux.wrote(obj)
 		prev = obj
 	}
-	r.awaited.set(client.ObjectKeyFromObject(s.addon), awaited)
+	r.awaited.put(client.ObjectKeyFromObject(s.addon), awaited)
 	s.components = s.componentStatuses(written, want)
 	return ctrl.Result{}, r.pruneStale(ctx, s, want)
 }

@@ -2,13 +2,10 @@ package controllers
 
 import (
 	"context"
-	"sync"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -33,32 +30,12 @@ const reportPriority = 2 * handler.LowPriority
 // (applyFluxObjects). It only orders the queue (fluxEventHandler): a ClusterAddon it does not
 // know (a restarted process knows none) is reconciled at the default priority.
 type awaitedObjects struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]string
-}
-
-// set records that addon's next component waits for object ("": for none).
-func (a *awaitedObjects) set(addon types.NamespacedName, object string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[types.NamespacedName]string{}
-	}
-	a.m[addon] = object
-}
-
-// forget drops what is known of addon (it is being deleted).
-func (a *awaitedObjects) forget(addon types.NamespacedName) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.m, addon)
+	byAddon[string]
 }
 
 // onlyReport is true when addon is known to have no component waiting for object.
-func (a *awaitedObjects) onlyReport(addon types.NamespacedName, object string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	awaited, known := a.m[addon]
+func (a *awaitedObjects) onlyReport(addon client.ObjectKey, object string) bool {
+	awaited, known := a.get(addon)
 	return known && awaited != object
 }
 
@@ -79,19 +56,13 @@ func (h fluxEventHandler) Update(ctx context.Context, e event.UpdateEvent, q wor
 	h.EventHandler.Update(ctx, e, queueAtPriority{PriorityQueue: pq, priority: reportPriority})
 }
 
-// onlyReport is true when the update makes a Flux object Ready and each of its ClusterAddons is
-// known to have no component waiting for it.
+// onlyReport is true when the update makes a Flux object Ready for its spec (readyForSpec, as
+// applyFluxObjects judges the object a next component waits for) and each of its ClusterAddons
+// is known to have no component waiting for it.
 func (h fluxEventHandler) onlyReport(e event.UpdateEvent) bool {
-	if e.ObjectOld == nil || e.ObjectNew == nil || !fluxReady(e.ObjectNew) || fluxReady(e.ObjectOld) {
-		return false
-	}
-	var kind string
-	switch e.ObjectNew.(type) {
-	case *helmv2.HelmRelease:
-		kind = helmv2.HelmReleaseKind
-	case *kustomizev1.Kustomization:
-		kind = kustomizev1.KustomizationKind
-	default:
+	kind := kindOf(e.ObjectNew)
+	if kind != helmv2.HelmReleaseKind && kind != kustomizev1.KustomizationKind || e.ObjectOld == nil ||
+		!readyForSpec(e.ObjectNew) || readyForSpec(e.ObjectOld) {
 		return false
 	}
 	owners := 0
@@ -100,22 +71,11 @@ func (h fluxEventHandler) onlyReport(e event.UpdateEvent) bool {
 			continue
 		}
 		owners++
-		if !h.awaited.onlyReport(types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}, kind+"/"+e.ObjectNew.GetName()) {
+		if !h.awaited.onlyReport(client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}, kind+"/"+e.ObjectNew.GetName()) {
 			return false
 		}
 	}
 	return owners > 0
-}
-
-// fluxReady is true when a HelmRelease's or Kustomization's Ready condition is True.
-func fluxReady(o client.Object) bool {
-	switch t := o.(type) {
-	case *helmv2.HelmRelease:
-		return apimeta.IsStatusConditionTrue(t.Status.Conditions, "Ready")
-	case *kustomizev1.Kustomization:
-		return apimeta.IsStatusConditionTrue(t.Status.Conditions, "Ready")
-	}
-	return false
 }
 
 // queueAtPriority adds at priority what is added without one.

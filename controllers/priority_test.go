@@ -20,8 +20,8 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-// TestFluxEventHandlerPriority: a Flux object's report of Ready is queued at reportPriority only
-// when its ClusterAddon is known to await nothing of it; the Ready of an awaited object, a
+// TestFluxEventHandlerPriority: a Flux object's report of Ready for its spec (readyForSpec) is
+// queued at reportPriority only when its ClusterAddon is known to await nothing of it; the Ready of an awaited object, a
 // failure, any other status change and an object of a ClusterAddon this process does not know
 // go at the default priority, to the ClusterAddon's request as handler.EnqueueRequestForOwner
 // makes it.
@@ -52,9 +52,20 @@ func TestFluxEventHandlerPriority(t *testing.T) {
 		}
 		return owned(o, addon)
 	}
+	// at sets o's generation and the generation Flux observed.
+	at := func(o client.Object, generation, observed int64) client.Object {
+		o.SetGeneration(generation)
+		switch t := o.(type) {
+		case *helmv2.HelmRelease:
+			t.Status.ObservedGeneration = observed
+		case *kustomizev1.Kustomization:
+			t.Status.ObservedGeneration = observed
+		}
+		return o
+	}
 	var awaited awaitedObjects
-	awaited.set(types.NamespacedName{Namespace: "ns", Name: "c1"}, "HelmRelease/c1-cni") // its Kustomization waits
-	awaited.set(types.NamespacedName{Namespace: "ns", Name: "c2"}, "")                   // every component written
+	awaited.put(types.NamespacedName{Namespace: "ns", Name: "c1"}, "HelmRelease/c1-cni") // its Kustomization waits
+	awaited.put(types.NamespacedName{Namespace: "ns", Name: "c2"}, "")                   // every component written
 	h := fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(scheme, mapper, &csv1.ClusterAddon{}), awaited: &awaited}
 
 	for _, tc := range []struct {
@@ -70,6 +81,9 @@ func TestFluxEventHandlerPriority(t *testing.T) {
 		{"a failure", hr("c2-cni", "c2", metav1.ConditionTrue), hr("c2-cni", "c2", metav1.ConditionFalse), "c2", 0},
 		{"progress, not Ready", hr("c2-cni", "c2", ""), hr("c2-cni", "c2", metav1.ConditionUnknown), "c2", 0},
 		{"Ready, and Ready before", hr("c2-cni", "c2", metav1.ConditionTrue), hr("c2-cni", "c2", metav1.ConditionTrue), "c2", 0},
+		{"Ready for an older spec, then for its own", at(hr("c2-cni", "c2", metav1.ConditionTrue), 2, 1), at(hr("c2-cni", "c2", metav1.ConditionTrue), 2, 2), "c2", reportPriority},
+		{"Ready, but for an older spec", at(hr("c2-cni", "c2", metav1.ConditionUnknown), 2, 1), at(hr("c2-cni", "c2", metav1.ConditionTrue), 2, 1), "c2", 0},
+		{"an awaited HelmRelease Ready for its own spec", at(hr("c1-cni", "c1", metav1.ConditionTrue), 2, 1), at(hr("c1-cni", "c1", metav1.ConditionTrue), 2, 2), "c1", 0},
 		{"a ClusterAddon this process does not know", hr("c3-cni", "c3", metav1.ConditionUnknown), hr("c3-cni", "c3", metav1.ConditionTrue), "c3", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

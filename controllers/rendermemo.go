@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash/fnv"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +18,7 @@ import (
 // randomness, no environment). The memo lives in memory only: a restarted process renders every
 // Cluster once again, and an entry is dropped with its ClusterAddon.
 type renderMemo struct {
-	mu      sync.Mutex
-	entries map[client.ObjectKey]renderMemoEntry
+	byAddon[renderMemoEntry]
 }
 
 // renderMemoEntry is what one ClusterAddon's last successful render was made from (inputs, a
@@ -53,25 +51,8 @@ func (e renderMemoEntry) hashes() (hash, dataHash string) {
 
 // get returns the entry of key when it was made from inputs.
 func (m *renderMemo) get(key client.ObjectKey, inputs [16]byte) (renderMemoEntry, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.entries[key]
+	e, ok := m.byAddon.get(key)
 	return e, ok && e.inputs == inputs
-}
-
-func (m *renderMemo) put(key client.ObjectKey, e renderMemoEntry) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.entries == nil {
-		m.entries = map[client.ObjectKey]renderMemoEntry{}
-	}
-	m.entries[key] = e
-}
-
-func (m *renderMemo) forget(key client.ObjectKey) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.entries, key)
 }
 
 // renderInputs is the digest of what a values render and the ConfigMap it goes to depend on:
