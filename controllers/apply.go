@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -44,6 +46,10 @@ type Applier struct {
 	// PartialKinds are the kinds the manager's cache holds only some objects of (a label or
 	// field selector: see CacheOptions).
 	PartialKinds map[schema.GroupKind]bool
+	// Informers, when set (the manager's cache), give the cached objects the applier compares
+	// with what it would apply: read in place, not copied as a Get through Client copies them.
+	// The applier reads only their metadata and never changes them. Nil: read through Client.
+	Informers cache.Informers
 
 	// seen remembers the generation each object had right after this process applied it. An
 	// object whose generation moved on since was edited by someone else and is applied again
@@ -121,8 +127,12 @@ func (a *Applier) Unchanged(ctx context.Context, owner client.Object, desired cl
 	if err != nil {
 		return false
 	}
-	existing, ok := o.(client.Object)
-	if !ok || a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing) != nil || existing.GetDeletionTimestamp() != nil {
+	obj, ok := o.(client.Object)
+	if !ok {
+		return false
+	}
+	existing, err := a.cached(ctx, obj, client.ObjectKeyFromObject(desired))
+	if err != nil || existing.GetDeletionTimestamp() != nil {
 		return false
 	}
 	why, err := a.whyApply(gvk.Kind, key, existing, desired, hash, dataHash)
@@ -284,9 +294,9 @@ func (a *Applier) appliedNotCached(ctx context.Context, gvk schema.GroupVersionK
 func (a *Applier) current(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
 	if o, err := a.Scheme.New(gvk); err == nil {
 		if obj, ok := o.(client.Object); ok {
-			err := a.Client.Get(ctx, key, obj)
+			existing, err := a.cached(ctx, obj, key)
 			if !apierrors.IsNotFound(err) || !a.PartialKinds[gvk.GroupKind()] || a.APIReader == nil {
-				return obj, err
+				return existing, err
 			}
 		}
 	}
@@ -297,6 +307,34 @@ func (a *Applier) current(ctx context.Context, gvk schema.GroupVersionKind, key 
 		reader = a.Client
 	}
 	return meta, reader.Get(ctx, key, meta)
+}
+
+// cached is the object of obj's kind named key as the manager's cache has it: the informer's own
+// object when a.Informers gives an informer with an indexer (read only: callers must not change
+// it), otherwise read into obj through a.Client (a copy). A NotFound error when the cache does
+// not have it.
+func (a *Applier) cached(ctx context.Context, obj client.Object, key client.ObjectKey) (client.Object, error) {
+	if a.Informers != nil {
+		inf, err := a.Informers.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if ii, ok := inf.(indexedInformer); ok {
+			item, found, err := ii.GetIndexer().GetByKey(toolscache.ObjectName{Namespace: key.Namespace, Name: key.Name}.String())
+			if err != nil {
+				return nil, err
+			}
+			if cached, ok := item.(client.Object); found && ok {
+				return cached, nil
+			}
+			gvk, err := apiutil.GVKForObject(obj, a.Scheme)
+			if err != nil {
+				return nil, err
+			}
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
+		}
+	}
+	return obj, a.Client.Get(ctx, key, obj)
 }
 
 func (a *Applier) unchangedSinceApply(key string, generation int64) bool {

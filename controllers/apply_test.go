@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -141,6 +144,88 @@ func TestApplierCacheLag(t *testing.T) {
 		if got.Labels["value"] != st.value || (st.wantWrite || st.lag) && desired.Generation != got.Generation {
 			t.Errorf("%s: stored label %q at generation %d, want %q; Apply said generation %d", st.name, got.Labels["value"], got.Generation, st.value, desired.Generation)
 		}
+	}
+	t.Run("reads the informers' objects in place", func(t *testing.T) { testApplierInformers(t, cfg, scheme, live) })
+}
+
+// testApplierInformers applies through an Applier whose Informers are a real cache of the API
+// server: it decides from the informer's own object (no read through its Client, no copy) and
+// still sees an edit by someone else.
+func testApplierInformers(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, live client.WithWatch) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// As the manager's cache: over all namespaces (an informer with an indexer), ConfigMaps
+	// without their data but its digest (stripConfigMapData).
+	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMapData}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	writes, reads := 0, 0
+	c := interceptor.NewClient(live, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: countApplies(&writes).Patch,
+	})
+	a := &Applier{Client: c, Scheme: scheme, APIReader: live, Informers: informers}
+	cm := func(value string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apply-lag", Name: "values", Labels: map[string]string{"value": value}},
+			Data:       map[string]string{"k": value}}
+	}
+	key := client.ObjectKey{Namespace: "apply-lag", Name: "values"}
+	// cachedAt waits until the cache has the object at the label value, and returns it.
+	cachedAt := func(value string) client.Object {
+		t.Helper()
+		var got client.Object
+		deadline := time.Now().Add(10 * time.Second)
+		for got == nil || got.GetLabels()["value"] != value {
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache did not show ConfigMap %s with value %q", key, value)
+			}
+			time.Sleep(20 * time.Millisecond)
+			got, err = a.cached(ctx, &corev1.ConfigMap{}, key)
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		return got
+	}
+	apply := func(name, value string, wantWrite bool) {
+		t.Helper()
+		before := writes
+		if wrote, err := a.Apply(ctx, nil, cm(value)); err != nil || wrote != wantWrite || (writes > before) != wantWrite {
+			t.Errorf("%s: wrote=%v (API writes %d), err %v; want a write: %v", name, wrote, writes-before, err, wantWrite)
+		}
+	}
+	apply("first apply creates", "v1", true)
+	first := cachedAt("v1")
+	if again, err := a.cached(ctx, &corev1.ConfigMap{}, key); err != nil || again != first {
+		t.Errorf("two reads gave %p and %p (err %v): want the informer's one object, not copies", first, again, err)
+	}
+	reads = 0
+	apply("in the cache, unchanged: no write", "v1", false)
+	if reads != 0 {
+		t.Errorf("the unchanged apply read through the client %d times; want the informer's object only", reads)
+	}
+	if !a.Unchanged(ctx, nil, cm("v1"), first.GetAnnotations()[appliedHashAnnotation], "") {
+		t.Error("Unchanged: false for the object as applied")
+	}
+	// Someone else edits the data: the cache shows it, and the next apply puts it back.
+	edited := &corev1.ConfigMap{}
+	if err := live.Get(ctx, key, edited); err != nil {
+		t.Fatal(err)
+	}
+	edited.Data["k"], edited.Labels["value"] = "edited", "edited"
+	if err := live.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	cachedAt("edited")
+	apply("edited by someone else: applied again", "v1", true)
+	if first.GetLabels()["value"] != "v1" || first.GetAnnotations()[cachedDataHashAnnotation] != configMapDataHash(map[string]string{"k": "v1"}, nil) {
+		t.Errorf("the informer's object was changed: %v", first)
 	}
 }
 

@@ -85,9 +85,7 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 		s.waiting = kubeconfigPresent()
 		return ctrl.Result{}, nil
 	}
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}, secret); err != nil {
+	if err := secretExists(ctx, r.APIReader, client.ObjectKey{Namespace: s.cluster.Namespace, Name: fluxgen.KubeconfigSecretName(s.cluster.Name)}); err != nil {
 		if apierrors.IsNotFound(err) {
 			wait(csv1.ReasonWaitingForKubeconfig, fmt.Sprintf("waiting for Secret %s", fluxgen.KubeconfigSecretName(s.cluster.Name)))
 			return requeueIn(kubeconfigRecheck), errPhasesDone
@@ -96,6 +94,21 @@ func (r *ClusterAddonReconciler) checkPrerequisites(ctx context.Context, s *addo
 	}
 	s.waiting = kubeconfigPresent()
 	return ctrl.Result{}, nil
+}
+
+// secretExists reads the metadata of the Secret named key from the API server: first from its
+// watch cache (resourceVersion "0": no etcd read, and no decryption of the Secret when the API
+// server encrypts Secrets at rest), and, only when that says it does not exist, from etcd
+// (a quorum read), as the watch cache may lag behind a Secret created a moment ago. A stale
+// "exists" is as good as a fresh one: a Secret deleted since is what Flux reports.
+func secretExists(ctx context.Context, r client.Reader, key client.ObjectKey) error {
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.Get(ctx, key, secret, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	if apierrors.IsNotFound(err) {
+		err = r.Get(ctx, key, secret)
+	}
+	return err
 }
 
 // kubeconfigPresent is the WorkloadClusterReady condition of a Cluster whose control plane is

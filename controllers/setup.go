@@ -105,7 +105,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	// One status writer for every reconciler: it knows which versions of an object this process's
 	// own writes replaced, whichever reconciler wrote them.
 	writer := newStatusWriter(c, mgr.GetAPIReader())
-	applier := &Applier{Client: c, Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), PartialKinds: PartialKinds(mgr.GetScheme())}
+	applier := &Applier{Client: c, Scheme: mgr.GetScheme(), APIReader: mgr.GetAPIReader(), PartialKinds: PartialKinds(mgr.GetScheme()), Informers: mgr.GetCache()}
 	stacks := &StackCache{HostnameOverride: cfg.ArtifactHostOverride}
 	status := StatusOptions{Grace: cfg.Grace, QueueGrace: cfg.QueueGrace, ProgressInterval: cfg.ProgressInterval, Now: cfg.Now}
 	tags := cfg.Tags
