@@ -274,9 +274,10 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 		floors.at(floorFluxReady.workers).flux.cpu)
 
 	// The operator starts; the clock runs from its start.
-	tracker := startTracker(ctx, b, e, cfg.clusters)
+	tracker := startTracker(ctx, b, e, benchNS, cfg.clusters)
 	tracker.begin()
 	apiWritesAtStart, apiReadsAtStart := scrapeAPIWrites(ctx, b, e), scrapeAPIReads(ctx, b, e)
+	collectAPIServerGarbage(ctx, b, e)
 	cpuAtStart := sampleCPU(b, e)
 	tStart := time.Now()
 	if err := e.startManager(ctx); err != nil {

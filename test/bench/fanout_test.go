@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,9 +79,9 @@ type fanoutTracker struct {
 	stop      context.CancelFunc
 }
 
-// startTracker starts the tracker's informers (metadata only, but for ClusterAddons) and waits
-// until they are synced.
-func startTracker(ctx context.Context, b testing.TB, e *benchEnv, n int) *fanoutTracker {
+// startTracker starts the tracker's informers (metadata only, but for ClusterAddons) of namespace
+// ns and waits until they are synced.
+func startTracker(ctx context.Context, b testing.TB, e *benchEnv, ns string, n int) *fanoutTracker {
 	b.Helper()
 	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}}
 	tctx, cancel := context.WithCancel(ctx)
@@ -96,7 +97,7 @@ func startTracker(ctx context.Context, b testing.TB, e *benchEnv, n int) *fanout
 		m.SetGroupVersionKind(gvk)
 		objs = append(objs, m)
 	}
-	watchObjects(tctx, b, e, benchNS, objs, t.observe)
+	watchObjects(tctx, b, e, ns, objs, t.observe)
 	return t
 }
 
@@ -229,6 +230,19 @@ func readProcStats(pid int) (procStats, error) {
 	}
 	s.cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
 	return s, nil
+}
+
+// collectAPIServerGarbage has the management API server run a garbage collection now (its heap
+// profile with gc=1), and waits for it: each timed phase then starts with the API server's heap
+// collected, not near the end of a cycle whose collection of the phase before's garbage the
+// phase would pay for. A collection of the API server's heap of several GiB costs seconds of CPU
+// on two cores: which phase a cycle fell in was the largest part of the noise between runs.
+func collectAPIServerGarbage(ctx context.Context, b testing.TB, e *benchEnv) {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(e.cfg)
+	must(b, err)
+	_, err = cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+	must(b, err)
 }
 
 // apiServerStats are the management kube-apiserver's process figures.

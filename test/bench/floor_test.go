@@ -303,10 +303,13 @@ func measureFloors(ctx context.Context, b testing.TB, e *benchEnv, templates []*
 	logf("floor writer (%s, no client-side rate limit), at %v concurrent writes", res.verbs, workers)
 	for _, k := range workers {
 		s := floorSetting{workers: k}
+		collectAPIServerGarbage(ctx, b, e)
 		s.took, s.apiCPU = concurrently(b, e, k, items, func(it floorItem) error { return w.write(ctx, it.obj, nil) })
+		collectAPIServerGarbage(ctx, b, e)
 		s.statusTook, s.statusCPU = concurrently(b, e, k, withStatus, func(it floorItem) error { return w.write(ctx, it.obj, it.status) })
 		deleteFloor(ctx, b, w)
 
+		collectAPIServerGarbage(ctx, b, e)
 		s.overlapped, s.overlappedCPU = concurrently(b, e, k, items, func(it floorItem) error {
 			if err := w.write(ctx, it.obj, nil); err != nil || it.status == nil {
 				return err

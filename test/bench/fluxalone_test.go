@@ -81,6 +81,7 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	}
 
 	logf("Flux alone: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", objects, n, w.verbs(fluxTemplates))
+	collectAPIServerGarbage(ctx, b, e)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
 	must(b, err)
 	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}}

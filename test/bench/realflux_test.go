@@ -263,6 +263,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	for name, p := range map[string]*proc.Process{"helm-controller": flux.helm, "kustomize-controller": flux.kustomize} {
 		cpu0[name], _ = procCPUSeconds(p.Pid())
 	}
+	collectAPIServerGarbage(ctx, b, e)
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
