@@ -275,9 +275,9 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 
 	// The operator starts; the clock runs from its start.
 	tracker := startTracker(ctx, b, e, benchNS, cfg.clusters)
+	collectAPIServerGarbage(ctx, b, e) // before the clock starts
 	tracker.begin()
 	apiWritesAtStart, apiReadsAtStart := scrapeAPIWrites(ctx, b, e), scrapeAPIReads(ctx, b, e)
-	collectAPIServerGarbage(ctx, b, e)
 	cpuAtStart := sampleCPU(b, e)
 	tStart := time.Now()
 	if err := e.startManager(ctx); err != nil {

@@ -236,13 +236,16 @@ func readProcStats(pid int) (procStats, error) {
 // profile with gc=1), and waits for it: each timed phase then starts with the API server's heap
 // collected, not near the end of a cycle whose collection of the phase before's garbage the
 // phase would pay for. A collection of the API server's heap of several GiB costs seconds of CPU
-// on two cores: which phase a cycle fell in was the largest part of the noise between runs.
+// on two cores, and which phase it fell in is one source of noise between runs. Call it before a
+// phase's clock and CPU figures start.
 func collectAPIServerGarbage(ctx context.Context, b testing.TB, e *benchEnv) {
 	b.Helper()
 	cs, err := kubernetes.NewForConfig(e.cfg)
 	must(b, err)
+	start := time.Now()
 	_, err = cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
 	must(b, err)
+	logf("the API server's heap collected in %s (untimed)", time.Since(start).Round(time.Millisecond))
 }
 
 // apiServerStats are the management kube-apiserver's process figures.
