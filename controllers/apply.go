@@ -131,7 +131,7 @@ func (a *Applier) Unchanged(ctx context.Context, owner client.Object, desired cl
 	if !ok {
 		return false
 	}
-	existing, err := a.cached(ctx, obj, client.ObjectKeyFromObject(desired))
+	existing, err := a.cached(ctx, gvk, obj, client.ObjectKeyFromObject(desired))
 	if err != nil || existing.GetDeletionTimestamp() != nil {
 		return false
 	}
@@ -294,7 +294,7 @@ func (a *Applier) appliedNotCached(ctx context.Context, gvk schema.GroupVersionK
 func (a *Applier) current(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
 	if o, err := a.Scheme.New(gvk); err == nil {
 		if obj, ok := o.(client.Object); ok {
-			existing, err := a.cached(ctx, obj, key)
+			existing, err := a.cached(ctx, gvk, obj, key)
 			if !apierrors.IsNotFound(err) || !a.PartialKinds[gvk.GroupKind()] || a.APIReader == nil {
 				return existing, err
 			}
@@ -309,11 +309,11 @@ func (a *Applier) current(ctx context.Context, gvk schema.GroupVersionKind, key 
 	return meta, reader.Get(ctx, key, meta)
 }
 
-// cached is the object of obj's kind named key as the manager's cache has it: the informer's own
-// object when a.Informers gives an informer with an indexer (read only: callers must not change
-// it), otherwise read into obj through a.Client (a copy). A NotFound error when the cache does
-// not have it.
-func (a *Applier) cached(ctx context.Context, obj client.Object, key client.ObjectKey) (client.Object, error) {
+// cached is the object of kind gvk (obj, a new object of that kind) named key as the manager's
+// cache has it: the informer's own object when a.Informers gives an informer with an indexer
+// (read only: callers must not change it), otherwise read into obj through a.Client (a copy). A
+// NotFound error when the cache does not have it.
+func (a *Applier) cached(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object, key client.ObjectKey) (client.Object, error) {
 	if a.Informers != nil {
 		inf, err := a.Informers.GetInformer(ctx, obj)
 		if err != nil {
@@ -326,10 +326,6 @@ func (a *Applier) cached(ctx context.Context, obj client.Object, key client.Obje
 			}
 			if cached, ok := item.(client.Object); found && ok {
 				return cached, nil
-			}
-			gvk, err := apiutil.GVKForObject(obj, a.Scheme)
-			if err != nil {
-				return nil, err
 			}
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 		}

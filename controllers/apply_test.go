@@ -176,6 +176,7 @@ func testApplierInformers(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme
 			Data:       map[string]string{"k": value}}
 	}
 	key := client.ObjectKey{Namespace: "apply-lag", Name: "values"}
+	cmKind := corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	// cachedAt waits until the cache has the object at the label value, and returns it.
 	cachedAt := func(value string) client.Object {
 		t.Helper()
@@ -186,7 +187,7 @@ func testApplierInformers(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme
 				t.Fatalf("the cache did not show ConfigMap %s with value %q", key, value)
 			}
 			time.Sleep(20 * time.Millisecond)
-			got, err = a.cached(ctx, &corev1.ConfigMap{}, key)
+			got, err = a.cached(ctx, cmKind, &corev1.ConfigMap{}, key)
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Fatal(err)
 			}
@@ -202,7 +203,7 @@ func testApplierInformers(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme
 	}
 	apply("first apply creates", "v1", true)
 	first := cachedAt("v1")
-	if again, err := a.cached(ctx, &corev1.ConfigMap{}, key); err != nil || again != first {
+	if again, err := a.cached(ctx, cmKind, &corev1.ConfigMap{}, key); err != nil || again != first {
 		t.Errorf("two reads gave %p and %p (err %v): want the informer's one object, not copies", first, again, err)
 	}
 	reads = 0
