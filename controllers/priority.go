@@ -33,49 +33,91 @@ type awaitedObjects struct {
 	byAddon[string]
 }
 
-// onlyReport is true when addon is known to have no component waiting for object.
-func (a *awaitedObjects) onlyReport(addon client.ObjectKey, object string) bool {
-	awaited, known := a.get(addon)
-	return known && awaited != object
-}
+// nextStepPriority is the queue priority of the Ready of a Flux object that a next component of
+// its ClusterAddon waits for: controller-runtime's low priority, that of the objects found when
+// the operator starts, and below the default of a Cluster created while it runs. While the queue
+// is long (a fleet created or found at once), the Clusters' first components are written before
+// their next ones, in the order they came (the queue keeps the order of each priority): what Flux
+// works on first is every Cluster's first components. With a short queue it changes nothing. The
+// time such a ClusterAddon waits in the queue does not count against its held progress report
+// (progressPacer.nextStepReady): the next component shares the report's write.
+const nextStepPriority = handler.LowPriority
 
 // fluxEventHandler enqueues a HelmRelease's or Kustomization's ClusterAddons as
-// handler.EnqueueRequestForOwner does, but a report of Ready=True that no component awaits at
-// reportPriority (see there).
+// handler.EnqueueRequestForOwner does, but a report of Ready=True at reportPriority when no
+// component awaits it, and at nextStepPriority when one does (see there).
 type fluxEventHandler struct {
 	handler.EventHandler
 	awaited *awaitedObjects
+	// pace is the ClusterAddon reconciler's progress pacer, told of the Ready a next component
+	// awaits; nil: not told.
+	pace *progressPacer
 }
 
 func (h fluxEventHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok || !h.onlyReport(e) {
+	if !ok {
 		h.EventHandler.Update(ctx, e, q)
 		return
 	}
-	h.EventHandler.Update(ctx, e, queueAtPriority{PriorityQueue: pq, priority: reportPriority})
+	switch report, addons := h.readyReport(e); report {
+	case reportOnly:
+		h.EventHandler.Update(ctx, e, queueAtPriority{PriorityQueue: pq, priority: reportPriority})
+	case reportAwaited:
+		if h.pace != nil {
+			for _, addon := range addons {
+				h.pace.nextStepReady(addon)
+			}
+		}
+		h.EventHandler.Update(ctx, e, queueAtPriority{PriorityQueue: pq, priority: nextStepPriority})
+	default:
+		h.EventHandler.Update(ctx, e, q)
+	}
 }
 
-// onlyReport is true when the update makes a Flux object Ready for its spec (readyForSpec, as
-// applyFluxObjects judges the object a next component waits for) and each of its ClusterAddons
-// is known to have no component waiting for it.
-func (h fluxEventHandler) onlyReport(e event.UpdateEvent) bool {
+// A Flux object's update, as the queue orders it.
+type readyReport int
+
+const (
+	notReadyReport readyReport = iota // anything else: a failure, progress, an unknown ClusterAddon
+	reportOnly                        // Ready for its spec; no component of its ClusterAddons waits for it
+	reportAwaited                     // Ready for its spec; a next component of its ClusterAddon waits for it
+)
+
+// readyReport says whether the update makes a Flux object Ready for its spec (readyForSpec, as
+// applyFluxObjects judges the object a next component waits for), and if so whether a component of
+// one of its ClusterAddons waits for it, and which. It is notReadyReport when a ClusterAddon of it
+// is not known (a restarted process knows none).
+func (h fluxEventHandler) readyReport(e event.UpdateEvent) (readyReport, []client.ObjectKey) {
 	kind := kindOf(e.ObjectNew)
 	if kind != helmv2.HelmReleaseKind && kind != kustomizev1.KustomizationKind || e.ObjectOld == nil ||
 		!readyForSpec(e.ObjectNew) || readyForSpec(e.ObjectOld) {
-		return false
+		return notReadyReport, nil
 	}
 	owners := 0
+	var awaiting []client.ObjectKey
 	for _, ref := range e.ObjectNew.GetOwnerReferences() {
 		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || ref.Kind != "ClusterAddon" || gv.Group != csv1.GroupVersion.Group {
 			continue
 		}
 		owners++
-		if !h.awaited.onlyReport(client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}, kind+"/"+e.ObjectNew.GetName()) {
-			return false
+		addon := client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}
+		waitsFor, known := h.awaited.get(addon)
+		if !known {
+			return notReadyReport, nil
+		}
+		if waitsFor == kind+"/"+e.ObjectNew.GetName() {
+			awaiting = append(awaiting, addon)
 		}
 	}
-	return owners > 0
+	switch {
+	case owners == 0:
+		return notReadyReport, nil
+	case len(awaiting) > 0:
+		return reportAwaited, awaiting
+	default:
+		return reportOnly, nil
+	}
 }
 
 // queueAtPriority adds at priority what is added without one.

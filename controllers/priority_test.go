@@ -21,10 +21,10 @@ import (
 )
 
 // TestFluxEventHandlerPriority: a Flux object's report of Ready for its spec (readyForSpec) is
-// queued at reportPriority only when its ClusterAddon is known to await nothing of it; the Ready of an awaited object, a
-// failure, any other status change and an object of a ClusterAddon this process does not know
-// go at the default priority, to the ClusterAddon's request as handler.EnqueueRequestForOwner
-// makes it.
+// queued at reportPriority when its ClusterAddon is known to await nothing of it, and at
+// nextStepPriority when a next component of it awaits it; a failure, any other status change and
+// an object of a ClusterAddon this process does not know go at the default priority, to the
+// ClusterAddon's request as handler.EnqueueRequestForOwner makes it.
 func TestFluxEventHandlerPriority(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := csv1.AddToScheme(scheme); err != nil {
@@ -74,7 +74,7 @@ func TestFluxEventHandlerPriority(t *testing.T) {
 		addon    string
 		want     int
 	}{
-		{"an awaited HelmRelease Ready", hr("c1-cni", "c1", metav1.ConditionUnknown), hr("c1-cni", "c1", metav1.ConditionTrue), "c1", 0},
+		{"an awaited HelmRelease Ready", hr("c1-cni", "c1", metav1.ConditionUnknown), hr("c1-cni", "c1", metav1.ConditionTrue), "c1", nextStepPriority},
 		{"a HelmRelease Ready that nothing awaits", hr("c2-cni", "c2", metav1.ConditionUnknown), hr("c2-cni", "c2", metav1.ConditionTrue), "c2", reportPriority},
 		{"a Kustomization Ready that nothing awaits", ks("c2-csi", "c2", ""), ks("c2-csi", "c2", metav1.ConditionTrue), "c2", reportPriority},
 		{"another object of an addon that awaits one", ks("c1-csi", "c1", ""), ks("c1-csi", "c1", metav1.ConditionTrue), "c1", reportPriority},
@@ -83,7 +83,7 @@ func TestFluxEventHandlerPriority(t *testing.T) {
 		{"Ready, and Ready before", hr("c2-cni", "c2", metav1.ConditionTrue), hr("c2-cni", "c2", metav1.ConditionTrue), "c2", 0},
 		{"Ready for an older spec, then for its own", at(hr("c2-cni", "c2", metav1.ConditionTrue), 2, 1), at(hr("c2-cni", "c2", metav1.ConditionTrue), 2, 2), "c2", reportPriority},
 		{"Ready, but for an older spec", at(hr("c2-cni", "c2", metav1.ConditionUnknown), 2, 1), at(hr("c2-cni", "c2", metav1.ConditionTrue), 2, 1), "c2", 0},
-		{"an awaited HelmRelease Ready for its own spec", at(hr("c1-cni", "c1", metav1.ConditionTrue), 2, 1), at(hr("c1-cni", "c1", metav1.ConditionTrue), 2, 2), "c1", 0},
+		{"an awaited HelmRelease Ready for its own spec", at(hr("c1-cni", "c1", metav1.ConditionTrue), 2, 1), at(hr("c1-cni", "c1", metav1.ConditionTrue), 2, 2), "c1", nextStepPriority},
 		{"a ClusterAddon this process does not know", hr("c3-cni", "c3", metav1.ConditionUnknown), hr("c3-cni", "c3", metav1.ConditionTrue), "c3", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,8 +103,13 @@ func TestFluxEventHandlerPriority(t *testing.T) {
 
 	// Once the ClusterAddon is deleted, nothing is known of it.
 	awaited.forget(types.NamespacedName{Namespace: "ns", Name: "c2"})
-	if awaited.onlyReport(types.NamespacedName{Namespace: "ns", Name: "c2"}, "HelmRelease/c2-cni") {
-		t.Error("a forgotten ClusterAddon's objects are still reports")
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	readyNow := hr("c2-cni", "c2", metav1.ConditionTrue)
+	readyNow.SetResourceVersion("2")
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: hr("c2-cni", "c2", metav1.ConditionUnknown), ObjectNew: readyNow}, q)
+	if _, prio, _ := q.GetWithPriority(); prio != 0 {
+		t.Errorf("a forgotten ClusterAddon's object's Ready queued at priority %d, want the default", prio)
 	}
 }
 
@@ -151,5 +156,44 @@ func TestLowestRequeueKeepsPriority(t *testing.T) {
 		if got.RequeueAfter != tc.want.RequeueAfter || (got.Priority == nil) != (tc.want.Priority == nil) || got.Priority != nil && *got.Priority != *tc.want.Priority {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestNextStepReadyTellsThePacer: the Ready a next component awaits tells the progress pacer
+// (progressPacer.nextStepReady) of each ClusterAddon that awaits it; a report nothing awaits does
+// not.
+func TestNextStepReadyTellsThePacer(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := csv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(csv1.GroupVersion.WithKind("ClusterAddon"), apimeta.RESTScopeNamespace)
+	readyEvent := func(addon string) event.UpdateEvent {
+		old := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: addon + "-cni", Namespace: "ns", ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterAddon", Name: addon, UID: "u", Controller: new(true)}}}}
+		ready := old.DeepCopy()
+		ready.ResourceVersion = "2"
+		ready.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "R"}}
+		return event.UpdateEvent{ObjectOld: old, ObjectNew: ready}
+	}
+	now := time.Unix(1_700_000_000, 0)
+	pace := &progressPacer{now: func() time.Time { return now }}
+	awaits, reports := types.NamespacedName{Namespace: "ns", Name: "c1"}, types.NamespacedName{Namespace: "ns", Name: "c2"}
+	var awaited awaitedObjects
+	awaited.put(awaits, "HelmRelease/c1-cni")
+	awaited.put(reports, "")
+	pace.held = map[client.ObjectKey]heldWrite{awaits: {since: now}, reports: {since: now}}
+	h := fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(scheme, mapper, &csv1.ClusterAddon{}), awaited: &awaited, pace: pace}
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	now = now.Add(time.Second)
+	h.Update(context.Background(), readyEvent("c1"), q)
+	h.Update(context.Background(), readyEvent("c2"), q)
+	if got := pace.held[awaits].nextStepReady; !got.Equal(now) {
+		t.Errorf("the awaited Ready: the pacer was told at %v, want %v", got, now)
+	}
+	if got := pace.held[reports].nextStepReady; !got.IsZero() {
+		t.Errorf("a Ready nothing awaits: the pacer was told at %v", got)
 	}
 }

@@ -39,8 +39,13 @@ type progressPacer struct {
 
 // heldWrite is a progress-only status write being held.
 type heldWrite struct {
-	// since is when the first change of it was held.
+	// since is when the first change of it was held, moved later by the time its ClusterAddon
+	// waited in the operator's queue for a next component (nextStepReady).
 	since time.Time
+	// nextStepReady is when the Flux object a next component waits for was seen Ready while this
+	// write was held (nextStepReady); zero when it was not, or once the reconcile after it held
+	// the write again.
+	nextStepReady time.Time
 	// kubeconfigSeen is true when the latest status held says the kubeconfig Secret was found
 	// (a fact a reconcile may use while the API server does not have it yet, see
 	// heldKubeconfigSeen).
@@ -64,6 +69,12 @@ func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, 
 		}
 		h.since = now
 	}
+	if !h.nextStepReady.IsZero() {
+		// From when its next component could be written until now, the ClusterAddon waited in the
+		// queue: that does not count.
+		h.since = h.since.Add(now.Sub(h.nextStepReady))
+		h.nextStepReady = time.Time{}
+	}
 	d := interval - now.Sub(h.since)
 	if d <= 0 {
 		return 0
@@ -71,6 +82,23 @@ func (p *progressPacer) hold(key client.ObjectKey, interval time.Duration, cur, 
 	h.kubeconfigSeen = apimeta.IsStatusConditionTrue(next.Conditions, csv1.WorkloadClusterReadyCondition)
 	p.held[key] = h
 	return d
+}
+
+// nextStepReady notes that the Flux object a next component of ClusterAddon key waits for is
+// Ready, while a write of its status is held: the reconcile that writes the component may wait
+// behind a long queue (nextStepPriority), and until it runs that wait does not count against the
+// interval, so that the component is written while the report is held and shares its write. A
+// report is thus held longer than the interval while the operator's queue has objects to write,
+// by as long as they keep it waiting.
+func (p *progressPacer) nextStepReady(key client.ObjectKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.held[key]
+	if !ok || !h.nextStepReady.IsZero() {
+		return
+	}
+	h.nextStepReady = p.now.Now()
+	p.held[key] = h
 }
 
 // heldKubeconfigSeen is true when a status held for key says the Cluster's kubeconfig Secret

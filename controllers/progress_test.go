@@ -69,3 +69,47 @@ func TestProgressPacer(t *testing.T) {
 		t.Fatal("written: kubeconfig still seen from what was held")
 	}
 }
+
+// TestProgressPacerNextStepWait: the time a ClusterAddon waits in the queue for its next
+// component, from when the Flux object it waits for is Ready (nextStepReady) until the reconcile
+// holds the write again, does not count against the interval; the time before it and after it
+// does, and without it the interval runs out as before.
+func TestProgressPacerNextStepWait(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	p := &progressPacer{now: func() time.Time { return now }}
+	installing, waiting := &csv1.ClusterAddonStatus{}, &csv1.ClusterAddonStatus{Conditions: []metav1.Condition{
+		{Type: csv1.ProgressingCondition, Status: metav1.ConditionTrue, Reason: "Progressing", Message: "waiting for cni"},
+		{Type: csv1.AvailableCondition, Status: metav1.ConditionFalse, Reason: "Progressing"},
+	}}
+	const interval = 10 * time.Second
+	key, other, none := client.ObjectKey{Namespace: "ns", Name: "c1"}, client.ObjectKey{Namespace: "ns", Name: "c2"}, client.ObjectKey{Namespace: "ns", Name: "c3"}
+
+	p.nextStepReady(none) // nothing held: nothing to note
+	for _, k := range []client.ObjectKey{key, other} {
+		if d := p.hold(k, interval, installing, waiting); d != interval {
+			t.Fatalf("%s: first progress change held %s, want %s", k.Name, d, interval)
+		}
+	}
+	now = now.Add(2 * time.Second)
+	p.nextStepReady(key)
+	now = now.Add(time.Second)
+	p.nextStepReady(key) // already noted: the first counts
+	now = now.Add(27 * time.Second)
+	if d := p.hold(key, interval, installing, waiting); d != 8*time.Second {
+		t.Fatalf("after 28s in the queue: held %s, want the 8s left before the wait", d)
+	}
+	if d := p.hold(other, interval, installing, waiting); d != 0 {
+		t.Fatalf("no next component waited: held %s, want due", d)
+	}
+	now = now.Add(5 * time.Second)
+	if d := p.hold(key, interval, installing, waiting); d != 3*time.Second {
+		t.Fatalf("5s later, no new wait: held %s, want 3s", d)
+	}
+	now = now.Add(3 * time.Second)
+	if d := p.hold(key, interval, installing, waiting); d != 0 {
+		t.Fatalf("the rest of the interval over: held %s, want due", d)
+	}
+	if d := p.hold(none, interval, installing, waiting); d != interval {
+		t.Fatalf("noted with nothing held, then held: %s, want a whole interval", d)
+	}
+}

@@ -76,6 +76,7 @@ type fanoutTracker struct {
 	allSeen   map[string]time.Duration   // kind -> when the n-th appeared
 	ready     map[string]bool
 	readyTook time.Duration
+	tenths    map[string][]time.Duration // kind (and "Ready") -> when each tenth of n was reached
 	stop      context.CancelFunc
 }
 
@@ -83,7 +84,7 @@ type fanoutTracker struct {
 // ns and waits until they are synced.
 func startTracker(ctx context.Context, b testing.TB, e *benchEnv, ns string, n int) *fanoutTracker {
 	b.Helper()
-	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}}
+	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}, tenths: map[string][]time.Duration{}}
 	tctx, cancel := context.WithCancel(ctx)
 	t.stop = cancel
 	b.Cleanup(cancel)
@@ -152,6 +153,7 @@ func (t *fanoutTracker) observe(kind string, obj client.Object) {
 	}
 	if !t.seen[kind][obj.GetName()] {
 		t.seen[kind][obj.GetName()] = true
+		t.tenth(kind, len(t.seen[kind]))
 		if len(t.seen[kind]) == t.n {
 			t.allSeen[kind] = time.Since(t.start)
 		}
@@ -159,10 +161,38 @@ func (t *fanoutTracker) observe(kind string, obj client.Object) {
 	if a, ok := obj.(*csv1.ClusterAddon); ok && !t.ready[a.Name] &&
 		apimeta.IsStatusConditionTrue(a.Status.Conditions, csv1.ReadyCondition) && a.Status.LastAppliedRelease == release {
 		t.ready[a.Name] = true
+		t.tenth("Ready", len(t.ready))
 		if len(t.ready) == t.n {
 			t.readyTook = time.Since(t.start)
 		}
 	}
+}
+
+// tenth notes the time when count, of kind, reaches the next tenth of n.
+func (t *fanoutTracker) tenth(kind string, count int) {
+	if next := len(t.tenths[kind]) + 1; count*10 >= next*t.n {
+		t.tenths[kind] = append(t.tenths[kind], time.Since(t.start))
+	}
+}
+
+// timeline says when each tenth of the Clusters had each generated kind, and its ClusterAddon
+// Ready, as this tracker saw them: where in the run one phase fell behind another.
+func (t *fanoutTracker) timeline() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lines []string
+	kinds := []string{}
+	for _, gvk := range generatedKinds {
+		kinds = append(kinds, gvk.Kind)
+	}
+	for _, kind := range append(kinds, "Ready") {
+		var ts []string
+		for _, d := range t.tenths[kind] {
+			ts = append(ts, fmt.Sprintf("%.1f", d.Seconds()))
+		}
+		lines = append(lines, fmt.Sprintf("%s %s", kind, strings.Join(ts, " ")))
+	}
+	return strings.Join(lines, "; ")
 }
 
 // progress says how far the fan-out is.

@@ -180,14 +180,15 @@ func measureFloorWithFlux(ctx context.Context, b testing.TB, e *benchEnv, w *flo
 	// The same watches of the namespace as the operator's fan-out has (its tracker's): both
 	// phases pay the API server for one observer alike. The times are still the writer's own.
 	tracker := startTracker(ctx, b, e, floorNS, n)
-	tracker.begin()
 	collectAPIServerGarbage(ctx, b, e)
+	tracker.begin()
 	before := sampleCPU(b, e)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, floorNS, workers, 30*time.Minute, nil)
 	must(b, err)
 	res.fanout, res.ready = run.fanout, run.ready
 	res.cpu = before.since(sampleCPU(b, e))
 	tracker.stop()
+	logf("floor with Flux at %d concurrent writes, seconds to each tenth of the Clusters (this observer): %s", workers, tracker.timeline())
 	deleteFloor(ctx, b, w)
 	return res
 }
