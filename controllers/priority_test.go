@@ -20,18 +20,25 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 )
 
-// TestFluxEventHandlerPriority: a Flux object's report of Ready for its spec (readyForSpec) is
-// queued at reportPriority when its ClusterAddon is known to await nothing of it, and at
-// nextStepPriority when a next component of it awaits it; a failure, any other status change and
-// an object of a ClusterAddon this process does not know go at the default priority, to the
-// ClusterAddon's request as handler.EnqueueRequestForOwner makes it.
-func TestFluxEventHandlerPriority(t *testing.T) {
+// enqueueAddonOwner is handler.EnqueueRequestForOwner of ClusterAddons, as the reconciler wraps
+// it in fluxEventHandler.
+func enqueueAddonOwner(t *testing.T) handler.EventHandler {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := csv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(csv1.GroupVersion.WithKind("ClusterAddon"), apimeta.RESTScopeNamespace)
+	return handler.EnqueueRequestForOwner(scheme, mapper, &csv1.ClusterAddon{})
+}
+
+// TestFluxEventHandlerPriority: a Flux object's report of Ready for its spec (readyForSpec) is
+// queued at reportPriority when its ClusterAddon is known to await nothing of it, and at
+// nextStepPriority when a next component of it awaits it; a failure, any other status change and
+// an object of a ClusterAddon this process does not know go at the default priority, to the
+// ClusterAddon's request as handler.EnqueueRequestForOwner makes it.
+func TestFluxEventHandlerPriority(t *testing.T) {
 	owned := func(o client.Object, addon string) client.Object {
 		o.SetNamespace("ns")
 		o.SetResourceVersion("1")
@@ -66,7 +73,7 @@ func TestFluxEventHandlerPriority(t *testing.T) {
 	var awaited awaitedObjects
 	awaited.put(types.NamespacedName{Namespace: "ns", Name: "c1"}, "HelmRelease/c1-cni") // its Kustomization waits
 	awaited.put(types.NamespacedName{Namespace: "ns", Name: "c2"}, "")                   // every component written
-	h := fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(scheme, mapper, &csv1.ClusterAddon{}), awaited: &awaited}
+	h := fluxEventHandler{EventHandler: enqueueAddonOwner(t), awaited: &awaited}
 
 	for _, tc := range []struct {
 		name     string
@@ -163,12 +170,6 @@ func TestLowestRequeueKeepsPriority(t *testing.T) {
 // (progressPacer.nextStepReady) of each ClusterAddon that awaits it; a report nothing awaits does
 // not.
 func TestNextStepReadyTellsThePacer(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := csv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	mapper := apimeta.NewDefaultRESTMapper(nil)
-	mapper.Add(csv1.GroupVersion.WithKind("ClusterAddon"), apimeta.RESTScopeNamespace)
 	readyEvent := func(addon string) event.UpdateEvent {
 		old := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: addon + "-cni", Namespace: "ns", ResourceVersion: "1",
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterAddon", Name: addon, UID: "u", Controller: new(true)}}}}
@@ -184,7 +185,7 @@ func TestNextStepReadyTellsThePacer(t *testing.T) {
 	awaited.put(awaits, "HelmRelease/c1-cni")
 	awaited.put(reports, "")
 	pace.held = map[client.ObjectKey]heldWrite{awaits: {since: now}, reports: {since: now}}
-	h := fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(scheme, mapper, &csv1.ClusterAddon{}), awaited: &awaited, pace: pace}
+	h := fluxEventHandler{EventHandler: enqueueAddonOwner(t), awaited: &awaited, pace: pace}
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	now = now.Add(time.Second)
