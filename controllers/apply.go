@@ -26,6 +26,7 @@ import (
 	csv1 "github.com/clusterstack-io/clusterstack-operator/api/v1alpha1"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fieldowners"
 	"github.com/clusterstack-io/clusterstack-operator/internal/fluxgen"
+	"github.com/clusterstack-io/clusterstack-operator/internal/sortedjson"
 )
 
 // FieldOwner is the server-side apply field manager of everything the operator writes.
@@ -403,13 +404,25 @@ func dataEdited(existing client.Object, dataHash string) bool {
 	return ok && got != dataHash
 }
 
+// hashOf is the digest of what applying obj would write: its labels, annotations (but the
+// applied hash), owner references and everything but its metadata and status, encoded as
+// encoding/json writes obj converted to an unstructured object (sortedjson), so that the hash of
+// an object does not change with the operator's version.
 func hashOf(obj client.Object) (string, error) {
+	typed, err := json.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	x, err := sortedjson.Object(make([]byte, 0, len(typed)), typed, "metadata", "status")
+	if err != nil {
+		return "", err
+	}
 	b, err := json.Marshal(struct {
 		Labels      map[string]string `json:"l"`
 		Annotations map[string]string `json:"a"`
 		Owners      any               `json:"o"`
-		Object      any               `json:"x"`
-	}{obj.GetLabels(), withoutHash(obj.GetAnnotations()), obj.GetOwnerReferences(), specOf(obj)})
+		Object      json.RawMessage   `json:"x"`
+	}{obj.GetLabels(), withoutHash(obj.GetAnnotations()), obj.GetOwnerReferences(), x})
 	if err != nil {
 		return "", err
 	}
@@ -428,17 +441,6 @@ func withoutHash(a map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// specOf returns everything of an object but its metadata and status.
-func specOf(obj client.Object) any {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil
-	}
-	delete(u, "metadata")
-	delete(u, "status")
-	return u
 }
 
 // OwnershipConflictError reports an object the operator would have to take over to apply it: it

@@ -282,17 +282,19 @@ func TestCachedClusterFluxObjectsKeepStatusNotSpec(t *testing.T) {
 	}
 
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "c1-info", Labels: generated},
-		Spec: kustomizev1.KustomizationSpec{Path: "./info"}, Status: kustomizev1.KustomizationStatus{LastAppliedRevision: "r1"}}
+		Spec: kustomizev1.KustomizationSpec{Path: "./info"}, Status: kustomizev1.KustomizationStatus{LastAppliedRevision: "r1",
+			Conditions: ready, Inventory: &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: "kube-system_cilium_apps_DaemonSet", Version: "v1"}}}}}
 	out, _ = trimClusterFluxObject(ks)
-	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "" || k.Status.LastAppliedRevision != "r1" {
-		t.Errorf("a Cluster's Kustomization: spec %+v, status %+v", k.Spec, k.Status)
+	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "" || k.Status.LastAppliedRevision != "r1" || len(k.Status.Conditions) != 1 || k.Status.Inventory != nil {
+		t.Errorf("a Cluster's Kustomization is cached without its spec and inventory: spec %+v, status %+v", k.Spec, k.Status)
 	}
 
 	fleet := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
-		Spec: kustomizev1.KustomizationSpec{Path: "./clusters", SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "fleet"}}}
+		Spec:   kustomizev1.KustomizationSpec{Path: "./clusters", SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "fleet"}},
+		Status: kustomizev1.KustomizationStatus{Inventory: &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: "fleet_a_clusterstack.io_ClusterStack"}}}}}
 	out, _ = trimClusterFluxObject(fleet)
-	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "./clusters" || k.Spec.SourceRef.Name != "fleet" {
-		t.Errorf("a Kustomization not generated for a Cluster (the fleet's) is kept whole: %+v", k.Spec)
+	if k := out.(*kustomizev1.Kustomization); k.Spec.Path != "./clusters" || k.Spec.SourceRef.Name != "fleet" || k.Status.Inventory == nil {
+		t.Errorf("a Kustomization not generated for a Cluster (the fleet's, whose inventory proposals check) is kept whole: %+v", k)
 	}
 }
 

@@ -256,7 +256,8 @@ func stripConfigMapData(obj any) (any, error) {
 
 // trimClusterFluxObject is the cache transform of HelmReleases and Kustomizations: managedFields
 // left out, and of those generated for a Cluster (managed by the operator, with a cluster-name
-// label) the spec but spec.suspend, and of a HelmRelease's history the latest release alone. The
+// label) the spec but spec.suspend, of a HelmRelease's history the latest release alone, and of a
+// Kustomization's status the inventory of what it applied to the workload cluster. The
 // operator reads those objects' metadata (ownership, the applied-hash annotation, the generation
 // its drift check compares), their status (readiness, the latest Helm release, the applied
 // revision) and whether they are suspended; it writes them by server-side
@@ -277,6 +278,9 @@ func trimClusterFluxObject(obj any) (any, error) {
 	case *kustomizev1.Kustomization:
 		if generatedCluster(t) != nil {
 			t.Spec = kustomizev1.KustomizationSpec{Suspend: t.Spec.Suspend}
+			// The inventory lists every object kustomize-controller applied to the workload
+			// cluster (a CNI's manifests are dozens); nothing reads it of a Cluster's Kustomization.
+			t.Status.Inventory = nil
 		}
 	}
 	return obj, err
