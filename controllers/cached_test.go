@@ -50,6 +50,7 @@ func TestEachCachedAgreesWithTheCacheReader(t *testing.T) {
 		}
 	}
 
+	const inNamespace = generatedClusterIndex + "-in-namespace"
 	newCache := func(opts cache.Options) cache.Cache {
 		t.Helper()
 		opts.Scheme = clientgoscheme.Scheme
@@ -58,6 +59,10 @@ func TestEachCachedAgreesWithTheCacheReader(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := ca.IndexField(ctx, &corev1.ConfigMap{}, generatedClusterIndex, generatedCluster); err != nil {
+			t.Fatal(err)
+		}
+		// The manager's own registration of the index (SetupIndexes), under another name.
+		if err := indexInNamespace(ctx, ca, &corev1.ConfigMap{}, inNamespace, generatedCluster); err != nil {
 			t.Fatal(err)
 		}
 		go func() { _ = ca.Start(ctx) }()
@@ -136,6 +141,18 @@ func TestEachCachedAgreesWithTheCacheReader(t *testing.T) {
 		}
 		if got, _ := read(nil, whole, tc.ns, tc.field, tc.value); !slices.Equal(got, want) {
 			t.Errorf("ns %q, %s=%q: eachCached without informers found %v, want %v", tc.ns, tc.field, tc.value, got, want)
+		}
+		if tc.field == generatedClusterIndex {
+			// indexInNamespace lists what IndexField lists in a namespace, and nothing across.
+			wantIn := want
+			if tc.ns == "" {
+				wantIn = nil
+			}
+			for name, ca := range map[string]cache.Cache{"a cache": whole, "a cache over several namespaces": several} {
+				if got := listed(ca, tc.ns, inNamespace, tc.value); !slices.Equal(got, wantIn) {
+					t.Errorf("ns %q, %s=%q: %s lists %v through indexInNamespace, want %v", tc.ns, tc.field, tc.value, name, got, wantIn)
+				}
+			}
 		}
 		if tc.ns == "" && tc.field == "" {
 			continue // a cache over two namespaces has only theirs

@@ -16,6 +16,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -159,5 +160,47 @@ func BenchmarkCacheTransform(b *testing.B) {
 				decodeCached(b, data, k.new(), transform)
 			}
 		})
+	}
+}
+
+// BenchmarkIndexBytes prints the heap an informer's indexer holds per object of a Cluster's
+// generated ConfigMaps: without the index by Cluster, with it as SetupIndexes files it (under the
+// namespace alone, namespacedIndexFunc), and as controller-runtime's IndexField files it (also
+// under an all-namespaces key).
+//
+//	go test ./controllers -run '^$' -bench IndexBytes
+func BenchmarkIndexBytes(b *testing.B) {
+	const n = 10000
+	namespaced := namespacedIndexFunc(generatedClusterIndex, generatedCluster)
+	both := func(o any) ([]string, error) { // controller-runtime's indexByField, for a namespaced object
+		keys, err := namespaced(o)
+		for _, v := range generatedCluster(o.(client.Object)) {
+			keys = append(keys, "__all_namespaces/"+v)
+		}
+		return keys, err
+	}
+	objs := make([]*corev1.ConfigMap, n)
+	for i := range objs {
+		cluster := fmt.Sprintf("cluster-%d", i)
+		objs[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: cluster + "-values",
+			Labels: map[string]string{csv1.ClusterNameLabel: cluster, csv1.ManagedByLabel: csv1.ManagedByValue}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		index toolscache.IndexFunc
+	}{{"no-index", nil}, {"namespaced", namespaced}, {"controller-runtime", both}} {
+		indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+		if tc.index != nil {
+			indexers["field:"+generatedClusterIndex] = tc.index
+		}
+		before := heapInUse()
+		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+		for _, o := range objs {
+			if err := store.Add(o); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(heapInUse()-before)/n, tc.name+"-B/obj")
+		runtime.KeepAlive(store)
 	}
 }

@@ -26,10 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -128,7 +130,7 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	for _, obj := range []client.Object{&helmv2.HelmRelease{}, &kustomizev1.Kustomization{}, &corev1.ConfigMap{}} {
-		if err := idx.IndexField(ctx, obj, generatedClusterIndex, generatedCluster); err != nil {
+		if err := indexInNamespace(ctx, mgr.GetCache(), obj, generatedClusterIndex, generatedCluster); err != nil {
 			return err
 		}
 	}
@@ -159,6 +161,39 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return nil
 	})
+}
+
+// indexInNamespace registers the field index name of obj's kind in c, as the manager's
+// IndexField does but under each object's namespace alone. IndexField also files every value
+// under an all-namespaces key, for lists across namespaces; of an index whose every value is one
+// Cluster's, each key costs the informer a set of its own, about 330 bytes per object. A list
+// through this index must name a namespace (client.InNamespace, as byGeneratedCluster's callers
+// do): across namespaces it finds nothing. The index's name and keys are those
+// controller-runtime's cache reader looks up for client.MatchingFields ("field:" + name, then
+// namespace + "/" + value), as eachCached reads them (indexed);
+// TestEachCachedAgreesWithTheCacheReader lists through it on a real API server.
+func indexInNamespace(ctx context.Context, c cache.Cache, obj client.Object, name string, extract client.IndexerFunc) error {
+	informer, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return informer.AddIndexers(toolscache.Indexers{"field:" + name: namespacedIndexFunc(name, extract)})
+}
+
+// namespacedIndexFunc files an object under namespace + "/" + each of extract's values.
+func namespacedIndexFunc(name string, extract client.IndexerFunc) toolscache.IndexFunc {
+	return func(o any) ([]string, error) {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("index %s: object of type %T is not an Object", name, o)
+		}
+		vals := extract(obj)
+		keys := make([]string, 0, len(vals))
+		for _, v := range vals {
+			keys = append(keys, obj.GetNamespace()+"/"+v)
+		}
+		return keys, nil
+	}
 }
 
 // clustersUsing lists the Clusters in ns whose topology uses the ClusterClass (release) name.
