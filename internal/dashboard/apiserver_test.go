@@ -230,11 +230,17 @@ func testBrowser(t *testing.T, a *apiServer) {
 	text := func(sel string) string {
 		tctx, cancel := context.WithTimeout(ctx, waitLong)
 		defer cancel()
-		s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
+		for {
+			s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(sel)))
+			if err == nil {
+				return strings.Join(strings.Fields(s), " ")
+			}
+			// A live update replaced the element between finding it and reading it (DevTools:
+			// "No node with given id found"): read the one that replaced it.
+			if !strings.Contains(err.Error(), "No node with given id") || tctx.Err() != nil {
+				t.Fatalf("text of %s: %v", sel, err)
+			}
 		}
-		return strings.Join(strings.Fields(s), " ")
 	}
 	eval := func(js string) {
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
