@@ -88,6 +88,7 @@ func generatedCluster(o client.Object) []string {
 }
 
 // byGeneratedCluster selects, through generatedClusterIndex, the objects generated for a Cluster.
+// The index is filed per namespace (indexInNamespace): a list through it names the Cluster's.
 func byGeneratedCluster(cluster string) client.MatchingFields {
 	return client.MatchingFields{generatedClusterIndex: fluxgen.LabelValue(cluster)}
 }
