@@ -68,19 +68,28 @@ func eachCached[T client.Object](ctx context.Context, informers cache.Informers,
 }
 
 // indexed reads the objects of namespace ns (all when "") that the field index field maps to
-// value, or all of ns when field is "", from a controller-runtime informer's indexer. The index
-// names and keys are those controller-runtime's cache reader uses for client.MatchingFields and
-// client.InNamespace (cache/internal: FieldIndexName, KeyToNamespacedKey);
-// TestEachCachedAgreesWithTheCacheReader checks they still agree.
+// value, or all of ns when field is "", from a controller-runtime informer's indexer.
 func indexed(idx toolscache.Indexer, ns, field, value string) ([]any, error) {
 	switch {
-	case field != "" && ns != "":
-		return idx.ByIndex("field:"+field, ns+"/"+value)
 	case field != "":
-		return idx.ByIndex("field:"+field, "__all_namespaces/"+value)
+		return idx.ByIndex(fieldIndexName(field), fieldIndexKey(ns, value))
 	case ns != "":
 		return idx.ByIndex(toolscache.NamespaceIndex, ns)
 	default:
 		return idx.List(), nil
 	}
+}
+
+// fieldIndexName and fieldIndexKey are the name of a field index in an informer's indexer and
+// the key it files value under in namespace ns (all namespaces when ""), as controller-runtime's
+// cache reader looks them up for client.MatchingFields and client.InNamespace (cache/internal:
+// FieldIndexName, KeyToNamespacedKey); TestEachCachedAgreesWithTheCacheReader checks they still
+// agree.
+func fieldIndexName(field string) string { return "field:" + field }
+
+func fieldIndexKey(ns, value string) string {
+	if ns == "" {
+		ns = "__all_namespaces"
+	}
+	return ns + "/" + value
 }

@@ -175,7 +175,7 @@ func BenchmarkIndexBytes(b *testing.B) {
 	both := func(o any) ([]string, error) { // controller-runtime's indexByField, for a namespaced object
 		keys, err := namespaced(o)
 		for _, v := range generatedCluster(o.(client.Object)) {
-			keys = append(keys, "__all_namespaces/"+v)
+			keys = append(keys, fieldIndexKey("", v))
 		}
 		return keys, err
 	}
@@ -191,7 +191,7 @@ func BenchmarkIndexBytes(b *testing.B) {
 	}{{"no-index", nil}, {"namespaced", namespaced}, {"controller-runtime", both}} {
 		indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 		if tc.index != nil {
-			indexers["field:"+generatedClusterIndex] = tc.index
+			indexers[fieldIndexName(generatedClusterIndex)] = tc.index
 		}
 		before := heapInUse()
 		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)

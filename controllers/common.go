@@ -170,18 +170,18 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 // Cluster's, each key costs the informer a set of its own, about 330 bytes per object. A list
 // through this index must name a namespace (client.InNamespace, as byGeneratedCluster's callers
 // do): across namespaces it finds nothing. The index's name and keys are those
-// controller-runtime's cache reader looks up for client.MatchingFields ("field:" + name, then
-// namespace + "/" + value), as eachCached reads them (indexed);
-// TestEachCachedAgreesWithTheCacheReader lists through it on a real API server.
+// controller-runtime's cache reader looks up for client.MatchingFields (fieldIndexName,
+// fieldIndexKey); TestEachCachedAgreesWithTheCacheReader lists through it on a real API server.
 func indexInNamespace(ctx context.Context, c cache.Cache, obj client.Object, name string, extract client.IndexerFunc) error {
 	informer, err := c.GetInformer(ctx, obj)
 	if err != nil {
 		return err
 	}
-	return informer.AddIndexers(toolscache.Indexers{"field:" + name: namespacedIndexFunc(name, extract)})
+	return informer.AddIndexers(toolscache.Indexers{fieldIndexName(name): namespacedIndexFunc(name, extract)})
 }
 
-// namespacedIndexFunc files an object under namespace + "/" + each of extract's values.
+// namespacedIndexFunc files an object under the key of each of extract's values in its
+// namespace (fieldIndexKey).
 func namespacedIndexFunc(name string, extract client.IndexerFunc) toolscache.IndexFunc {
 	return func(o any) ([]string, error) {
 		obj, ok := o.(client.Object)
@@ -191,7 +191,7 @@ func namespacedIndexFunc(name string, extract client.IndexerFunc) toolscache.Ind
 		vals := extract(obj)
 		keys := make([]string, 0, len(vals))
 		for _, v := range vals {
-			keys = append(keys, obj.GetNamespace()+"/"+v)
+			keys = append(keys, fieldIndexKey(obj.GetNamespace(), v))
 		}
 		return keys, nil
 	}

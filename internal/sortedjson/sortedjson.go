@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -311,22 +310,9 @@ func (s *scanner) number(dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst, fmt.Errorf("sortedjson: number %q at offset %d: %w", tok, start, err)
 	}
-	return appendFloat(dst, f), nil
-}
-
-// appendFloat writes f as encoding/json writes a float64.
-func appendFloat(dst []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
+	b, err := json.Marshal(f) // as encoding/json writes a float64; floats are rare in these objects
+	if err != nil {
+		return dst, fmt.Errorf("sortedjson: number %q at offset %d: %w", tok, start, err)
 	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9, as encoding/json does
-		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst
+	return append(dst, b...), nil
 }
