@@ -119,7 +119,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	perCluster := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ClusterAddonReconciler{Client: c, writer: writer, APIReader: mgr.GetAPIReader(), Applier: applier, Stacks: stacks, AddonTimeout: cfg.AddonTimeout, MachinePools: pools, Recorder: rec("clusteraddon-controller"), Shard: shard, Status: status,
-			Renders:    NewRenderGate(orDefault(cfg.MaxConcurrentRenders, DefaultMaxConcurrentRenders), orDefault(cfg.MaxConcurrentRendersPerNamespace, DefaultMaxConcurrentRendersPerNamespace)),
+			Renders:    NewRenderGate(orDefault(cfg.MaxConcurrentRenders, DefaultMaxConcurrentRenders), orDefault(cfg.MaxConcurrentRendersPerNamespace, DefaultMaxConcurrentRendersPerNamespace), renderWait),
 			FluxShards: setOfStrings(cfg.AllowedFluxShards)},
 	}
 	if cfg.ClusterAddonsOnly {

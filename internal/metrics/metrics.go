@@ -7,8 +7,9 @@
 //   - clusterstack_render_failures_total{namespace,stack,release}: value render failures
 //     recorded on ClusterAddons;
 //   - clusterstack_values_renders_total{namespace,outcome}: values renders of Clusters' ClusterAddons
-//     that ran ("rendered"), and those spared because nothing they depend on changed since the
-//     last one and the ConfigMap is as applied then ("unchanged").
+//     that ran ("rendered"), those spared because nothing they depend on changed since the
+//     last one and the ConfigMap is as applied then ("unchanged"), and those put off because the
+//     namespace had its share of renders running ("deferred").
 //
 // The two gauges are set by the ClusterStack status aggregation, from the stack's releases and
 // the same per-release counts of its ClusterAddons that its status shows (kept by an index as
@@ -42,6 +43,9 @@ const (
 	RenderRan = "rendered"
 	// RenderUnchanged: the render was spared, its inputs and ConfigMap unchanged since the last.
 	RenderUnchanged = "unchanged"
+	// RenderDeferred: the render did not run because the namespace had its share of renders
+	// running (--max-concurrent-renders-per-namespace); the reconcile comes back.
+	RenderDeferred = "deferred"
 )
 
 // States a ClusterAddon or a ClusterStackRelease is counted in. Every object is counted in
@@ -108,7 +112,7 @@ func New(reg prometheus.Registerer) *Recorder {
 		}, []string{"namespace", "stack", "release"}),
 		valuesRenders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ValuesRendersMetric,
-			Help: "Values renders of ClusterAddons by outcome: rendered (the templates ran), unchanged (spared: nothing the render depends on changed since the last one, and the ConfigMap is as applied then).",
+			Help: "Values renders of ClusterAddons by outcome: rendered (the templates ran), unchanged (spared: nothing the render depends on changed since the last one, and the ConfigMap is as applied then), deferred (the namespace had its share of renders running; the reconcile comes back).",
 		}, []string{"namespace", "outcome"}),
 		seen: map[stackKey]map[string]bool{},
 	}
@@ -174,7 +178,7 @@ func (r *Recorder) RenderFailed(namespace, stack, release string) {
 }
 
 // ValuesRender counts a values render of a ClusterAddon in namespace, by outcome (RenderRan,
-// RenderUnchanged).
+// RenderUnchanged, RenderDeferred).
 func (r *Recorder) ValuesRender(namespace, outcome string) {
 	r.valuesRenders.WithLabelValues(namespace, outcome).Inc()
 }
