@@ -126,7 +126,7 @@ func main() {
 	flag.IntVar(&maxRenders, "max-concurrent-renders", controllers.DefaultMaxConcurrentRenders,
 		"How many values renders run at once in the process, whatever --concurrent is; each may allocate up to 64 MiB per component in its template functions, so this bounds their memory (docs/performance.md).")
 	flag.IntVar(&maxRendersPerNamespace, "max-concurrent-renders-per-namespace", controllers.DefaultMaxConcurrentRendersPerNamespace,
-		"How many values renders run at once for the Clusters of one namespace; one more Cluster of that namespace waits up to 100ms for one of them to end, the others are reconciled again a second later instead of holding a worker, so one team's slow templates never hold the workers every team shares.")
+		"How many values renders run at once for the Clusters of one namespace; one more Cluster of that namespace waits up to 100ms for one of them to end, the others are reconciled again a second later (ahead of the Clusters queued since the start) instead of holding a worker, so one team's slow templates never hold the workers every team shares.")
 	flag.StringVar(&fluxNamespace, "flux-namespace", controllers.DefaultFluxNamespace, "The namespace of Flux's kustomize-controller and helm-controller Deployments (--flux-lockdown).")
 	flag.StringVar(&managementNamespace, "management-namespace", defaultManagementNamespace(os.Getenv, os.ReadFile),
 		"The namespace ManagementOperators' Flux objects (GitRepository, Kustomization or HelmChart and HelmRelease) are generated in, and where their Secrets are read. Defaults to the namespace the operator runs in ($POD_NAMESPACE, else its ServiceAccount's namespace), else "+controllers.DefaultManagementNamespace+".")

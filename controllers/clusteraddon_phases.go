@@ -213,10 +213,11 @@ func (r *ClusterAddonReconciler) renderValues(ctx context.Context, s *addonScope
 	if !ok {
 		// The namespace has its share of renders running (and another of its Clusters waits, or
 		// this one waited its turn out): come back rather than wait in a worker every namespace
-		// shares. Everything recorded stays as it is.
+		// shares, ahead of the Clusters still queued from the start (deferredRenderPriority).
+		// Everything recorded stays as it is.
 		metrics.Default.ValuesRender(s.cluster.Namespace, metrics.RenderDeferred)
 		log.FromContext(ctx).V(1).Info("render deferred: the namespace has its share of renders running", "retryAfter", renderRetry)
-		return requeueIn(renderRetry), errPhasesDone
+		return deferredRender(), errPhasesDone
 	}
 	data, err := func() (map[string]string, error) {
 		defer release()

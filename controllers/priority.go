@@ -7,6 +7,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -42,6 +43,21 @@ type awaitedObjects struct {
 // time such a ClusterAddon waits in the queue does not count against its held progress report
 // (progressPacer.nextStepReady): the next component shares the report's write.
 const nextStepPriority = handler.LowPriority
+
+// deferredRenderPriority is the queue priority of a reconcile that comes back because its
+// values render was put off (RenderGate: the namespace had its share running): above
+// controller-runtime's low priority, that of the Clusters found when the operator starts and of
+// next steps (nextStepPriority), and below the default of a Cluster created or changed while it
+// runs. Its Cluster was taken from the queue once already: at its own priority it would come back
+// behind every reconcile queued meanwhile, when the operator starts on a fleet behind the rest of
+// the fleet.
+const deferredRenderPriority = handler.LowPriority / 2
+
+// deferredRender is the result of a reconcile whose values render was put off.
+func deferredRender() ctrl.Result {
+	p := deferredRenderPriority
+	return ctrl.Result{RequeueAfter: renderRetry, Priority: &p}
+}
 
 // fluxEventHandler enqueues a HelmRelease's or Kustomization's ClusterAddons as
 // handler.EnqueueRequestForOwner does, but a report of Ready=True at reportPriority when no

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -196,5 +197,37 @@ func TestNextStepReadyTellsThePacer(t *testing.T) {
 	}
 	if got := pace.held[reports].nextStepReady; !got.IsZero() {
 		t.Errorf("a Ready nothing awaits: the pacer was told at %v", got)
+	}
+}
+
+// TestDeferredRenderComesBackAhead: a reconcile whose render was put off comes back after
+// renderRetry ahead of the Clusters found at start and the next steps queued meanwhile (low
+// priority) and of the reports, and behind a Cluster created or changed meanwhile (the default).
+func TestDeferredRenderComesBackAhead(t *testing.T) {
+	res := deferredRender()
+	if res.RequeueAfter != renderRetry || res.Priority == nil {
+		t.Fatalf("deferred render: %+v, want a requeue after %s at a priority of its own", res, renderRetry)
+	}
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+	}
+	low, report := handler.LowPriority, reportPriority
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &report}, req("report"))
+	for _, name := range []string{"found-at-start-1", "found-at-start-2"} {
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, req(name))
+	}
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: res.Priority}, req("deferred")) // after them, as after renderRetry
+	q.Add(req("created"))
+	var order []string
+	for q.Len() > 0 {
+		r, _, _ := q.GetWithPriority()
+		order = append(order, r.Name)
+		q.Done(r)
+	}
+	want := []string{"created", "deferred", "found-at-start-1", "found-at-start-2", "report"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("taken from the queue in the order %v, want %v", order, want)
 	}
 }

@@ -21,9 +21,8 @@ const renderRetry = time.Second
 
 // renderWait is how long one Cluster of a namespace that has its share of renders running waits
 // for one of them to end before its reconcile is deferred (RenderGate). Renders of the reference
-// stack take milliseconds: a namespace's share is mostly full for that long, and a reconcile
-// deferred for it would come back behind every reconcile queued meanwhile (a whole fleet's,
-// when the operator starts).
+// stack take milliseconds, so a full share is usually free again well within it, while a
+// deferred reconcile comes back only after renderRetry.
 const renderWait = 100 * time.Millisecond
 
 // RenderGate bounds the values renders (render.Render) the process runs at once: at most Total
@@ -32,7 +31,7 @@ const renderWait = 100 * time.Millisecond
 // never hold the workers every team shares. When a namespace has its share running, one of its
 // Clusters waits up to the gate's wait for a render of the namespace to end; the others, and
 // that one once the wait runs out, do not wait in a worker: their reconciles come back after
-// renderRetry. So a namespace holds at most its share of workers rendering and one waiting, for
+// renderRetry (at deferredRenderPriority). So a namespace holds at most its share of workers rendering and one waiting, for
 // a bounded time. A render waits for one of the Total slots (renders are bounded in time:
 // render.Limits). A nil gate bounds nothing.
 type RenderGate struct {
