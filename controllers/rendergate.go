@@ -31,9 +31,9 @@ const renderWait = 100 * time.Millisecond
 // never hold the workers every team shares. When a namespace has its share running, one of its
 // Clusters waits up to the gate's wait for a render of the namespace to end; the others, and
 // that one once the wait runs out, do not wait in a worker: their reconciles come back after
-// renderRetry (at deferredRenderPriority). So a namespace holds at most its share of workers rendering and one waiting, for
-// a bounded time. A render waits for one of the Total slots (renders are bounded in time:
-// render.Limits). A nil gate bounds nothing.
+// renderRetry (at deferredRenderPriority). So a namespace holds at most its share of workers
+// rendering and one waiting, for a bounded time. A render waits for one of the Total slots
+// (renders are bounded in time: render.Limits). A nil gate bounds nothing.
 type RenderGate struct {
 	slots        chan struct{}
 	perNamespace int
