@@ -296,7 +296,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 		return fanout > 0 && convergeAddons > 0, msg, nil
 	})
 	tracker.stop()
-	logf("operator, seconds to each tenth of the Clusters: %s", tracker.timeline())
+	logf("operator, seconds to the first and each tenth of the Clusters: %s", tracker.timeline())
 	opAtConverge, err := readProcStats(e.manager.Pid())
 	must(b, err)
 	cpuConverge := cpuAtStart.since(sampleCPU(b, e))

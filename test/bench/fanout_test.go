@@ -77,6 +77,7 @@ type fanoutTracker struct {
 	ready     map[string]bool
 	readyTook time.Duration
 	tenths    map[string][]time.Duration // kind (and "Ready") -> when each tenth of n was reached
+	first     map[string]time.Duration   // kind (and "Ready") -> when the first was
 	stop      context.CancelFunc
 }
 
@@ -84,7 +85,7 @@ type fanoutTracker struct {
 // ns and waits until they are synced.
 func startTracker(ctx context.Context, b testing.TB, e *benchEnv, ns string, n int) *fanoutTracker {
 	b.Helper()
-	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}, tenths: map[string][]time.Duration{}}
+	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}, tenths: map[string][]time.Duration{}, first: map[string]time.Duration{}}
 	tctx, cancel := context.WithCancel(ctx)
 	t.stop = cancel
 	b.Cleanup(cancel)
@@ -168,15 +169,19 @@ func (t *fanoutTracker) observe(kind string, obj client.Object) {
 	}
 }
 
-// tenth notes the time when count, of kind, reaches the next tenth of n.
+// tenth notes the time of the first of kind and when count, of kind, reaches the next tenth of n.
 func (t *fanoutTracker) tenth(kind string, count int) {
+	if count == 1 {
+		t.first[kind] = time.Since(t.start)
+	}
 	if next := len(t.tenths[kind]) + 1; count*10 >= next*t.n {
 		t.tenths[kind] = append(t.tenths[kind], time.Since(t.start))
 	}
 }
 
-// timeline says when each tenth of the Clusters had each generated kind, and its ClusterAddon
-// Ready, as this tracker saw them: where in the run one phase fell behind another.
+// timeline says when the first and each tenth of the Clusters had each generated kind, and its
+// ClusterAddon Ready, as this tracker saw them: where in the run one phase fell behind another
+// (the first: how long a start took).
 func (t *fanoutTracker) timeline() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -187,6 +192,9 @@ func (t *fanoutTracker) timeline() string {
 	}
 	for _, kind := range append(kinds, "Ready") {
 		var ts []string
+		if d, ok := t.first[kind]; ok {
+			ts = append(ts, fmt.Sprintf("(first %.2f)", d.Seconds()))
+		}
 		for _, d := range t.tenths[kind] {
 			ts = append(ts, fmt.Sprintf("%.1f", d.Seconds()))
 		}

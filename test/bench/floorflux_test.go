@@ -188,7 +188,7 @@ func measureFloorWithFlux(ctx context.Context, b testing.TB, e *benchEnv, w *flo
 	res.fanout, res.ready = run.fanout, run.ready
 	res.cpu = before.since(sampleCPU(b, e))
 	tracker.stop()
-	logf("floor with Flux at %d concurrent writes, seconds to each tenth of the Clusters (this observer): %s", workers, tracker.timeline())
+	logf("floor with Flux at %d concurrent writes, seconds to the first and each tenth of the Clusters (this observer): %s", workers, tracker.timeline())
 	deleteFloor(ctx, b, w)
 	return res
 }
