@@ -81,11 +81,17 @@ type fanoutTracker struct {
 	stop      context.CancelFunc
 }
 
+// newFanoutTracker returns a tracker of n Clusters, its clock not started (begin).
+func newFanoutTracker(n int) *fanoutTracker {
+	return &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{},
+		tenths: map[string][]time.Duration{}, first: map[string]time.Duration{}}
+}
+
 // startTracker starts the tracker's informers (metadata only, but for ClusterAddons) of namespace
 // ns and waits until they are synced.
 func startTracker(ctx context.Context, b testing.TB, e *benchEnv, ns string, n int) *fanoutTracker {
 	b.Helper()
-	t := &fanoutTracker{n: n, seen: map[string]map[string]bool{}, allSeen: map[string]time.Duration{}, ready: map[string]bool{}, tenths: map[string][]time.Duration{}, first: map[string]time.Duration{}}
+	t := newFanoutTracker(n)
 	tctx, cancel := context.WithCancel(ctx)
 	t.stop = cancel
 	b.Cleanup(cancel)

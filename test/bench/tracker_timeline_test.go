@@ -3,13 +3,13 @@ package bench
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestTrackerTimeline: the timeline gives, per kind, when the first object came and when each
 // tenth of the Clusters was reached, and nothing for a kind not seen yet.
 func TestTrackerTimeline(t *testing.T) {
-	tr := &fanoutTracker{n: 20, tenths: map[string][]time.Duration{}, first: map[string]time.Duration{}, start: time.Now()}
+	tr := newFanoutTracker(20)
+	tr.begin()
 	for count := 1; count <= 20; count++ {
 		tr.tenth("ClusterAddon", count)
 	}
