@@ -43,6 +43,8 @@ type fluxAloneResult struct {
 	// usage is helm- and kustomize-controller's over the phase; peakRSS the same by name.
 	usage   []procUsage
 	peakRSS map[string]int64
+	// speed is the machine's speed while the writer ran until every object was Ready.
+	speed speedReading
 }
 
 // measureFluxAlone writes, for n Clusters of their own (fluxAloneName), each with a kubeconfig
@@ -82,9 +84,11 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 
 	logf("Flux alone: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", objects, n, w.verbs(fluxTemplates))
 	collectAPIServerGarbage(ctx, b, e)
+	probe := startSpeedProbe()
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
+	speed := probe.Stop()
 	must(b, err)
-	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}}
+	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed}
 	logf("Flux alone: every object written after %s, every HelmRelease and Kustomization Ready after %s", res.written.Round(time.Second), res.ready.Round(time.Second))
 	for _, p := range procs {
 		st, err := readProcStats(p.p.Pid())

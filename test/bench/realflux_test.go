@@ -264,6 +264,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		cpu0[name], _ = procCPUSeconds(p.Pid())
 	}
 	collectAPIServerGarbage(ctx, b, e)
+	probe := startSpeedProbe()
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -278,6 +279,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		return done, msg, nil
 	})
 	stopTracking()
+	speed := probe.Stop()
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
 	events := operatorEvents(ctx, b, e)
 	must(b, checkWorkloads(ctx, works, names))
@@ -344,6 +346,8 @@ func BenchmarkRealFlux(b *testing.B) {
 		HelmReleaseReadyP50:  tr.pct(tr.hrWait, 50).Seconds(), KustomizationP50: tr.pct(tr.ksWait, 50).Seconds(),
 		HelmReleasesPerMin: hrPerMin, WritesPerCluster: writesPer, PeakRSS: peak, FluxAlonePeakRSS: alone.peakRSS,
 		WorkloadServerPeakRSS: workloadPeaks[len(workloadPeaks)-1],
+		JobCPUms:              ms(speed.JobCPU), FluxAloneJobCPUms: ms(alone.speed.JobCPU),
+		StealPercent: speed.StealPercent, FluxAloneStealPercent: alone.speed.StealPercent,
 	}}))
 
 	var out strings.Builder
@@ -361,6 +365,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		for _, u := range alone.usage {
 			fmt.Fprintf(&out, "    %-46s peak RSS %s, CPU %.1fs\n", u.name, mib(u.peakRSS), u.cpu)
 		}
+		fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s\n", alone.speed)
 		fmt.Fprintf(&out, "    removed again (suspended, then deleted: Flux drops them without uninstalling)   %s\n", alone.removed.Round(time.Second))
 	} else {
 		fmt.Fprintf(&out, "  Flux alone: not measured (BENCH_FLUX_ALONE=0)\n")
@@ -377,6 +382,11 @@ func BenchmarkRealFlux(b *testing.B) {
 		tr.pct(tr.fluxPart, 50), tr.pct(tr.fluxPart, 90), tr.pct(tr.fluxPart, 100), 100*sumDur(tr.fluxPart).Seconds()/sumDur(tr.total).Seconds())
 	fmt.Fprintf(&out, "    per object, written -> Ready                    HelmRelease p50 %s  p90 %s  max %s;  Kustomization p50 %s  p90 %s  max %s\n",
 		tr.pct(tr.hrWait, 50), tr.pct(tr.hrWait, 90), tr.pct(tr.hrWait, 100), tr.pct(tr.ksWait, 50), tr.pct(tr.ksWait, 90), tr.pct(tr.ksWait, 100))
+	speedRatio := ""
+	if *flagFluxAlone && alone.speed.JobCPU > 0 {
+		speedRatio = fmt.Sprintf("; %.2fx Flux alone's: above 1, the machine was slower in this phase", float64(speed.JobCPU)/float64(alone.speed.JobCPU))
+	}
+	fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s%s\n", speed, speedRatio)
 	fmt.Fprintf(&out, "    HelmReleases per minute                        %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))
 	fmt.Fprintf(&out, "    operator API writes                            %d (%.2f per Cluster; goal: generated objects + 2 = %d) %s\n", writes, writesPer, len(templates)+2, breakdown)
 	tr.mu.Lock()

@@ -129,6 +129,15 @@ type RealFlux struct {
 	FluxAlonePeakRSS map[string]int64 `json:"fluxAlonePeakRSS,omitempty"`
 	// WorkloadServerPeakRSS is the largest peak RSS of one workload API server and its etcd.
 	WorkloadServerPeakRSS int64 `json:"workloadServerPeakRSS,omitempty"`
+	// JobCPUms and FluxAloneJobCPUms are the machine's speed in each phase: the median CPU time,
+	// in milliseconds, of the benchmark's fixed job (decoding one JSON document, every 2 s) while
+	// the operator drove Flux and during Flux alone; 0 when not measured. StealPercent and
+	// FluxAloneStealPercent are the share of all CPU time the hypervisor stole in each phase
+	// (-1: unknown).
+	JobCPUms              float64 `json:"jobCPUms,omitempty"`
+	FluxAloneJobCPUms     float64 `json:"fluxAloneJobCPUms,omitempty"`
+	StealPercent          float64 `json:"stealPercent,omitempty"`
+	FluxAloneStealPercent float64 `json:"fluxAloneStealPercent,omitempty"`
 }
 
 // Write writes r as JSON to path; nothing when path is "".
@@ -256,23 +265,40 @@ func RealFluxTable(rs []RealFlux) string {
 	rs = append([]RealFlux(nil), rs...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Clusters < rs[j].Clusters })
 	var b strings.Builder
-	b.WriteString("| N | workload API servers | Flux alone: every object written / Ready | with the operator: every object written / Flux Ready / ClusterAddon Ready | over Flux alone: Flux Ready / ClusterAddon Ready (goal 1.10x) | operator writes per Cluster (goal) | operator's share of each Cluster's time: p50 / of the sum | written -> Ready p50: HelmRelease / Kustomization | HelmReleases per minute | peak RSS: operator / helm-controller / kustomize-controller (Flux alone) | peak RSS of a workload API server and etcd |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| N | workload API servers | Flux alone: every object written / Ready | with the operator: every object written / Flux Ready / ClusterAddon Ready | over Flux alone: Flux Ready / ClusterAddon Ready (goal 1.10x) | operator writes per Cluster (goal) | operator's share of each Cluster's time: p50 / of the sum | written -> Ready p50: HelmRelease / Kustomization | HelmReleases per minute | peak RSS: operator / helm-controller / kustomize-controller (Flux alone) | peak RSS of a workload API server and etcd | machine speed: fixed job's CPU with the operator / alone; CPU stolen |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		goal := "-"
 		if r.GeneratedObjects > 0 {
 			goal = fmt.Sprint(r.GeneratedObjects + 2)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s / %s | %s / %s / %s | %s / %s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s |\n",
+		fmt.Fprintf(&b, "| %d | %d | %s / %s | %s / %s / %s | %s / %s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s | %s |\n",
 			r.Clusters, max(r.Workloads, 1), secs(r.FluxAloneWritten), secs(r.FluxAloneReady),
 			secs(r.AllWritten), secs(r.FluxReady), secs(r.AddonsReady),
 			ratio(r.FluxReady, r.FluxAloneReady), ratio(r.AddonsReady, r.FluxAloneReady),
 			r.WritesPerCluster, goal, secs(r.OperatorShareP50), r.OperatorSharePercent,
 			secs(r.HelmReleaseReadyP50), secs(r.KustomizationP50), r.HelmReleasesPerMin,
 			mib(r.PeakRSS["operator"]), mib(r.PeakRSS["helm-controller"]), mib(r.FluxAlonePeakRSS["helm-controller"]),
-			mib(r.PeakRSS["kustomize-controller"]), mib(r.FluxAlonePeakRSS["kustomize-controller"]), mib(r.WorkloadServerPeakRSS))
+			mib(r.PeakRSS["kustomize-controller"]), mib(r.FluxAlonePeakRSS["kustomize-controller"]), mib(r.WorkloadServerPeakRSS),
+			machineSpeed(r))
 	}
 	return b.String()
+}
+
+// machineSpeed is the real-Flux run's speed column: the fixed job's CPU time in each phase, their
+// ratio, and the CPU time stolen in each; "-" when the run did not measure it.
+func machineSpeed(r RealFlux) string {
+	if r.JobCPUms <= 0 || r.FluxAloneJobCPUms <= 0 {
+		return "-"
+	}
+	stolen := func(p float64) string {
+		if p < 0 {
+			return "?"
+		}
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.2f / %.2f ms (%s); %s / %s", r.JobCPUms, r.FluxAloneJobCPUms, ratio(r.JobCPUms, r.FluxAloneJobCPUms),
+		stolen(r.StealPercent), stolen(r.FluxAloneStealPercent))
 }
 
 // Replace returns doc with the text between the lines "<!-- BEGIN bench-report: name -->" and

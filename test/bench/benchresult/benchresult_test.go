@@ -85,16 +85,22 @@ func TestRealFluxTable(t *testing.T) {
 		PeakRSS:               map[string]int64{"operator": 100 << 20, "helm-controller": 500 << 20, "kustomize-controller": 200 << 20},
 		FluxAlonePeakRSS:      map[string]int64{"helm-controller": 450 << 20, "kustomize-controller": 190 << 20},
 		WorkloadServerPeakRSS: 400 << 20,
+		JobCPUms:              2.4, FluxAloneJobCPUms: 2, StealPercent: 0.3, FluxAloneStealPercent: -1,
 	}})
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("want a header, a separator and a row, got:\n%s", table)
 	}
 	for _, want := range []string{"| 1000 | 10 | 5m0s / 6m40s |", "| 5m10s / 7m0s / 7m20s |", "| 1.05x / 1.10x |", "| 6.200 (6) |",
-		"| 1.5s (4%) |", "| 1m0s / 2s |", "| 150 |", "| 100 MiB / 500 MiB (450 MiB) / 200 MiB (190 MiB) |", "| 400 MiB |"} {
+		"| 1.5s (4%) |", "| 1m0s / 2s |", "| 150 |", "| 100 MiB / 500 MiB (450 MiB) / 200 MiB (190 MiB) |", "| 400 MiB |",
+		"| 2.40 / 2.00 ms (1.20x); 0.3% / ? |"} {
 		if !strings.Contains(lines[2], want) {
 			t.Errorf("row %q lacks %q", lines[2], want)
 		}
+	}
+	// A run that did not gauge the machine (before the probe) says so.
+	if row := strings.Split(strings.TrimSpace(RealFluxTable([]RealFlux{{Clusters: 1}})), "\n")[2]; !strings.HasSuffix(row, "| - |") {
+		t.Errorf("row %q: want the speed column \"-\"", row)
 	}
 }
 

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseCPUTimes(t *testing.T) {
+	got, err := parseCPUTimes("cpu  3374330 979 747450 2675042 26932 0 52699 29374 11 12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// guest (11) and guest_nice (12) are in user and nice already.
+	if want := (cpuTimes{total: 3374330 + 979 + 747450 + 2675042 + 26932 + 0 + 52699 + 29374, steal: 29374}); got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"", "intr 1 2 3", "cpu 1 2 3", "cpu 1 2 3 4 5 6 7 x"} {
+		if _, err := parseCPUTimes(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestSpeedProbe runs the probe's job on this machine: it records the CPU time of each run, and
+// a job of more work takes more of it.
+func TestSpeedProbe(t *testing.T) {
+	p := startSpeedProbe()
+	time.Sleep(10 * time.Millisecond) // the first job runs at once
+	r := p.Stop()
+	if r.Samples < 1 || r.JobCPU <= 0 {
+		t.Fatalf("no job measured: %+v", r)
+	}
+	if r.StealPercent < 0 || r.StealPercent > 100 {
+		t.Errorf("steal %.2f%%, want 0 to 100", r.StealPercent)
+	}
+	// CPU time, not wall time: a sleep takes none.
+	slept, err := threadCPU(func() error { time.Sleep(100 * time.Millisecond); return nil })
+	if err != nil || slept > 20*time.Millisecond {
+		t.Errorf("a sleep of 100ms took %s of CPU (%v), want almost none", slept, err)
+	}
+	// Four documents' decode takes more CPU than one's.
+	one := &speedProbe{doc: speedProbeDoc()}
+	four := &speedProbe{doc: []byte("[" + string(one.doc) + "," + string(one.doc) + "," + string(one.doc) + "," + string(one.doc) + "]")}
+	best := func(p *speedProbe) time.Duration {
+		var m time.Duration
+		for range 5 {
+			d, err := p.job()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == 0 || d < m {
+				m = d
+			}
+		}
+		return m
+	}
+	if a, b := best(one), best(four); b < 2*a {
+		t.Errorf("four documents took %s of CPU, one %s: want at least twice", b, a)
+	}
+}
