@@ -279,6 +279,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	tracker.begin()
 	apiWritesAtStart, apiReadsAtStart := scrapeAPIWrites(ctx, b, e), scrapeAPIReads(ctx, b, e)
 	cpuAtStart := sampleCPU(b, e)
+	probe := startSpeedProbe(fanoutProbeInterval)
 	tStart := time.Now()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -296,7 +297,11 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 		return fanout > 0 && convergeAddons > 0, msg, nil
 	})
 	tracker.stop()
+	speed := probe.Stop()
+	floorSpeed := floors.at(floorFluxReady.workers).flux.speed
 	logf("operator, seconds to the first and each tenth of the Clusters: %s", tracker.timeline())
+	logf("machine speed (speedProbe): floor with Flux at %d concurrent writes %s; operator %s (%.2fx: above 1, the machine was slower for the operator)",
+		floorFluxReady.workers, floorSpeed, speed, float64(speed.JobCPU)/float64(max(floorSpeed.JobCPU, 1)))
 	opAtConverge, err := readProcStats(e.manager.Pid())
 	must(b, err)
 	cpuConverge := cpuAtStart.since(sampleCPU(b, e))
@@ -414,6 +419,8 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 		OperatorPeakRSS: op.peakRSS, APIServerPeakRSS: api.peakRSS,
 		IdleWrites: writes, IdleWindow: cfg.idle.Seconds(), StatusP50: p50.Seconds(), StatusP99: p99.Seconds(),
 		ManagerArgs: cfg.managerArgs, ManagerEnv: cfg.managerEnv, ManagerWrapper: cfg.manager,
+		JobCPUms: ms(speed.JobCPU), FloorWithFluxJobCPUms: ms(floorSpeed.JobCPU),
+		StealPercent: speed.StealPercent, FloorWithFluxStealPercent: floorSpeed.StealPercent,
 	}}))
 
 	var floorLines strings.Builder

@@ -40,6 +40,8 @@ type floorFluxResult struct {
 	// cpu is every process's CPU time until then (the API server's, etcd's, the writer's and the
 	// stand-in for Flux's).
 	cpu cpuSample
+	// speed is the machine's speed until then.
+	speed speedReading
 }
 
 // writeGroups splits a Cluster's Flux objects, in the release's addon order (status.components),
@@ -183,7 +185,9 @@ func measureFloorWithFlux(ctx context.Context, b testing.TB, e *benchEnv, w *flo
 	collectAPIServerGarbage(ctx, b, e)
 	tracker.begin()
 	before := sampleCPU(b, e)
+	probe := startSpeedProbe(fanoutProbeInterval)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, floorNS, workers, 30*time.Minute, nil)
+	res.speed = probe.Stop()
 	must(b, err)
 	res.fanout, res.ready = run.fanout, run.ready
 	res.cpu = before.since(sampleCPU(b, e))

@@ -84,7 +84,7 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 
 	logf("Flux alone: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", objects, n, w.verbs(fluxTemplates))
 	collectAPIServerGarbage(ctx, b, e)
-	probe := startSpeedProbe()
+	probe := startSpeedProbe(realFluxProbeInterval)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
 	speed := probe.Stop()
 	must(b, err)

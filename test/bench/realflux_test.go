@@ -264,7 +264,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		cpu0[name], _ = procCPUSeconds(p.Pid())
 	}
 	collectAPIServerGarbage(ctx, b, e)
-	probe := startSpeedProbe()
+	probe := startSpeedProbe(realFluxProbeInterval)
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)

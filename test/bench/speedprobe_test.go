@@ -14,21 +14,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// speedProbeInterval is how often a speedProbe runs its job: about 0.2% of one core.
-const speedProbeInterval = 2 * time.Second
+// How often a speedProbe runs its job (about 2 ms of CPU): in the real-Flux phases, which take
+// minutes, and in the fan-out's, which take seconds at N = 100.
+const (
+	realFluxProbeInterval = 2 * time.Second
+	fanoutProbeInterval   = 250 * time.Millisecond
+)
 
 // speedProbe gauges the machine's speed while a phase runs, so that two phases of one run can be
 // told apart from a machine that slowed down between them (this one's speed varies by a third
-// between runs of one command minutes apart). Every speedProbeInterval, on an OS thread of its
+// between runs of one command minutes apart). Every interval, on an OS thread of its
 // own, it decodes a fixed JSON document, a list of objects like those the controllers decode
 // from the API server, and records the CPU time that thread spent on it. CPU time, not wall time:
 // how long the job waits for a core is the phase's load, not the machine's speed; the CPU time
 // of fixed work grows when the cores run slower or their caches are shared with busier
 // neighbours. It also reads the time the hypervisor stole from this machine (/proc/stat).
 type speedProbe struct {
-	doc  []byte
-	stop chan struct{}
-	done chan struct{}
+	doc      []byte
+	interval time.Duration
+	stop     chan struct{}
+	done     chan struct{}
 	// steal0 is /proc/stat's cpu line at the start.
 	steal0 cpuTimes
 
@@ -54,9 +59,9 @@ func (r speedReading) String() string {
 	return fmt.Sprintf("fixed job p50 %.1f ms of CPU (%d runs), %s", float64(r.JobCPU.Microseconds())/1000, r.Samples, steal)
 }
 
-// startSpeedProbe starts a probe; stop it with Stop.
-func startSpeedProbe() *speedProbe {
-	p := &speedProbe{doc: speedProbeDoc(), stop: make(chan struct{}), done: make(chan struct{})}
+// startSpeedProbe starts a probe that runs its job at once and every interval; stop it with Stop.
+func startSpeedProbe(interval time.Duration) *speedProbe {
+	p := &speedProbe{doc: speedProbeDoc(), interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
 	p.steal0, _ = readCPUTimes()
 	go p.run()
 	return p
@@ -64,7 +69,7 @@ func startSpeedProbe() *speedProbe {
 
 func (p *speedProbe) run() {
 	defer close(p.done)
-	t := time.NewTicker(speedProbeInterval)
+	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
 		if d, err := p.job(); err == nil {

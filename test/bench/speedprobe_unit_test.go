@@ -24,7 +24,7 @@ func TestParseCPUTimes(t *testing.T) {
 // TestSpeedProbe runs the probe's job on this machine: it records the CPU time of each run, and
 // a job of more work takes more of it.
 func TestSpeedProbe(t *testing.T) {
-	p := startSpeedProbe()
+	p := startSpeedProbe(time.Hour)
 	time.Sleep(10 * time.Millisecond) // the first job runs at once
 	r := p.Stop()
 	if r.Samples < 1 || r.JobCPU <= 0 {

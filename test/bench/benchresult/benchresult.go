@@ -79,6 +79,15 @@ type Fanout struct {
 	ManagerArgs    []string `json:"managerArgs,omitempty"`
 	ManagerEnv     []string `json:"managerEnv,omitempty"`
 	ManagerWrapper string   `json:"managerWrapper,omitempty"`
+	// JobCPUms and FloorWithFluxJobCPUms are the machine's speed while the operator converged and
+	// during the floor with Flux at its fastest setting for Ready: the median CPU time, in
+	// milliseconds, of the benchmark's fixed job (decoding one JSON document, every 250 ms); 0
+	// when not measured. StealPercent and FloorWithFluxStealPercent are the share of all CPU time
+	// the hypervisor stole in each (-1: unknown).
+	JobCPUms                  float64 `json:"jobCPUms,omitempty"`
+	FloorWithFluxJobCPUms     float64 `json:"floorWithFluxJobCPUms,omitempty"`
+	StealPercent              float64 `json:"stealPercent,omitempty"`
+	FloorWithFluxStealPercent float64 `json:"floorWithFluxStealPercent,omitempty"`
 }
 
 // FloorSetting is what the floor writer measured at one concurrency, in seconds.
@@ -198,14 +207,14 @@ func FanoutTable(rs []Fanout) string {
 	rs = append([]Fanout(nil), rs...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Clusters < rs[j].Clusters })
 	var b strings.Builder
-	b.WriteString("| N | floor (concurrent writes) | floor with statuses | floor with Flux: written / Ready | operator: written / Ready | over the floor with Flux | over the floor | writes / reconciles per Cluster | CPU to converge: operator / API server | peak RSS: operator / API server | idle writes | status p50 / p99 |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| N | floor (concurrent writes) | floor with statuses | floor with Flux: written / Ready | operator: written / Ready | over the floor with Flux | over the floor | writes / reconciles per Cluster | CPU to converge: operator / API server | peak RSS: operator / API server | idle writes | status p50 / p99 | machine speed: fixed job's CPU, operator / floor with Flux; CPU stolen |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		mode := "sequential"
 		if r.FloorWithStatusesOverlapped {
 			mode = "overlapped"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %.2f / %.1f | %s / %s | %s / %s | %d in %s | %.1f ms / %.1f ms |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %.2f / %.1f | %s / %s | %s / %s | %d in %s | %.1f ms / %.1f ms | %s |\n",
 			r.Clusters, at(r.Floor, r.FloorWorkers), at(r.FloorWithStatuses, r.FloorWithStatusesWorkers, mode),
 			at(r.FloorWithFluxFanout, r.FloorWithFluxFanoutWorkers), at(r.FloorWithFluxReady, r.FloorWithFluxReadyWorkers),
 			secs(r.Fanout), secs(r.Ready),
@@ -214,7 +223,8 @@ func FanoutTable(rs []Fanout) string {
 			r.WritesPerCluster, r.ReconcilesPerCluster,
 			secs(r.OperatorCPU), secs(r.APIServerCPU),
 			mib(r.OperatorPeakRSS), mib(r.APIServerPeakRSS),
-			r.IdleWrites, secs(r.IdleWindow), r.StatusP50*1000, r.StatusP99*1000)
+			r.IdleWrites, secs(r.IdleWindow), r.StatusP50*1000, r.StatusP99*1000,
+			machineSpeed(r.JobCPUms, r.FloorWithFluxJobCPUms, r.StealPercent, r.FloorWithFluxStealPercent))
 	}
 	return b.String()
 }
@@ -280,15 +290,16 @@ func RealFluxTable(rs []RealFlux) string {
 			secs(r.HelmReleaseReadyP50), secs(r.KustomizationP50), r.HelmReleasesPerMin,
 			mib(r.PeakRSS["operator"]), mib(r.PeakRSS["helm-controller"]), mib(r.FluxAlonePeakRSS["helm-controller"]),
 			mib(r.PeakRSS["kustomize-controller"]), mib(r.FluxAlonePeakRSS["kustomize-controller"]), mib(r.WorkloadServerPeakRSS),
-			machineSpeed(r))
+			machineSpeed(r.JobCPUms, r.FluxAloneJobCPUms, r.StealPercent, r.FluxAloneStealPercent))
 	}
 	return b.String()
 }
 
-// machineSpeed is the real-Flux run's speed column: the fixed job's CPU time in each phase, their
-// ratio, and the CPU time stolen in each; "-" when the run did not measure it.
-func machineSpeed(r RealFlux) string {
-	if r.JobCPUms <= 0 || r.FluxAloneJobCPUms <= 0 {
+// machineSpeed is a table's machine speed column: the fixed job's CPU time with the operator and
+// in the phase it is compared with (in milliseconds), their ratio, and the share of CPU time
+// stolen in each; "-" when the run did not measure it.
+func machineSpeed(jobMS, baseMS, steal, baseSteal float64) string {
+	if jobMS <= 0 || baseMS <= 0 {
 		return "-"
 	}
 	stolen := func(p float64) string {
@@ -297,8 +308,7 @@ func machineSpeed(r RealFlux) string {
 		}
 		return fmt.Sprintf("%.1f%%", p)
 	}
-	return fmt.Sprintf("%.2f / %.2f ms (%s); %s / %s", r.JobCPUms, r.FluxAloneJobCPUms, ratio(r.JobCPUms, r.FluxAloneJobCPUms),
-		stolen(r.StealPercent), stolen(r.FluxAloneStealPercent))
+	return fmt.Sprintf("%.2f / %.2f ms (%s); %s / %s", jobMS, baseMS, ratio(jobMS, baseMS), stolen(steal), stolen(baseSteal))
 }
 
 // Replace returns doc with the text between the lines "<!-- BEGIN bench-report: name -->" and

@@ -29,7 +29,8 @@ func TestFanoutTable(t *testing.T) {
 		{Clusters: 1000, Floor: 10, FloorWorkers: 32, FloorWithStatuses: 24, FloorWithStatusesWorkers: 128, FloorWithStatusesOverlapped: true,
 			FloorWithFluxFanout: 20, FloorWithFluxFanoutWorkers: 8, FloorWithFluxReady: 25, FloorWithFluxReadyWorkers: 32, Fanout: 30, Ready: 30,
 			WritesPerCluster: 5.07, ReconcilesPerCluster: 5.5, OperatorCPU: 14.3, APIServerCPU: 40, OperatorPeakRSS: 108 << 20,
-			APIServerPeakRSS: 2 << 30, IdleWrites: 0, IdleWindow: 60, StatusP50: 0.0195, StatusP99: 0.102},
+			APIServerPeakRSS: 2 << 30, IdleWrites: 0, IdleWindow: 60, StatusP50: 0.0195, StatusP99: 0.102,
+			JobCPUms: 1.5, FloorWithFluxJobCPUms: 2, StealPercent: 1.3, FloorWithFluxStealPercent: 0},
 		{Clusters: 100, Floor: 1, FloorWithFluxFanout: 2, FloorWithFluxReady: 2.5, Fanout: 4, Ready: 5},
 	})
 	lines := strings.Split(strings.TrimSpace(table), "\n")
@@ -40,7 +41,7 @@ func TestFanoutTable(t *testing.T) {
 		t.Fatalf("rows are not ordered by N:\n%s", table)
 	}
 	for _, want := range []string{"| 1000 | 10s (32) | 24s (128, overlapped) | 20s (8) / 25s (32) |", "| 30s / 30s |", "| 1.50x / 1.20x |", "| 3.00x / 3.00x |",
-		"| 5.07 / 5.5 |", "108 MiB / 2048 MiB", "0 in 1m0s", "19.5 ms / 102.0 ms"} {
+		"| 5.07 / 5.5 |", "108 MiB / 2048 MiB", "0 in 1m0s", "19.5 ms / 102.0 ms", "| 1.50 / 2.00 ms (0.75x); 1.3% / 0.0% |"} {
 		if !strings.Contains(lines[3], want) {
 			t.Errorf("row %q lacks %q", lines[3], want)
 		}
@@ -48,6 +49,10 @@ func TestFanoutTable(t *testing.T) {
 	// A result without the writer's settings (written before the sweep) shows the times alone.
 	if !strings.HasPrefix(lines[2], "| 100 | 1s | 0s | 2s / 2.5s |") {
 		t.Errorf("row without settings: %q", lines[2])
+	}
+	// A run that did not gauge the machine (before the probe) says so.
+	if !strings.HasSuffix(lines[2], "| - |") {
+		t.Errorf("row without the machine's speed: %q", lines[2])
 	}
 }
 
