@@ -301,7 +301,7 @@ func BenchmarkIdleWritesAndStatusLatency(b *testing.B) {
 	floorSpeed := floors.at(floorFluxReady.workers).flux.speed
 	logf("operator, seconds to the first and each tenth of the Clusters: %s", tracker.timeline())
 	logf("machine speed (speedProbe): floor with Flux at %d concurrent writes %s; operator %s (%.2fx: above 1, the machine was slower for the operator)",
-		floorFluxReady.workers, floorSpeed, speed, float64(speed.JobCPU)/float64(max(floorSpeed.JobCPU, 1)))
+		floorFluxReady.workers, floorSpeed, speed, speed.over(floorSpeed))
 	opAtConverge, err := readProcStats(e.manager.Pid())
 	must(b, err)
 	cpuConverge := cpuAtStart.since(sampleCPU(b, e))

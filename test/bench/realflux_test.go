@@ -384,7 +384,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		tr.pct(tr.hrWait, 50), tr.pct(tr.hrWait, 90), tr.pct(tr.hrWait, 100), tr.pct(tr.ksWait, 50), tr.pct(tr.ksWait, 90), tr.pct(tr.ksWait, 100))
 	speedRatio := ""
 	if *flagFluxAlone && alone.speed.JobCPU > 0 {
-		speedRatio = fmt.Sprintf("; %.2fx Flux alone's: above 1, the machine was slower in this phase", float64(speed.JobCPU)/float64(alone.speed.JobCPU))
+		speedRatio = fmt.Sprintf("; %.2fx Flux alone's: above 1, the machine was slower in this phase", speed.over(alone.speed))
 	}
 	fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s%s\n", speed, speedRatio)
 	fmt.Fprintf(&out, "    HelmReleases per minute                        %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))

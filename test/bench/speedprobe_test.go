@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +56,15 @@ func (r speedReading) String() string {
 		steal = fmt.Sprintf("%.1f%% stolen", r.StealPercent)
 	}
 	return fmt.Sprintf("fixed job p50 %.1f ms of CPU (%d runs), %s", float64(r.JobCPU.Microseconds())/1000, r.Samples, steal)
+}
+
+// over is how many times as costly the fixed job was in r as in base: above 1, the machine ran
+// slower in r; 0 when base measured nothing.
+func (r speedReading) over(base speedReading) float64 {
+	if base.JobCPU <= 0 {
+		return 0
+	}
+	return float64(r.JobCPU) / float64(base.JobCPU)
 }
 
 // startSpeedProbe starts a probe that runs its job at once and every interval; stop it with Stop.
@@ -117,12 +125,7 @@ func (p *speedProbe) Stop() speedReading {
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := speedReading{Samples: len(p.samples), StealPercent: -1}
-	if len(p.samples) > 0 {
-		s := slices.Clone(p.samples)
-		slices.Sort(s)
-		r.JobCPU = s[len(s)/2]
-	}
+	r := speedReading{JobCPU: percentile(p.samples, 50), Samples: len(p.samples), StealPercent: -1}
 	if now, err := readCPUTimes(); err == nil && p.steal0.total > 0 && now.total > p.steal0.total {
 		r.StealPercent = 100 * float64(now.steal-p.steal0.steal) / float64(now.total-p.steal0.total)
 	}
@@ -130,8 +133,9 @@ func (p *speedProbe) Stop() speedReading {
 }
 
 // speedProbeDoc is a fixed JSON list of 200 ConfigMap-like objects (about 200 KB): labels,
-// annotations, managed fields and data, as the controllers' informers decode them.
-func speedProbeDoc() []byte {
+// annotations, managed fields and data, as the controllers' informers decode them. It is built
+// once, not at the start of every phase a probe gauges.
+var speedProbeDoc = sync.OnceValue(func() []byte {
 	type item struct {
 		APIVersion string            `json:"apiVersion"`
 		Kind       string            `json:"kind"`
@@ -158,7 +162,7 @@ func speedProbeDoc() []byte {
 		panic(err)
 	}
 	return b
-}
+})
 
 // cpuTimes is /proc/stat's first line: all CPU time and the time stolen, in clock ticks.
 type cpuTimes struct{ total, steal uint64 }
