@@ -46,7 +46,7 @@ type speedReading struct {
 	JobCPU  time.Duration
 	Samples int
 	// StealPercent is the share of all CPU time the hypervisor stole over the phase; -1 when
-	// /proc/stat could not be read.
+	// /proc/stat could not be read or no clock tick passed (a phase shorter than 10 ms).
 	StealPercent float64
 }
 
@@ -126,10 +126,19 @@ func (p *speedProbe) Stop() speedReading {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := speedReading{JobCPU: percentile(p.samples, 50), Samples: len(p.samples), StealPercent: -1}
-	if now, err := readCPUTimes(); err == nil && p.steal0.total > 0 && now.total > p.steal0.total {
-		r.StealPercent = 100 * float64(now.steal-p.steal0.steal) / float64(now.total-p.steal0.total)
+	if now, err := readCPUTimes(); err == nil {
+		r.StealPercent = stealBetween(p.steal0, now)
 	}
 	return r
+}
+
+// stealBetween is the share of all CPU time stolen between two readings of /proc/stat, in
+// percent; -1 when it cannot tell: the first reading is missing, or no tick passed between them.
+func stealBetween(from, to cpuTimes) float64 {
+	if from.total == 0 || to.total <= from.total || to.steal < from.steal {
+		return -1
+	}
+	return 100 * float64(to.steal-from.steal) / float64(to.total-from.total)
 }
 
 // speedProbeDoc is a fixed JSON list of 200 ConfigMap-like objects (about 200 KB): labels,
