@@ -45,6 +45,9 @@ type fluxAloneResult struct {
 	peakRSS map[string]int64
 	// speed is the machine's speed while the writer ran until every object was Ready.
 	speed speedReading
+	// servers is the CPU the management API server, its etcd, this benchmark and the workload
+	// API servers spent over the same span.
+	servers phaseCPU
 }
 
 // measureFluxAlone writes, for n Clusters of their own (fluxAloneName), each with a kubeconfig
@@ -85,10 +88,12 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	logf("Flux alone: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", objects, n, w.verbs(fluxTemplates))
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
+	servers0 := samplePhaseCPU(b, e, works)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
+	servers := servers0.until(samplePhaseCPU(b, e, works))
 	speed := probe.Stop()
 	must(b, err)
-	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed}
+	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed, servers: servers}
 	logf("Flux alone: every object written after %s, every HelmRelease and Kustomization Ready after %s", res.written.Round(time.Second), res.ready.Round(time.Second))
 	for _, p := range procs {
 		st, err := readProcStats(p.p.Pid())

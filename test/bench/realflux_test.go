@@ -265,6 +265,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	}
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
+	servers0 := samplePhaseCPU(b, e, works)
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -279,6 +280,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		return done, msg, nil
 	})
 	stopTracking()
+	servers := servers0.until(samplePhaseCPU(b, e, works))
 	speed := probe.Stop()
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
 	events := operatorEvents(ctx, b, e)
@@ -366,6 +368,7 @@ func BenchmarkRealFlux(b *testing.B) {
 			fmt.Fprintf(&out, "    %-46s peak RSS %s, CPU %.1fs\n", u.name, mib(u.peakRSS), u.cpu)
 		}
 		fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s\n", alone.speed)
+		fmt.Fprintf(&out, "    CPU of the servers and the benchmark            %s\n", alone.servers)
 		fmt.Fprintf(&out, "    removed again (suspended, then deleted: Flux drops them without uninstalling)   %s\n", alone.removed.Round(time.Second))
 	} else {
 		fmt.Fprintf(&out, "  Flux alone: not measured (BENCH_FLUX_ALONE=0)\n")
@@ -387,6 +390,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		speedRatio = fmt.Sprintf("; %.2fx Flux alone's: above 1, the machine was slower in this phase", speed.over(alone.speed))
 	}
 	fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s%s\n", speed, speedRatio)
+	fmt.Fprintf(&out, "    CPU of the servers and the benchmark            %s\n", servers)
 	fmt.Fprintf(&out, "    HelmReleases per minute                        %.1f (%d from the first written to the last Ready, %s)\n", hrPerMin, n, hrSpan.Round(time.Second))
 	fmt.Fprintf(&out, "    operator API writes                            %d (%.2f per Cluster; goal: generated objects + 2 = %d) %s\n", writes, writesPer, len(templates)+2, breakdown)
 	tr.mu.Lock()
@@ -439,6 +443,35 @@ func startWorkloadServers(b testing.TB, e *benchEnv, bin string, n int) []*workl
 		out = append(out, w)
 	}
 	return out
+}
+
+// phaseCPU is the CPU time of the processes that serve both phases of BenchmarkRealFlux: the
+// management API server, its etcd, this benchmark (the floor writer or the trackers) and all the
+// workload API servers with their etcd.
+type phaseCPU struct {
+	cpuSample
+	workloads time.Duration
+}
+
+func samplePhaseCPU(b testing.TB, e *benchEnv, works []*workloadServer) phaseCPU {
+	b.Helper()
+	s := phaseCPU{cpuSample: sampleCPU(b, e)}
+	bin := filepath.Dir(e.apiServerBinary)
+	for _, w := range works {
+		_, cpu, err := w.stats(bin)
+		must(b, err)
+		s.workloads += cpu
+	}
+	return s
+}
+
+// until is the CPU each spent from s to later.
+func (s phaseCPU) until(later phaseCPU) phaseCPU {
+	return phaseCPU{cpuSample: s.since(later.cpuSample), workloads: later.workloads - s.workloads}
+}
+
+func (s phaseCPU) String() string {
+	return fmt.Sprintf("%s, workload API servers %s", s.cpuSample, s.workloads.Round(100*time.Millisecond))
 }
 
 // stats are the peak RSS of the server's kube-apiserver and its etcd, together, and the CPU
