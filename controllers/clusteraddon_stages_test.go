@@ -288,6 +288,7 @@ func TestReleaseStages(t *testing.T) {
 func TestFluxStatusChanged(t *testing.T) {
 	hr := func(ready metav1.ConditionStatus, observed int64, msg string) *helmv2.HelmRelease {
 		o := &helmv2.HelmRelease{}
+		o.Generation = 2
 		o.Status.ObservedGeneration = observed
 		o.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready, Message: msg}}
 		return o
@@ -295,6 +296,12 @@ func TestFluxStatusChanged(t *testing.T) {
 	relabelled := hr(metav1.ConditionTrue, 2, "ok")
 	relabelled.Labels = map[string]string{"x": "y"}
 	relabelled.Generation = 3
+	attempted := hr(metav1.ConditionUnknown, 1, "Running 'install' action")
+	attempted.Status.LastAttemptedRevision, attempted.Status.LastAttemptedConfigDigest = "1.0.0", "sha256:abc"
+	reconciling := hr(metav1.ConditionTrue, 2, "ok")
+	reconciling.Status.Conditions = append(reconciling.Status.Conditions, metav1.Condition{Type: "Reconciling", Status: metav1.ConditionTrue, Message: "Running 'upgrade' action"})
+	deployed := hr(metav1.ConditionTrue, 1, "Helm install succeeded")
+	deployed.Status.History = helmv2.Snapshots{{Name: "r", Version: 1, ChartVersion: "1.0.0", Status: "deployed"}}
 	tests := []struct {
 		name     string
 		old, new *helmv2.HelmRelease
@@ -303,6 +310,11 @@ func TestFluxStatusChanged(t *testing.T) {
 		{"Ready changed", hr(metav1.ConditionUnknown, 2, "ok"), hr(metav1.ConditionTrue, 2, "ok"), true},
 		{"a new generation observed, Ready unchanged", hr(metav1.ConditionTrue, 1, "ok"), hr(metav1.ConditionTrue, 2, "ok"), true},
 		{"only Flux's message changed (a retry)", hr(metav1.ConditionFalse, 2, "install failed"), hr(metav1.ConditionFalse, 2, "install failed again"), true},
+		{"the Ready message of an attempt in progress", hr(metav1.ConditionUnknown, 1, "Fulfilling prerequisites"), hr(metav1.ConditionUnknown, 1, "Running 'install' action"), true},
+		{"Reconciling set", hr(metav1.ConditionTrue, 2, "ok"), reconciling, true},
+		{"Reconciling cleared", reconciling, hr(metav1.ConditionTrue, 2, "ok"), true},
+		{"a release deployed", hr(metav1.ConditionTrue, 1, "Helm install succeeded"), deployed, true},
+		{"only the last attempted revision and digest (nothing the judge reads)", hr(metav1.ConditionUnknown, 1, "Running 'install' action"), attempted, false},
 		{"spec and metadata changed, status not (our own apply)", hr(metav1.ConditionTrue, 2, "ok"), relabelled, false},
 		{"nothing changed", hr(metav1.ConditionTrue, 2, "ok"), hr(metav1.ConditionTrue, 2, "ok"), false},
 	}
@@ -312,6 +324,43 @@ func TestFluxStatusChanged(t *testing.T) {
 				t.Errorf("passes = %v, want %v", got, tt.want)
 			}
 		})
+	}
+
+	// kustomize-controller's steps within one attempt, as it reports them: the Reconciling and
+	// Healthy messages change, Ready stays Unknown "Reconciliation in progress"; only its start,
+	// the Ready it ends with and the generation it observed pass.
+	ks := func(observed int64, applied string, conds ...metav1.Condition) *kustomizev1.Kustomization {
+		o := &kustomizev1.Kustomization{}
+		o.Generation = 1
+		o.Status.ObservedGeneration, o.Status.LastAppliedRevision, o.Status.Conditions = observed, applied, conds
+		return o
+	}
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(3 * time.Second))
+	progress := metav1.Condition{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Progressing", Message: "Reconciliation in progress", LastTransitionTime: t0}
+	step := func(msg string) metav1.Condition {
+		return metav1.Condition{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "Progressing", Message: msg, LastTransitionTime: t0}
+	}
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: "Applied revision: sha1:1", LastTransitionTime: t1}
+	healthy := metav1.Condition{Type: "Healthy", Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "Health check passed"}
+	sequence := []struct {
+		name   string
+		obj    *kustomizev1.Kustomization
+		passes bool
+	}{
+		{"created", ks(-1, ""), false},
+		{"fetching", ks(-1, "", step("Fetching manifests"), progress), true},
+		{"building", ks(-1, "", step("Building manifests"), progress), false},
+		{"detecting drift", ks(-1, "", step("Detecting drift"), progress), false},
+		{"health checks", ks(-1, "", step("Running health checks"), progress, metav1.Condition{Type: "Healthy", Status: metav1.ConditionUnknown, Message: "Running health checks"}), false},
+		{"healthy", ks(-1, "", step("Running health checks"), progress, healthy), false},
+		{"Ready", ks(-1, "", ready, healthy), true},
+		{"observed and applied", ks(1, "sha1:1", ready, healthy), true},
+	}
+	for i := 1; i < len(sequence); i++ {
+		if got := fluxStatusChanged().Update(event.UpdateEvent{ObjectOld: sequence[i-1].obj, ObjectNew: sequence[i].obj}); got != sequence[i].passes {
+			t.Errorf("Kustomization %s after %s: passes = %v, want %v", sequence[i].name, sequence[i-1].name, got, sequence[i].passes)
+		}
 	}
 }
 

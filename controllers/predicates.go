@@ -117,19 +117,39 @@ func releaseFactsChanged() predicate.Predicate {
 	}}
 }
 
-// fluxStatusChanged passes Flux object updates whose status changed: what the ClusterAddon's
-// judged status is computed from (readiness, messages, failure counts, history), and the moments
-// a component may have become Ready at what was last written (ordering across kinds, addon
-// stages). Changes of the spec or metadata alone (the operator's own applies) do not pass.
+// fluxStatusChanged passes Flux object updates whose status changed what the operator reads of
+// it: the object's state as the status judge reads it (fluxObjectState: the status, reason,
+// message and time of its Ready condition, whether it is stalled or reconciling, whether Flux
+// observed its current generation, the revision it applied). Those are what the ClusterAddon's
+// judged status is computed from, and the moments a component may have become Ready at what was
+// last written (ordering across kinds, addon stages). Changes of the spec or metadata alone (the
+// operator's own applies) do not pass, nor the steps Flux reports within one attempt that change
+// none of that: kustomize-controller's "Building manifests", "Detecting drift" and health check
+// messages in its Reconciling and Healthy conditions, helm-controller's last attempted revision
+// and digests. With real Flux those are six of the fifteen status updates that deliver a Cluster's
+// HelmRelease and Kustomization; a reconcile for one would read and write nothing new.
 //
 // A creation passes only with a status (createdWithStatus).
 func fluxStatusChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: createdWithStatus,
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !equality.Semantic.DeepEqual(fluxStatusOf(e.ObjectOld), fluxStatusOf(e.ObjectNew))
+			if equality.Semantic.DeepEqual(fluxStatusOf(e.ObjectOld), fluxStatusOf(e.ObjectNew)) {
+				return false
+			}
+			return fluxStateChanged(e.ObjectOld, e.ObjectNew)
 		},
 	}
+}
+
+// fluxStateChanged is true when a HelmRelease's or Kustomization's state (fluxObjectState) differs
+// between old and new, and for any other kind.
+func fluxStateChanged(old, new client.Object) bool {
+	kind := kindOf(new)
+	if kind != helmv2.HelmReleaseKind && kind != kustomizev1.KustomizationKind || kindOf(old) != kind {
+		return true
+	}
+	return !fluxObjectState(kind, old.GetName(), old, nil, "").Same(fluxObjectState(kind, new.GetName(), new, nil, ""))
 }
 
 // createdWithStatus passes the creation of a HelmRelease, Kustomization or ClusterAddon only

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -46,7 +47,8 @@ type rollupPacer struct {
 	// now is the clock (time.Now when nil).
 	now clockFunc
 	// countsEvery is the least time between two writes that change only counts (countsOnly):
-	// --progress-status-interval, as for a ClusterAddon's progress; RollupInterval when shorter.
+	// --progress-status-interval, as for a ClusterAddon's progress; RollupInterval when shorter;
+	// longer for a larger fleet (countsInterval). 0: counts are not paced.
 	countsEvery time.Duration
 }
 
@@ -59,7 +61,7 @@ func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
 		return 0
 	}
 	since := p.now.Now().Sub(last)
-	if since >= max(RollupInterval, p.countsEvery) {
+	if since >= max(RollupInterval, p.countsInterval(math.MaxInt32)) {
 		delete(p.last, key) // no write of it is paced any more
 	}
 	return max(0, RollupInterval-since)
@@ -71,13 +73,33 @@ func (p *rollupPacer) wait(key client.ObjectKey) time.Duration {
 // matter once hundreds of Clusters converge for minutes.
 const countsPacedFrom = 100
 
+// countsPerCluster and countsEveryMost scale the interval between a roll-up's count-only writes
+// with its fleet (countsInterval): clusters × countsPerCluster (30 s for 1,000 Clusters), at
+// most countsEveryMost, at least countsEvery. A fleet of thousands converging for many minutes
+// then costs its roll-ups a write or two a minute, not six, while the counts a person reads in
+// `kubectl get clusterstacks` lag by less than a minute; every change of a condition's status or
+// reason is still written at once.
+const (
+	countsPerCluster = 30 * time.Millisecond
+	countsEveryMost  = time.Minute
+)
+
+// countsInterval is the least time between two count-only writes of a roll-up of clusters
+// Clusters; 0 when counts are not paced (countsEvery 0).
+func (p *rollupPacer) countsInterval(clusters int32) time.Duration {
+	if p.countsEvery <= 0 {
+		return 0
+	}
+	return max(p.countsEvery, min(time.Duration(clusters)*countsPerCluster, countsEveryMost))
+}
+
 // countsOnly is how long a roll-up write of key, counting clusters Clusters, that changes only
 // counts and messages must still wait (0: write it now): its conditions keep their status and
 // reason (before, after), same says that nothing else of it changed, key was written less than
-// countsEvery ago, and clusters is at least countsPacedFrom. While a fleet converges for minutes,
-// the roll-up's counts are then written every countsEvery instead of every RollupInterval; a
-// condition that changes is written as before. The counts are recomputed from the index at every
-// reconcile, so the next write has the latest.
+// countsInterval(clusters) ago, and clusters is at least countsPacedFrom. While a fleet converges
+// for minutes, the roll-up's counts are then written every countsInterval instead of every
+// RollupInterval; a condition that changes is written as before. The counts are recomputed from
+// the index at every reconcile, so the next write has the latest.
 func (p *rollupPacer) countsOnly(key client.ObjectKey, clusters int32, before, after []metav1.Condition, same bool) time.Duration {
 	if clusters < countsPacedFrom || !same || !sameConditionStates(before, after) {
 		return 0
@@ -88,7 +110,7 @@ func (p *rollupPacer) countsOnly(key client.ObjectKey, clusters int32, before, a
 	if !ok {
 		return 0
 	}
-	return max(0, p.countsEvery-p.now.Now().Sub(last))
+	return max(0, p.countsInterval(clusters)-p.now.Now().Sub(last))
 }
 
 // sameConditionStates is true when a and b hold the same condition types with the same status,

@@ -102,11 +102,24 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 	if d := p.countsOnly(key, countsPacedFrom-1, was, counts, true); d != 0 {
 		t.Errorf("a roll-up of fewer than %d Clusters: wait %s, want 0", countsPacedFrom, d)
 	}
-	now = now.Add(every)
+	// A larger fleet's counts wait longer: 30 ms a Cluster, at most a minute.
+	for clusters, want := range map[int32]time.Duration{1000: 30 * time.Second, 2000: time.Minute, 100000: time.Minute} {
+		if d := p.countsOnly(key, clusters, was, counts, true); d != want-3*time.Second {
+			t.Errorf("counts only of %d Clusters, 3s after a write: wait %s, want %s", clusters, d, want-3*time.Second)
+		}
+	}
+	now = now.Add(every - 3*time.Second)
 	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != 0 {
 		t.Errorf("countsEvery after the write: wait %s, want 0", d)
 	}
+	if d := p.countsOnly(key, 1000, was, counts, true); d != 20*time.Second {
+		t.Errorf("counts only of 1000 Clusters, countsEvery after a write: wait %s, want 20s", d)
+	}
+	now = now.Add(countsEveryMost)
 	if d := p.wait(key); d != 0 || len(p.last) != 0 {
-		t.Errorf("past both intervals: wait %s, want 0, and the key forgotten: %v", d, p.last)
+		t.Errorf("past every interval: wait %s, want 0, and the key forgotten: %v", d, p.last)
+	}
+	if d := (&rollupPacer{}).countsInterval(100000); d != 0 {
+		t.Errorf("counts not paced (countsEvery 0): interval %s, want 0", d)
 	}
 }

@@ -5,6 +5,7 @@ package fluxstatus
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -59,6 +60,16 @@ type ObjectState struct {
 
 // Ref is "<Kind>/<name>".
 func (s ObjectState) Ref() string { return s.Kind + "/" + s.Name }
+
+// Same is true when s and o say the same of their object: every field equal, the times as
+// instants (whatever their location).
+func (s ObjectState) Same(o ObjectState) bool {
+	if !s.Created.Equal(o.Created) || !s.ReadySince.Equal(o.ReadySince) {
+		return false
+	}
+	s.Created, s.ReadySince, o.Created, o.ReadySince = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return reflect.DeepEqual(s, o)
+}
 
 // AtRevision is true when the object applied the expected revision.
 func (s ObjectState) AtRevision() bool {

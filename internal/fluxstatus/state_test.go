@@ -547,3 +547,29 @@ func TestElideObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestObjectStateSame: two states are the same when every field is, times compared as instants.
+func TestObjectStateSame(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	base := ObjectState{Kind: "HelmRelease", Name: "c1-cni", Exists: true, Created: at, Ready: metav1.ConditionTrue, ReadySince: at, Message: "ok", Current: true, Revision: "1.0.0"}
+	elsewhere := base
+	elsewhere.Created, elsewhere.ReadySince = at.In(time.FixedZone("CET", 3600)), at.In(time.FixedZone("CET", 3600))
+	if !base.Same(elsewhere) {
+		t.Error("the same instants in another location: not the same")
+	}
+	for name, change := range map[string]func(*ObjectState){
+		"Ready":        func(s *ObjectState) { s.Ready = metav1.ConditionFalse },
+		"ReadySince":   func(s *ObjectState) { s.ReadySince = at.Add(time.Second) },
+		"Message":      func(s *ObjectState) { s.Message = "other" },
+		"Reconciling":  func(s *ObjectState) { s.Reconciling = true },
+		"Current":      func(s *ObjectState) { s.Current = false },
+		"Revision":     func(s *ObjectState) { s.Revision = "1.0.1" },
+		"AlsoExpected": func(s *ObjectState) { s.AlsoExpected = []string{"1.0.0+1"} },
+	} {
+		other := base
+		change(&other)
+		if base.Same(other) {
+			t.Errorf("%s changed: the same", name)
+		}
+	}
+}
