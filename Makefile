@@ -241,7 +241,7 @@ bench-report: tools build ## Run the benchmarks (N = 100 and 1,000; BENCH_REPORT
 	go run ./hack/benchreport $(if $(BENCH_REPORT_10K),-with-10k) $(BENCH_REPORT_FLAGS)
 
 .PHONY: bench-flux
-bench-flux: tools build inotify-limit ## Benchmark with the real helm- and kustomize-controller: Flux alone, then the operator driving Flux, BENCH_FLUX_CLUSTERS (200) Clusters over BENCH_FLUX_WORKLOADS (10) workload API servers.
+bench-flux: tools build inotify-limit ## Benchmark with the real helm- and kustomize-controller: Flux alone, the operator driving Flux, Flux alone again; BENCH_FLUX_CLUSTERS (200) Clusters over BENCH_FLUX_WORKLOADS (10) workload API servers.
 	go test ./test/bench/... -run '^$$' -bench RealFlux -benchtime 1x -timeout 180m
 
 .PHONY: bench-dashboard

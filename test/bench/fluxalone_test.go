@@ -34,6 +34,10 @@ const fluxAloneWorkers = 32
 // as Flux alone did.
 func fluxAloneName(i int) string { return fmt.Sprintf("a-%04d", i) }
 
+// fluxAgainName is the name of the i-th Cluster of Flux alone's second phase, after the
+// operator's: as long as the others, distinct from both.
+func fluxAgainName(i int) string { return fmt.Sprintf("z-%04d", i) }
+
 // fluxAloneResult is what Flux alone measured.
 type fluxAloneResult struct {
 	objects int
@@ -50,17 +54,18 @@ type fluxAloneResult struct {
 	servers phaseCPU
 }
 
-// measureFluxAlone writes, for n Clusters of their own (fluxAloneName), each with a kubeconfig
+// measureFluxAlone writes, for n Clusters of their own (named by nameOf), each with a kubeconfig
 // Secret of its workload API server (the i-th's in works[i % len(works)], as in the operator's
 // phase), the HelmReleases, Kustomizations and values ConfigMaps the operator generated for the
 // template Cluster, into the bench namespace (where the release's sources are) in the order Flux
 // needs, and waits until Flux reports every HelmRelease and Kustomization Ready. It checks the
 // addons arrived in the workload API servers, removes the objects again and starts the Flux
 // controllers' peak RSS afresh for the next phase.
+// phase names it in the log.
 func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *fluxProcs, works []*workloadServer, templates []*unstructured.Unstructured,
-	order []csv1.ReleaseComponent, n int, alive func() error, timeout time.Duration) fluxAloneResult {
+	order []csv1.ReleaseComponent, n int, nameOf func(int) string, phase string, alive func() error, timeout time.Duration) fluxAloneResult {
 	b.Helper()
-	names := clusterNames(n, fluxAloneName)
+	names := clusterNames(n, nameOf)
 	indexes := make([]int, n)
 	for i := range indexes {
 		indexes[i] = i
@@ -85,7 +90,7 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 		cpu0[p.name], _ = procCPUSeconds(p.p.Pid())
 	}
 
-	logf("Flux alone: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", objects, n, w.verbs(fluxTemplates))
+	logf("%s: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", phase, objects, n, w.verbs(fluxTemplates))
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
 	servers0 := samplePhaseCPU(b, e, works)
@@ -94,7 +99,7 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	speed := probe.Stop()
 	must(b, err)
 	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed, servers: servers}
-	logf("Flux alone: every object written after %s, every HelmRelease and Kustomization Ready after %s", res.written.Round(time.Second), res.ready.Round(time.Second))
+	logf("%s: every object written after %s, every HelmRelease and Kustomization Ready after %s", phase, res.written.Round(time.Second), res.ready.Round(time.Second))
 	for _, p := range procs {
 		st, err := readProcStats(p.p.Pid())
 		res.usage = append(res.usage, procUsage{name: p.name, peakRSS: st.peakRSS, cpu: st.cpu.Seconds() - cpu0[p.name], err: err})
@@ -113,59 +118,70 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	return res
 }
 
-// removeFluxAlone removes Flux alone's objects: each HelmRelease and Kustomization suspended,
-// then deleted (Flux removes its finalizer without uninstalling a suspended object: no work that
-// would run into the next phase), until Flux let go of every one; then the values ConfigMaps and
-// kubeconfig Secrets.
+// removeFluxAlone removes Flux alone's objects: its HelmReleases and Kustomizations
+// (removeFluxObjects), then the values ConfigMaps and kubeconfig Secrets.
 func removeFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, w *floorWriter, clusters map[string]*floorFluxCluster, names []string, alive func() error) {
 	b.Helper()
-	var fluxObjs, configMaps []*unstructured.Unstructured
+	var configMaps []*unstructured.Unstructured
 	for _, c := range clusters {
-		for _, g := range c.groups {
-			fluxObjs = append(fluxObjs, g...)
-		}
 		for _, o := range c.first {
 			if o.GetKind() == "ConfigMap" {
 				configMaps = append(configMaps, o)
 			}
 		}
 	}
-	suspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
-	concurrently(b, e, fluxAloneWorkers, fluxObjs, func(o *unstructured.Unstructured) error {
-		obj := o.DeepCopy()
-		if err := w.c.Patch(ctx, obj, suspend); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		return client.IgnoreNotFound(w.c.Delete(ctx, obj))
-	})
-	mine := map[string]bool{}
-	for _, n := range names {
-		mine[n] = true
-	}
-	pollUntil(ctx, b, alive, e.logDir, time.Second, 10*time.Minute, "Flux alone's HelmReleases and Kustomizations gone", func() (bool, string, error) {
-		left := 0
-		for _, gvk := range []schema.GroupVersionKind{
-			helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind + "List"),
-			kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind + "List"),
-		} {
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(gvk)
-			if err := e.c.List(ctx, list, client.InNamespace(benchNS), client.HasLabels{csv1.ClusterNameLabel}); err != nil {
-				return false, "", err
-			}
-			for _, o := range list.Items {
-				if mine[o.Labels[csv1.ClusterNameLabel]] {
-					left++
-				}
-			}
-		}
-		return left == 0, fmt.Sprintf("%d left", left), nil
-	})
+	removeFluxObjects(ctx, b, e, w.c, names, alive)
 	concurrently(b, e, fluxAloneWorkers, configMaps, func(o *unstructured.Unstructured) error {
 		return client.IgnoreNotFound(w.c.Delete(ctx, o.DeepCopy()))
 	})
 	concurrently(b, e, fluxAloneWorkers, names, func(name string) error {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: fluxgen.KubeconfigSecretName(name)}}
 		return client.IgnoreNotFound(w.c.Delete(ctx, s))
+	})
+}
+
+// removeFluxObjects removes the HelmReleases and Kustomizations of the bench namespace labelled
+// with one of the Clusters named, through c: each suspended, then deleted (Flux removes its
+// finalizer without uninstalling a suspended object: no work that would run into the next
+// phase), until Flux let go of every one.
+func removeFluxObjects(ctx context.Context, b testing.TB, e *benchEnv, c client.Client, names []string, alive func() error) {
+	b.Helper()
+	mine := map[string]bool{}
+	for _, n := range names {
+		mine[n] = true
+	}
+	kinds := []schema.GroupVersionKind{helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind), kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind)}
+	left := func() ([]*unstructured.Unstructured, error) {
+		var out []*unstructured.Unstructured
+		for _, gvk := range kinds {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := e.c.List(ctx, list, client.InNamespace(benchNS), client.HasLabels{csv1.ClusterNameLabel}); err != nil {
+				return nil, err
+			}
+			for _, o := range list.Items {
+				if mine[o.Labels[csv1.ClusterNameLabel]] {
+					u := &unstructured.Unstructured{}
+					u.SetGroupVersionKind(gvk)
+					u.SetNamespace(o.Namespace)
+					u.SetName(o.Name)
+					out = append(out, u)
+				}
+			}
+		}
+		return out, nil
+	}
+	objs, err := left()
+	must(b, err)
+	suspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
+	concurrently(b, e, fluxAloneWorkers, objs, func(o *unstructured.Unstructured) error {
+		if err := c.Patch(ctx, o, suspend); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		return client.IgnoreNotFound(c.Delete(ctx, o))
+	})
+	pollUntil(ctx, b, alive, e.logDir, time.Second, 10*time.Minute, "the phase's HelmReleases and Kustomizations gone", func() (bool, string, error) {
+		objs, err := left()
+		return len(objs) == 0, fmt.Sprintf("%d left", len(objs)), err
 	})
 }

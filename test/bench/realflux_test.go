@@ -2,21 +2,26 @@ package bench
 
 // BenchmarkRealFlux, run by `make bench-flux`: the real Flux helm-controller and
 // kustomize-controller (bin/), N Clusters whose addons are spread over several workload API
-// servers, measured in one run twice, each phase until every object is Ready:
+// servers, measured in one run in three phases, each until every object is Ready:
 //
 //   - Flux alone: the floor writer (floor_test.go) writes exactly the HelmReleases,
 //     Kustomizations and values ConfigMaps the operator generated for a template Cluster, for N
 //     Clusters of their own, in the order Flux needs (a Cluster's Kustomization once its
 //     HelmRelease is Ready), until Flux reports every one Ready; they are then removed
-//     (suspended and deleted: Flux drops them without uninstalling, and the second phase's
+//     (suspended and deleted: Flux drops them without uninstalling, and the next phase's
 //     Clusters have other names, so Flux installs new Helm releases into new namespaces, as it
 //     did for Flux alone);
 //   - the operator driving Flux: N Clusters created with the operator stopped, then the operator
 //     started, until every ClusterAddon is Ready; and where each Cluster's time went: the
 //     operator's part (every generated HelmRelease and Kustomization written, the ClusterAddon's
-//     status) and Flux's (every one of them Ready).
+//     status) and Flux's (every one of them Ready). The operator is then stopped and its
+//     HelmReleases and Kustomizations removed as Flux alone's were;
+//   - Flux alone again, for N more Clusters of their own. The operator's phase is compared with
+//     the mean of the two: a machine whose speed drifts over the run (these machines' does, by a
+//     fifth within minutes) moves both Flux-alone phases, one before and one after, and a
+//     drift that is linear in time cancels out of their mean.
 //
-// It prints both times to every object Ready and their ratio, the operator's writes per Cluster,
+// It prints the three times to every object Ready and the ratios, the operator's writes per Cluster,
 // the peak RSS of the operator, helm- and kustomize-controller and the workload API servers. It
 // reports figures and asserts no timing; it fails only when a process dies or the objects are
 // not Ready within a generous timeout.
@@ -29,6 +34,9 @@ package bench
 //	                                                are spread over, round robin (10)
 //	-bench.flux-concurrent / BENCH_FLUX_CONCURRENT  --concurrent of helm- and kustomize-controller
 //	                                                (empty: Flux's default, as the local plane runs them)
+//	-bench.flux-alone      / BENCH_FLUX_ALONE=0     measure only the operator's phase
+//	-bench.flux-alone-after / BENCH_FLUX_ALONE_AFTER=0   no second Flux-alone phase after the
+//	                                                operator's (the ratio is then to the one before)
 //
 // The stack is written by the benchmark (benchStack): the reference cluster-class, a Helm addon
 // (a ConfigMap and a ServiceAccount) installed into "cfg-${cluster_name}" (stack.yaml's
@@ -79,6 +87,7 @@ var (
 	flagFluxWorkloads  = flag.String("bench.flux-workloads", envOr("BENCH_FLUX_WORKLOADS", "10"), "workload API servers the Clusters of BenchmarkRealFlux are spread over")
 	flagFluxConcurrent = flag.String("bench.flux-concurrent", os.Getenv("BENCH_FLUX_CONCURRENT"), "--concurrent of helm- and kustomize-controller; Flux's default when empty")
 	flagFluxAlone      = flag.Bool("bench.flux-alone", os.Getenv("BENCH_FLUX_ALONE") != "0", "measure Flux alone before the operator drives Flux; BENCH_FLUX_ALONE=0 measures only the operator's phase (no ratios, no result for make bench-report)")
+	flagFluxAloneAfter = flag.Bool("bench.flux-alone-after", os.Getenv("BENCH_FLUX_ALONE_AFTER") != "0", "measure Flux alone again after the operator's phase and compare the operator with the mean of both; BENCH_FLUX_ALONE_AFTER=0 compares it with the phase before alone")
 )
 
 // Flux's published figure (github.com/fluxcd/flux-benchmark, RESULTS.md, Flux v2.6.0 and v2.5.0):
@@ -241,7 +250,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	// (a) Flux alone.
 	var alone fluxAloneResult
 	if *flagFluxAlone {
-		alone = measureFluxAlone(ctx, b, e, flux, works, templates, rel.Status.Components, n, fluxAlive, phaseTimeout)
+		alone = measureFluxAlone(ctx, b, e, flux, works, templates, rel.Status.Components, n, fluxAloneName, "Flux alone", fluxAlive, phaseTimeout)
 	} else {
 		logf("Flux alone not measured (BENCH_FLUX_ALONE=0)")
 	}
@@ -285,7 +294,6 @@ func BenchmarkRealFlux(b *testing.B) {
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
 	events := operatorEvents(ctx, b, e)
 	must(b, checkWorkloads(ctx, works, names))
-	load1 := loadAvg()
 
 	var usages []procUsage
 	for _, p := range []struct {
@@ -298,6 +306,29 @@ func BenchmarkRealFlux(b *testing.B) {
 	peak := map[string]int64{}
 	for _, u := range usages {
 		peak[u.name] = u.peakRSS
+	}
+
+	// (c) Flux alone again: the operator stopped and what it generated removed as Flux alone's
+	// was (its ClusterAddons and values ConfigMaps stay, read by nothing).
+	var after fluxAloneResult
+	if *flagFluxAlone && *flagFluxAloneAfter {
+		must(b, e.stopManager())
+		tRemove := time.Now()
+		removeFluxObjects(ctx, b, e, e.c, names, fluxAlive)
+		logf("the operator stopped, its HelmReleases and Kustomizations removed in %s", since(tRemove))
+		for _, p := range []*proc.Process{flux.helm, flux.kustomize} {
+			if err := resetPeakRSS(p.Pid()); err != nil {
+				logf("the peak RSS of Flux alone again includes the operator's phase: %v", err)
+			}
+		}
+		after = measureFluxAlone(ctx, b, e, flux, works, templates, rel.Status.Components, n, fluxAgainName, "Flux alone again", fluxAlive, phaseTimeout)
+	}
+	load1 := loadAvg()
+	// base is what the operator's phase is compared with: Flux alone's time to every object
+	// Ready, the mean of the phases before and after it when both ran.
+	base := alone.ready
+	if after.ready > 0 {
+		base = (alone.ready + after.ready) / 2
 	}
 	var workloadPeaks []int64
 	var workloadCPU time.Duration
@@ -315,13 +346,13 @@ func BenchmarkRealFlux(b *testing.B) {
 
 	hrSpan := tr.hrLastReady - tr.hrFirstSeen
 	hrPerMin := float64(n) / hrSpan.Minutes()
-	aloneHRPerMin := float64(n) / alone.ready.Minutes()
+	aloneHRPerMin := float64(n) / base.Minutes()
 	published := float64(fluxPublishedHelmReleases) / fluxPublishedDuration.Minutes()
 	flags := "none: Flux's defaults (--concurrent=4, --requeue-dependency=30s), as bootstrap/plane runs them"
 	if len(fluxFlags) > 0 {
 		flags = strings.Join(fluxFlags, " ") + " (the plane runs Flux's defaults)"
 	}
-	fluxRatio, addonsRatio := tr.fluxReady.Seconds()/alone.ready.Seconds(), tr.addonsReady.Seconds()/alone.ready.Seconds()
+	fluxRatio, addonsRatio := tr.fluxReady.Seconds()/base.Seconds(), tr.addonsReady.Seconds()/base.Seconds()
 	writesPer := float64(writes) / float64(n)
 	operatorShare := 100 * sumDur(tr.operatorPart).Seconds() / sumDur(tr.total).Seconds()
 
@@ -342,6 +373,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	must(b, benchresult.Write(os.Getenv("BENCH_RESULT"), benchresult.Result{Kind: benchresult.RealFluxKind, RealFlux: &benchresult.RealFlux{
 		Clusters: n, FluxFlags: flags, Workloads: len(works), GeneratedObjects: len(templates),
 		FluxAloneWritten: alone.written.Seconds(), FluxAloneReady: alone.ready.Seconds(),
+		FluxAloneAfterWritten: after.written.Seconds(), FluxAloneAfterReady: after.ready.Seconds(),
 		AllWritten: tr.allWritten.Seconds(), FluxReady: tr.fluxReady.Seconds(), AddonsReady: tr.addonsReady.Seconds(),
 		OperatorShareP50: tr.pct(tr.operatorPart, 50).Seconds(), FluxShareP50: tr.pct(tr.fluxPart, 50).Seconds(),
 		OperatorSharePercent: operatorShare,
@@ -350,6 +382,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		WorkloadServerPeakRSS: workloadPeaks[len(workloadPeaks)-1],
 		JobCPUms:              ms(speed.JobCPU), FluxAloneJobCPUms: ms(alone.speed.JobCPU),
 		StealPercent: speed.StealPercent, FluxAloneStealPercent: alone.speed.StealPercent,
+		FluxAloneAfterJobCPUms: ms(after.speed.JobCPU), FluxAloneAfterStealPercent: after.speed.StealPercent,
 	}}))
 
 	var out strings.Builder
@@ -362,19 +395,22 @@ func BenchmarkRealFlux(b *testing.B) {
 	if *flagFluxAlone {
 		fmt.Fprintf(&out, "  Flux alone: the floor writer (%d concurrent writes) writes the %d HelmReleases, Kustomizations and values ConfigMaps the operator\n", fluxAloneWorkers, alone.objects)
 		fmt.Fprintf(&out, "  generated for a template Cluster, for %d Clusters of their own, each Kustomization once its Cluster's HelmRelease is Ready\n", n)
-		fmt.Fprintf(&out, "    writer start -> every object written           %s\n", alone.written.Round(time.Second))
-		fmt.Fprintf(&out, "    writer start -> every HelmRelease+Kustomization Ready   %s   (%.1f HelmReleases per minute)\n", alone.ready.Round(time.Second), aloneHRPerMin)
-		for _, u := range alone.usage {
-			fmt.Fprintf(&out, "    %-46s peak RSS %s, CPU %.1fs\n", u.name, mib(u.peakRSS), u.cpu)
+		printFluxAlone(&out, alone, n)
+		if after.ready > 0 {
+			fmt.Fprintf(&out, "  Flux alone again, after the operator's phase (the operator stopped, its HelmReleases and Kustomizations removed as above), for %d more Clusters\n", n)
+			printFluxAlone(&out, after, n)
+			fmt.Fprintf(&out, "  Flux alone, the mean of before and after: every HelmRelease+Kustomization Ready   %s   (%.1f HelmReleases per minute); after / before %.2f\n",
+				base.Round(time.Second), aloneHRPerMin, after.ready.Seconds()/alone.ready.Seconds())
+			ratio = func(r float64) string {
+				return fmt.Sprintf("%.2fx Flux alone: the mean of %.2fx before and %.2fx after", r, r*base.Seconds()/alone.ready.Seconds(), r*base.Seconds()/after.ready.Seconds())
+			}
 		}
-		fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s\n", alone.speed)
-		fmt.Fprintf(&out, "    CPU of the servers and the benchmark            %s\n", alone.servers)
-		fmt.Fprintf(&out, "    removed again (suspended, then deleted: Flux drops them without uninstalling)   %s\n", alone.removed.Round(time.Second))
 	} else {
 		fmt.Fprintf(&out, "  Flux alone: not measured (BENCH_FLUX_ALONE=0)\n")
 		ratio = func(float64) string { return "Flux alone not measured" }
 	}
 	fmt.Fprintf(&out, "  the operator driving Flux: %d Clusters created with the operator stopped (%s), then the operator started; from its start:\n", n, created.Round(time.Millisecond))
+	fmt.Fprintf(&out, "    -> first HelmRelease written                    %s\n", tr.hrFirstSeen.Round(100*time.Millisecond))
 	fmt.Fprintf(&out, "    -> last HelmRelease+Kustomization written       %s   (each Kustomization waits for its Cluster's HelmRelease Ready)\n", tr.allWritten.Round(time.Second))
 	fmt.Fprintf(&out, "    -> every HelmRelease+Kustomization Ready        %s   (%s)\n", tr.fluxReady.Round(time.Second), ratio(fluxRatio))
 	fmt.Fprintf(&out, "    -> every ClusterAddon Ready                     %s   (%s; goal: at most 1.10x)\n", tr.addonsReady.Round(time.Second), ratio(addonsRatio))
@@ -387,7 +423,11 @@ func BenchmarkRealFlux(b *testing.B) {
 		tr.pct(tr.hrWait, 50), tr.pct(tr.hrWait, 90), tr.pct(tr.hrWait, 100), tr.pct(tr.ksWait, 50), tr.pct(tr.ksWait, 90), tr.pct(tr.ksWait, 100))
 	speedRatio := ""
 	if *flagFluxAlone && alone.speed.JobCPU > 0 {
-		speedRatio = fmt.Sprintf("; %.2fx Flux alone's: above 1, the machine was slower in this phase", speed.over(alone.speed))
+		speedRatio = fmt.Sprintf("; %.2fx Flux alone's", speed.over(alone.speed))
+		if after.speed.JobCPU > 0 {
+			speedRatio += fmt.Sprintf(" before, %.2fx after", speed.over(after.speed))
+		}
+		speedRatio += ": above 1, the machine was slower in this phase"
 	}
 	fmt.Fprintf(&out, "    machine speed (speedProbe)                      %s%s\n", speed, speedRatio)
 	fmt.Fprintf(&out, "    CPU of the servers and the benchmark            %s\n", servers)
@@ -413,6 +453,18 @@ func BenchmarkRealFlux(b *testing.B) {
 	}
 	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it with the operator, %s\n", hrPerMin, 100*hrPerMin/published, aloneRate)
 	fmt.Print(out.String())
+}
+
+// printFluxAlone prints what a Flux-alone phase of n Clusters measured.
+func printFluxAlone(out *strings.Builder, r fluxAloneResult, n int) {
+	fmt.Fprintf(out, "    writer start -> every object written           %s\n", r.written.Round(time.Second))
+	fmt.Fprintf(out, "    writer start -> every HelmRelease+Kustomization Ready   %s   (%.1f HelmReleases per minute)\n", r.ready.Round(time.Second), float64(n)/r.ready.Minutes())
+	for _, u := range r.usage {
+		fmt.Fprintf(out, "    %-46s peak RSS %s, CPU %.1fs\n", u.name, mib(u.peakRSS), u.cpu)
+	}
+	fmt.Fprintf(out, "    machine speed (speedProbe)                      %s\n", r.speed)
+	fmt.Fprintf(out, "    CPU of the servers and the benchmark            %s\n", r.servers)
+	fmt.Fprintf(out, "    removed again (suspended, then deleted: Flux drops them without uninstalling)   %s\n", r.removed.Round(time.Second))
 }
 
 // workloadServer is a workload API server that Clusters' kubeconfigs point to.

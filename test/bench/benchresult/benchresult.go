@@ -106,8 +106,9 @@ type FloorSetting struct {
 
 // RealFlux is what BenchmarkRealFlux measured in one run: Flux alone (the floor writer writing
 // the Flux objects and values ConfigMaps directly, in the order Flux needs), then the operator
-// driving Flux, both with the real helm- and kustomize-controller. Durations are seconds: Flux
-// alone's from the writer's start, the operator's from its start (the Clusters exist by then).
+// driving Flux, then (when FluxAloneAfterReady is set) Flux alone again, all with the real helm-
+// and kustomize-controller. Durations are seconds: Flux alone's from the writer's start, the
+// operator's from its start (the Clusters exist by then).
 type RealFlux struct {
 	Clusters  int    `json:"clusters"`
 	FluxFlags string `json:"fluxFlags"`
@@ -119,6 +120,10 @@ type RealFlux struct {
 	// HelmRelease and Kustomization Ready.
 	FluxAloneWritten float64 `json:"fluxAloneWritten,omitempty"`
 	FluxAloneReady   float64 `json:"fluxAloneReady,omitempty"`
+	// FluxAloneAfterWritten and FluxAloneAfterReady are the same of Flux alone again, after the
+	// operator's phase; 0 when not measured.
+	FluxAloneAfterWritten float64 `json:"fluxAloneAfterWritten,omitempty"`
+	FluxAloneAfterReady   float64 `json:"fluxAloneAfterReady,omitempty"`
 	// AllWritten, FluxReady and AddonsReady are the operator driving Flux: every generated
 	// HelmRelease and Kustomization written, every one Ready, every ClusterAddon Ready.
 	AllWritten       float64 `json:"allWritten"`
@@ -147,6 +152,19 @@ type RealFlux struct {
 	FluxAloneJobCPUms     float64 `json:"fluxAloneJobCPUms,omitempty"`
 	StealPercent          float64 `json:"stealPercent,omitempty"`
 	FluxAloneStealPercent float64 `json:"fluxAloneStealPercent,omitempty"`
+	// FluxAloneAfterJobCPUms and FluxAloneAfterStealPercent are the same of Flux alone again.
+	FluxAloneAfterJobCPUms     float64 `json:"fluxAloneAfterJobCPUms,omitempty"`
+	FluxAloneAfterStealPercent float64 `json:"fluxAloneAfterStealPercent,omitempty"`
+}
+
+// FluxAlone is what the operator's phase is compared with: Flux alone's time to every object
+// Ready, the mean of the phases before and after the operator's when both ran. A machine whose
+// speed drifts linearly over the run moves the two alike, and the drift cancels out of their mean.
+func (r RealFlux) FluxAlone() float64 {
+	if r.FluxAloneAfterReady > 0 {
+		return (r.FluxAloneReady + r.FluxAloneAfterReady) / 2
+	}
+	return r.FluxAloneReady
 }
 
 // Write writes r as JSON to path; nothing when path is "".
@@ -275,22 +293,28 @@ func RealFluxTable(rs []RealFlux) string {
 	rs = append([]RealFlux(nil), rs...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Clusters < rs[j].Clusters })
 	var b strings.Builder
-	b.WriteString("| N | workload API servers | Flux alone: every object written / Ready | with the operator: every object written / Flux Ready / ClusterAddon Ready | over Flux alone: Flux Ready / ClusterAddon Ready (goal 1.10x) | operator writes per Cluster (goal) | operator's share of each Cluster's time: p50 / of the sum | written -> Ready p50: HelmRelease / Kustomization | HelmReleases per minute | peak RSS: operator / helm-controller / kustomize-controller (Flux alone) | peak RSS of a workload API server and etcd | machine speed: fixed job's CPU with the operator / alone; CPU stolen |\n")
+	b.WriteString("| N | workload API servers | Flux alone: every object written / Ready (before; after the operator) | with the operator: every object written / Flux Ready / ClusterAddon Ready | over Flux alone (the mean of before and after): Flux Ready / ClusterAddon Ready (goal 1.10x); ClusterAddon Ready over before / after | operator writes per Cluster (goal) | operator's share of each Cluster's time: p50 / of the sum | written -> Ready p50: HelmRelease / Kustomization | HelmReleases per minute | peak RSS: operator / helm-controller / kustomize-controller (Flux alone) | peak RSS of a workload API server and etcd | machine speed: fixed job's CPU with the operator / alone (before; after); CPU stolen |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		goal := "-"
 		if r.GeneratedObjects > 0 {
 			goal = fmt.Sprint(r.GeneratedObjects + 2)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s / %s | %s / %s / %s | %s / %s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s | %s |\n",
-			r.Clusters, max(r.Workloads, 1), secs(r.FluxAloneWritten), secs(r.FluxAloneReady),
+		alone, ratios, speed := secs(r.FluxAloneWritten)+" / "+secs(r.FluxAloneReady), "", machineSpeed(r.JobCPUms, r.FluxAloneJobCPUms, r.StealPercent, r.FluxAloneStealPercent)
+		if r.FluxAloneAfterReady > 0 {
+			alone += "; " + secs(r.FluxAloneAfterWritten) + " / " + secs(r.FluxAloneAfterReady)
+			ratios = "; " + ratio(r.AddonsReady, r.FluxAloneReady) + " / " + ratio(r.AddonsReady, r.FluxAloneAfterReady)
+			speed += "; after: " + machineSpeed(r.JobCPUms, r.FluxAloneAfterJobCPUms, r.StealPercent, r.FluxAloneAfterStealPercent)
+		}
+		fmt.Fprintf(&b, "| %d | %d | %s | %s / %s / %s | %s / %s%s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s | %s |\n",
+			r.Clusters, max(r.Workloads, 1), alone,
 			secs(r.AllWritten), secs(r.FluxReady), secs(r.AddonsReady),
-			ratio(r.FluxReady, r.FluxAloneReady), ratio(r.AddonsReady, r.FluxAloneReady),
+			ratio(r.FluxReady, r.FluxAlone()), ratio(r.AddonsReady, r.FluxAlone()), ratios,
 			r.WritesPerCluster, goal, secs(r.OperatorShareP50), r.OperatorSharePercent,
 			secs(r.HelmReleaseReadyP50), secs(r.KustomizationP50), r.HelmReleasesPerMin,
 			mib(r.PeakRSS["operator"]), mib(r.PeakRSS["helm-controller"]), mib(r.FluxAlonePeakRSS["helm-controller"]),
 			mib(r.PeakRSS["kustomize-controller"]), mib(r.FluxAlonePeakRSS["kustomize-controller"]), mib(r.WorkloadServerPeakRSS),
-			machineSpeed(r.JobCPUms, r.FluxAloneJobCPUms, r.StealPercent, r.FluxAloneStealPercent))
+			speed)
 	}
 	return b.String()
 }
