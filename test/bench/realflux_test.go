@@ -246,6 +246,10 @@ func BenchmarkRealFlux(b *testing.B) {
 	})
 	templates := templateObjects(ctx, b, e)
 	must(b, e.stopManager())
+	// What the plane costs at rest, before any phase: the workload API servers share this
+	// machine's cores with the management plane, which they would not in production.
+	rest := measureAtRest(b, e, works, flux, realFluxRestWindow)
+	logf("at rest: %s", rest)
 
 	// (a) Flux alone.
 	var alone fluxAloneResult
@@ -391,6 +395,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	fmt.Fprintf(&out, "   into cfg-<cluster>, release <cluster>-config), Kustomization (Namespace obj-<cluster>, ConfigMap, ServiceAccount))\n")
 	fmt.Fprintf(&out, "  Flux flags                                       %s; plus --no-cross-namespace-refs=true --default-service-account=%s\n", flags, plane.DefaultFluxServiceAccount)
 	fmt.Fprintf(&out, "  load average (1/5/15 min) at start / at the end   %s / %s  (%d cores)\n", load0, load1, goruntime.NumCPU())
+	fmt.Fprintf(&out, "  the plane at rest (%s before the first phase, the operator stopped), in cores   %s\n", realFluxRestWindow, rest)
 	ratio := func(r float64) string { return fmt.Sprintf("%.2fx Flux alone", r) }
 	if *flagFluxAlone {
 		fmt.Fprintf(&out, "  Flux alone: the floor writer (%d concurrent writes) writes the %d HelmReleases, Kustomizations and values ConfigMaps the operator\n", fluxAloneWorkers, alone.objects)
@@ -453,6 +458,41 @@ func BenchmarkRealFlux(b *testing.B) {
 	}
 	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it with the operator, %s\n", hrPerMin, 100*hrPerMin/published, aloneRate)
 	fmt.Print(out.String())
+}
+
+// realFluxRestWindow is how long measureAtRest samples the plane.
+const realFluxRestWindow = 20 * time.Second
+
+// atRest is the CPU the plane's processes spend per second while nothing is delivered.
+type atRest struct {
+	phaseCPU
+	flux      time.Duration
+	window    time.Duration
+	workloadN int
+}
+
+func (r atRest) String() string {
+	c := func(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()/r.window.Seconds()) }
+	return fmt.Sprintf("management API server %s, etcd %s, this benchmark %s, the %d workload API servers (kube-apiserver and etcd) %s, helm- and kustomize-controller %s",
+		c(r.api), c(r.etcd), c(r.self), r.workloadN, c(r.workloads), c(r.flux))
+}
+
+// measureAtRest samples the CPU of the plane's processes over window while nothing is
+// delivered: what they cost by the second, whatever the phase.
+func measureAtRest(b testing.TB, e *benchEnv, works []*workloadServer, flux *fluxProcs, window time.Duration) atRest {
+	b.Helper()
+	fluxCPU := func() time.Duration {
+		var d time.Duration
+		for _, p := range []*proc.Process{flux.helm, flux.kustomize} {
+			s, err := procCPUSeconds(p.Pid())
+			must(b, err)
+			d += time.Duration(s * float64(time.Second))
+		}
+		return d
+	}
+	s0, f0 := samplePhaseCPU(b, e, works), fluxCPU()
+	time.Sleep(window)
+	return atRest{phaseCPU: s0.until(samplePhaseCPU(b, e, works)), flux: fluxCPU() - f0, window: window, workloadN: len(works)}
 }
 
 // printFluxAlone prints what a Flux-alone phase of n Clusters measured.
