@@ -97,7 +97,7 @@ func (r *ClusterStackStatusReconciler) Reconcile(ctx context.Context, req ctrl.R
 		up := stackUpgradeable(cs.Name, rels.Items)
 		up.ObservedGeneration = cs.Generation
 		fluxstatus.SetCondition(&cs.Status.Conditions, up)
-		if later = r.pace.countsOnly(req.NamespacedName, fleet.Clusters.Total, was.Conditions, cs.Status.Conditions, sameStackFacts(was, &cs.Status)); later > 0 {
+		if later = r.pace.countsOnly(req.NamespacedName, fleet.Clusters.Total, r.Fleets.NamespaceAddons(cs.Namespace), was.Conditions, cs.Status.Conditions, sameStackFacts(was, &cs.Status)); later > 0 {
 			cs.Status = *was // only counts changed, and a write went a moment ago: later
 			return true, nil
 		}

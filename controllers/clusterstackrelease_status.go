@@ -96,7 +96,7 @@ func (r *ClusterStackReleaseStatusReconciler) Reconcile(ctx context.Context, req
 			fluxstatus.SetCondition(&rel.Status.Conditions, pr)
 		}
 		// Only the counts changed, and a write went a moment ago: later.
-		if later = r.pace.countsOnly(req.NamespacedName, counts.Total, was.Conditions, rel.Status.Conditions,
+		if later = r.pace.countsOnly(req.NamespacedName, counts.Total, r.Fleets.NamespaceAddons(rel.Namespace), was.Conditions, rel.Status.Conditions,
 			equality.Semantic.DeepEqual(was.Unhealthy, rel.Status.Unhealthy)); later > 0 {
 			rel.Status = *was
 			return true, nil

@@ -96,12 +96,18 @@ func (p *rollupPacer) countsInterval(clusters int32) time.Duration {
 // countsOnly is how long a roll-up write of key, counting clusters Clusters, that changes only
 // counts and messages must still wait (0: write it now): its conditions keep their status and
 // reason (before, after), same says that nothing else of it changed, key was written less than
-// countsInterval(clusters) ago, and clusters is at least countsPacedFrom. While a fleet converges
-// for minutes, the roll-up's counts are then written every countsInterval instead of every
-// RollupInterval; a condition that changes is written as before. The counts are recomputed from
-// the index at every reconcile, so the next write has the latest.
-func (p *rollupPacer) countsOnly(key client.ObjectKey, clusters int32, before, after []metav1.Condition, same bool) time.Duration {
-	if clusters < countsPacedFrom || !same || !sameConditionStates(before, after) {
+// countsInterval(clusters) ago, and the fleet is large: clusters, or namespaceAddons (every
+// ClusterAddon of the namespace, with a status or not yet), is at least countsPacedFrom. While a
+// fleet converges for minutes, the roll-up's counts are then written every countsInterval
+// instead of every RollupInterval; a condition that changes is written as before. The counts are
+// recomputed from the index at every reconcile, so the next write has the latest.
+//
+// namespaceAddons matters when the operator starts on a fleet: it creates the ClusterAddons at
+// once, but a ClusterAddon counts for its stack and release only once its first status is
+// written, up to --progress-status-interval later. Counted by clusters alone, the fleet would
+// look small for that long and its roll-ups be rewritten every second.
+func (p *rollupPacer) countsOnly(key client.ObjectKey, clusters, namespaceAddons int32, before, after []metav1.Condition, same bool) time.Duration {
+	if max(clusters, namespaceAddons) < countsPacedFrom || !same || !sameConditionStates(before, after) {
 		return 0
 	}
 	p.mu.Lock()
@@ -214,6 +220,11 @@ func (f *AddonFleets) Synced() bool { return f.synced != nil && f.synced() }
 // Fleet is the Fleet of the ClusterStack namespace/stack (its ClusterAddons by status.clusterStack).
 func (f *AddonFleets) Fleet(namespace, stack string) stackstatus.Fleet {
 	return f.index.Fleet(namespace, stack)
+}
+
+// NamespaceAddons counts every ClusterAddon of namespace, with a status or not yet.
+func (f *AddonFleets) NamespaceAddons(namespace string) int32 {
+	return f.index.NamespaceAddons(namespace)
 }
 
 // ReleaseClusters counts the ClusterAddons of namespace whose desired release is release.

@@ -71,7 +71,7 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 	was := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 3/10 clusters are")
 	counts := conds(metav1.ConditionFalse, "FluxObjectNotReady", "only 4/10 clusters are")
 
-	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom, 0, was, counts, true); d != 0 {
 		t.Errorf("never written: wait %s, want 0", d)
 	}
 	p.wrote(key)
@@ -79,7 +79,7 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 	if d := p.wait(key); d != 0 {
 		t.Errorf("past RollupInterval: wait %s, want 0", d)
 	}
-	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != every-3*time.Second {
+	if d := p.countsOnly(key, countsPacedFrom, 0, was, counts, true); d != every-3*time.Second {
 		t.Errorf("counts only, 3s after a write: wait %s, want %s", d, every-3*time.Second)
 	}
 	for name, after := range map[string][]metav1.Condition{
@@ -92,27 +92,35 @@ func TestRollupPacerCountsOnly(t *testing.T) {
 			return c
 		}(),
 	} {
-		if d := p.countsOnly(key, countsPacedFrom, was, after, true); d != 0 {
+		if d := p.countsOnly(key, countsPacedFrom, 0, was, after, true); d != 0 {
 			t.Errorf("%s changed: wait %s, want 0", name, d)
 		}
 	}
-	if d := p.countsOnly(key, countsPacedFrom, was, counts, false); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom, 0, was, counts, false); d != 0 {
 		t.Errorf("another fact changed: wait %s, want 0", d)
 	}
-	if d := p.countsOnly(key, countsPacedFrom-1, was, counts, true); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom-1, 0, was, counts, true); d != 0 {
 		t.Errorf("a roll-up of fewer than %d Clusters: wait %s, want 0", countsPacedFrom, d)
+	}
+	// A fleet whose ClusterAddons have no status yet, as when the operator starts on it, is as
+	// large as its namespace's ClusterAddons; the interval is its own counts'.
+	if d := p.countsOnly(key, 15, 1000, was, counts, true); d != every-3*time.Second {
+		t.Errorf("counts only of 15 Clusters of a namespace of 1000 ClusterAddons, 3s after a write: wait %s, want %s", d, every-3*time.Second)
+	}
+	if d := p.countsOnly(key, 15, countsPacedFrom-1, was, counts, true); d != 0 {
+		t.Errorf("a namespace of fewer than %d ClusterAddons: wait %s, want 0", countsPacedFrom, d)
 	}
 	// A larger fleet's counts wait longer: 30 ms a Cluster, at most a minute.
 	for clusters, want := range map[int32]time.Duration{1000: 30 * time.Second, 2000: time.Minute, 100000: time.Minute} {
-		if d := p.countsOnly(key, clusters, was, counts, true); d != want-3*time.Second {
+		if d := p.countsOnly(key, clusters, 0, was, counts, true); d != want-3*time.Second {
 			t.Errorf("counts only of %d Clusters, 3s after a write: wait %s, want %s", clusters, d, want-3*time.Second)
 		}
 	}
 	now = now.Add(every - 3*time.Second)
-	if d := p.countsOnly(key, countsPacedFrom, was, counts, true); d != 0 {
+	if d := p.countsOnly(key, countsPacedFrom, 0, was, counts, true); d != 0 {
 		t.Errorf("countsEvery after the write: wait %s, want 0", d)
 	}
-	if d := p.countsOnly(key, 1000, was, counts, true); d != 20*time.Second {
+	if d := p.countsOnly(key, 1000, 0, was, counts, true); d != 20*time.Second {
 		t.Errorf("counts only of 1000 Clusters, countsEvery after a write: wait %s, want 20s", d)
 	}
 	now = now.Add(countsEveryMost)

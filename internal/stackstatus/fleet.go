@@ -210,12 +210,14 @@ func firstNames[V any](m map[string]V, n int) []string {
 // Index keeps a Fleet per ClusterStack (namespace and status.clusterStack, as the ClusterAddons'
 // stack field index) and the Cluster counts per release (namespace and status.desiredRelease)
 // up to date as ClusterAddons change: Set and Delete subtract what the ClusterAddon contributed
-// before and add what it contributes now, in O(1). Safe for concurrent use.
+// before and add what it contributes now, in O(1). It also counts every ClusterAddon of each
+// namespace, whatever its status says. Safe for concurrent use.
 type Index struct {
-	mu       sync.Mutex
-	members  map[key]contribution
-	fleets   map[key]*Fleet
-	releases map[key]csv1.ClusterCounts
+	mu         sync.Mutex
+	members    map[key]contribution
+	fleets     map[key]*Fleet
+	releases   map[key]csv1.ClusterCounts
+	namespaces map[string]int32
 }
 
 // key is a namespace and a name.
@@ -223,7 +225,7 @@ type key struct{ namespace, name string }
 
 // NewIndex returns an empty Index.
 func NewIndex() *Index {
-	return &Index{members: map[key]contribution{}, fleets: map[key]*Fleet{}, releases: map[key]csv1.ClusterCounts{}}
+	return &Index{members: map[key]contribution{}, fleets: map[key]*Fleet{}, releases: map[key]csv1.ClusterCounts{}, namespaces: map[string]int32{}}
 }
 
 // Set records the current state of a ClusterAddon (added or changed).
@@ -234,6 +236,8 @@ func (x *Index) Set(a *csv1.ClusterAddon) {
 	defer x.mu.Unlock()
 	if old, ok := x.members[k]; ok {
 		x.remove(k, old)
+	} else {
+		x.namespaces[k.namespace]++
 	}
 	x.members[k] = c
 	if c.stack != "" {
@@ -261,6 +265,9 @@ func (x *Index) Delete(namespace, name string) {
 	if old, ok := x.members[k]; ok {
 		x.remove(k, old)
 		delete(x.members, k)
+		if x.namespaces[namespace]--; x.namespaces[namespace] <= 0 {
+			delete(x.namespaces, namespace)
+		}
 	}
 }
 
@@ -304,6 +311,13 @@ func (x *Index) Fleet(namespace, stack string) Fleet {
 		return f.clone()
 	}
 	return Fleet{}
+}
+
+// NamespaceAddons counts every ClusterAddon of namespace, with a status or not yet.
+func (x *Index) NamespaceAddons(namespace string) int32 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.namespaces[namespace]
 }
 
 // ReleaseClusters counts the ClusterAddons of namespace that want release (status.desiredRelease,

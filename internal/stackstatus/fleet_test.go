@@ -173,6 +173,37 @@ func TestIndexFleetIsACopy(t *testing.T) {
 	}
 }
 
+// TestIndexNamespaceAddons: every ClusterAddon of a namespace counts once, with a status or not,
+// until it is deleted.
+func TestIndexNamespaceAddons(t *testing.T) {
+	idx := NewIndex()
+	fresh := csv1.ClusterAddon{}
+	fresh.Namespace, fresh.Name = "tenant", "c0" // just created: no status, no stack, no release
+	idx.Set(&fresh)
+	a := ssDegradedAddon("c1", ssRelV1, "broken")
+	idx.Set(&a)
+	b := ssUpToDateAddon("c1", ssRelV1)
+	idx.Set(&b) // a change of c1, not another ClusterAddon
+	other := ssUpToDateAddon("c2", ssRelV1)
+	other.Namespace = "elsewhere"
+	idx.Set(&other)
+	if n := idx.NamespaceAddons("tenant"); n != 2 {
+		t.Errorf("NamespaceAddons(tenant) = %d, want 2 (c0 without a status and c1)", n)
+	}
+	if got := idx.Fleet("tenant", ssStack).Clusters.Total; got != 1 {
+		t.Errorf("the stack's fleet counts %d, want 1: c0 has no stack yet", got)
+	}
+	idx.Delete("tenant", "c0")
+	idx.Delete("tenant", "c0") // a tombstone after the delete
+	if n, m := idx.NamespaceAddons("tenant"), idx.NamespaceAddons("elsewhere"); n != 1 || m != 1 {
+		t.Errorf("after deleting c0: tenant %d, elsewhere %d, want 1 and 1", n, m)
+	}
+	idx.Delete("tenant", "c1")
+	if n := idx.NamespaceAddons("tenant"); n != 0 {
+		t.Errorf("after deleting every ClusterAddon: %d, want 0", n)
+	}
+}
+
 // normalized is f with empty maps for nil ones, for reflect.DeepEqual (much faster than cmp).
 func normalized(f Fleet) Fleet {
 	if f.Releases == nil {
