@@ -364,6 +364,9 @@ func BenchmarkRealFlux(b *testing.B) {
 	b.ReportMetric(float64(n), "clusters")
 	b.ReportMetric(float64(len(works)), "workload-servers")
 	b.ReportMetric(alone.ready.Seconds(), "flux-alone-ready-s")
+	if after.ready > 0 {
+		b.ReportMetric(after.ready.Seconds(), "flux-alone-after-ready-s")
+	}
 	b.ReportMetric(tr.allWritten.Seconds(), "all-written-s")
 	b.ReportMetric(percentile(tr.operatorPart, 50).Seconds(), "p50-operator-s")
 	b.ReportMetric(percentile(tr.fluxPart, 50).Seconds(), "p50-flux-s")
