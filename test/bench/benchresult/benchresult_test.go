@@ -50,19 +50,6 @@ func TestFanoutTable(t *testing.T) {
 	if !strings.HasPrefix(lines[2], "| 100 | 1s | 0s | 2s / 2.5s |") {
 		t.Errorf("row without settings: %q", lines[2])
 	}
-	// With Flux alone measured again after the operator, the ratios are to the mean of both
-	// phases, and the ratios to each follow.
-	after := RealFlux{Clusters: 1000, FluxAloneWritten: 300, FluxAloneReady: 400, FluxAloneAfterWritten: 350, FluxAloneAfterReady: 480,
-		FluxReady: 420, AddonsReady: 462, JobCPUms: 2.4, FluxAloneJobCPUms: 2, FluxAloneAfterJobCPUms: 3, FluxAloneAfterStealPercent: 1.5}
-	if got := after.FluxAlone(); got != 440 {
-		t.Errorf("FluxAlone() = %v, want the mean 440", got)
-	}
-	row := strings.Split(strings.TrimSpace(RealFluxTable([]RealFlux{after})), "\n")[2]
-	for _, want := range []string{"| 5m0s / 6m40s; 5m50s / 8m0s |", "| 0.95x / 1.05x; 1.16x / 0.96x |", "; after: 2.40 / 3.00 ms (0.80x); 0.0% / 1.5% |"} {
-		if !strings.Contains(row, want) {
-			t.Errorf("row %q lacks %q", row, want)
-		}
-	}
 	// A run that did not gauge the machine (before the probe) says so.
 	if !strings.HasSuffix(lines[2], "| - |") {
 		t.Errorf("row without the machine's speed: %q", lines[2])
