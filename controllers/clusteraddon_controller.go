@@ -454,8 +454,8 @@ func (r *ClusterAddonReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// name in its namespace it is removed, and it never reaches another namespace.
 		Watches(&csv1.ClusterAddon{}, handler.EnqueueRequestsFromMapFunc(unownedAddon)).
 		Watches(&csv1.ClusterStackRelease{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfRelease), builder.WithPredicates(predicate.Or(releaseFactsChanged(), requirementsMetChanged()))).
-		Watches(&helmv2.HelmRelease{}, fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), awaited: &r.awaited, pace: &r.pace}, builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
-		Watches(&kustomizev1.Kustomization{}, fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), awaited: &r.awaited, pace: &r.pace}, builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
+		Watches(&helmv2.HelmRelease{}, fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), awaited: &r.awaited, pace: &r.pace, interval: r.Status.ProgressInterval}, builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
+		Watches(&kustomizev1.Kustomization{}, fluxEventHandler{EventHandler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), awaited: &r.awaited, pace: &r.pace, interval: r.Status.ProgressInterval}, builder.WithPredicates(predicate.Or(fluxStatusChanged(), fluxShardLabelChanged()))).
 		// A values ConfigMap whose data, labels or annotations someone edited is applied again
 		// (the cache keeps a digest of its data: stripConfigMapData).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &csv1.ClusterAddon{}), builder.WithPredicates(configMapEdited())).

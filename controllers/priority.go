@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,12 +65,20 @@ func deferredRender() ctrl.Result {
 // fluxEventHandler enqueues a HelmRelease's or Kustomization's ClusterAddons as
 // handler.EnqueueRequestForOwner does, but a report of Ready=True at reportPriority when no
 // component awaits it, and at nextStepPriority when one does (see there).
+//
+// A report of progress (progressDue) of a Flux object whose ClusterAddons all have a progress
+// report held (progressPacer) is queued for when the held report is due, at reportPriority: the
+// reconcile that writes the held report then reads this one too, and Flux's steps within the
+// interval (helm-controller's "Fulfilling prerequisites", "Running 'install' action",
+// kustomize-controller's "Reconciliation in progress") cost that one reconcile, not one each.
 type fluxEventHandler struct {
 	handler.EventHandler
 	awaited *awaitedObjects
 	// pace is the ClusterAddon reconciler's progress pacer, told of the Ready a next component
-	// awaits; nil: not told.
+	// awaits and asked when a held report is due; nil: neither.
 	pace *progressPacer
+	// interval is the pacer's (StatusOptions.ProgressInterval); 0: nothing is put off.
+	interval time.Duration
 }
 
 func (h fluxEventHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -87,8 +98,47 @@ func (h fluxEventHandler) Update(ctx context.Context, e event.UpdateEvent, q wor
 		}
 		h.EventHandler.Update(ctx, e, queueAtPriority{PriorityQueue: pq, priority: nextStepPriority})
 	default:
+		if due := h.progressDue(e); due > 0 {
+			h.EventHandler.Update(ctx, e, queueAtPriority{PriorityQueue: pq, priority: reportPriority, after: due})
+			return
+		}
 		h.EventHandler.Update(ctx, e, q)
 	}
+}
+
+// progressDue is how long the reconcile for a Flux object's update may wait: until the soonest
+// progress report held for one of its ClusterAddons is due, when the update only reports
+// progress and every ClusterAddon of it has a report held (0 otherwise: queued now). An update
+// only reports progress when Flux changed nothing but the object's status, and the object is on
+// its way (Ready Unknown or not set, not stalled, not being deleted): a failure, a Ready, a change
+// of its spec or labels and a ClusterAddon with nothing held are never put off.
+func (h fluxEventHandler) progressDue(e event.UpdateEvent) time.Duration {
+	if h.pace == nil || h.interval <= 0 || e.ObjectOld == nil || e.ObjectNew == nil {
+		return 0
+	}
+	kind := kindOf(e.ObjectNew)
+	if kind != helmv2.HelmReleaseKind && kind != kustomizev1.KustomizationKind || kindOf(e.ObjectOld) != kind ||
+		e.ObjectNew.GetDeletionTimestamp() != nil || e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+		!equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		return 0
+	}
+	if st := fluxObjectState(kind, e.ObjectNew.GetName(), e.ObjectNew, nil, ""); st.Ready != metav1.ConditionUnknown || st.Stalled {
+		return 0
+	}
+	var due time.Duration
+	for _, ref := range e.ObjectNew.GetOwnerReferences() {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || ref.Kind != "ClusterAddon" || gv.Group != csv1.GroupVersion.Group {
+			continue
+		}
+		d := h.pace.due(client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}, h.interval)
+		if d <= 0 {
+			return 0
+		}
+		if due == 0 || d < due {
+			due = d
+		}
+	}
+	return due
 }
 
 // A Flux object's update, as the queue orders it.
@@ -136,10 +186,12 @@ func (h fluxEventHandler) readyReport(e event.UpdateEvent) (readyReport, []clien
 	}
 }
 
-// queueAtPriority adds at priority what is added without one.
+// queueAtPriority adds at priority what is added without one, and, when after is set, no sooner
+// than after from now what is added without a time.
 type queueAtPriority struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
 	priority int
+	after    time.Duration
 }
 
 func (q queueAtPriority) Add(item reconcile.Request) {
@@ -150,6 +202,9 @@ func (q queueAtPriority) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile
 	if o.Priority == nil {
 		p := q.priority
 		o.Priority = &p
+	}
+	if o.After == 0 {
+		o.After = q.after
 	}
 	q.PriorityQueue.AddWithOpts(o, items...)
 }

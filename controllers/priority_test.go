@@ -231,3 +231,93 @@ func TestDeferredRenderComesBackAhead(t *testing.T) {
 		t.Errorf("taken from the queue in the order %v, want %v", order, want)
 	}
 }
+
+// TestProgressWaitsForTheHeldReport: a Flux object's report of progress, while every ClusterAddon
+// of it has a progress report held, is queued for when the held report is due, at
+// reportPriority; a failure, a stall, a change of spec or labels, a ClusterAddon with nothing held
+// (or whose next step's Ready was seen) and an interval of 0 are queued now, at the default.
+func TestProgressWaitsForTheHeldReport(t *testing.T) {
+	const interval = 10 * time.Second
+	hr := func(addon string, conds ...metav1.Condition) *helmv2.HelmRelease {
+		o := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: addon + "-cni", Namespace: "ns", ResourceVersion: "1", Generation: 1,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterAddon", Name: addon, UID: "u", Controller: new(true)}}}}
+		o.Status.ObservedGeneration = 1
+		o.Status.Conditions = conds
+		return o
+	}
+	progress := func(msg string) metav1.Condition {
+		return metav1.Condition{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Progressing", Message: msg}
+	}
+	stepped := func(addon string, change func(*helmv2.HelmRelease)) event.UpdateEvent {
+		old := hr(addon, progress("Fulfilling prerequisites"))
+		n := old.DeepCopy()
+		n.ResourceVersion = "2"
+		n.Status.Conditions = []metav1.Condition{progress("Running 'install' action with timeout of 5m0s")}
+		if change != nil {
+			change(n)
+		}
+		return event.UpdateEvent{ObjectOld: old, ObjectNew: n}
+	}
+	ks := func(addon string) event.UpdateEvent {
+		old := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: addon + "-csi", Namespace: "ns", ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: csv1.GroupVersion.String(), Kind: "ClusterAddon", Name: addon, UID: "u", Controller: new(true)}}}}
+		n := old.DeepCopy()
+		n.ResourceVersion = "2"
+		n.Status.Conditions = []metav1.Condition{progress("Reconciliation in progress")}
+		return event.UpdateEvent{ObjectOld: old, ObjectNew: n}
+	}
+	held := types.NamespacedName{Namespace: "ns", Name: "c1"}
+	free := types.NamespacedName{Namespace: "ns", Name: "c2"}
+	nextStep := types.NamespacedName{Namespace: "ns", Name: "c3"}
+	pace := &progressPacer{}
+	var awaited awaitedObjects
+	for _, k := range []types.NamespacedName{held, free, nextStep} {
+		awaited.put(k, "")
+	}
+	h := fluxEventHandler{EventHandler: enqueueAddonOwner(t), awaited: &awaited, pace: pace, interval: interval}
+
+	for _, tc := range []struct {
+		name  string
+		h     fluxEventHandler
+		e     event.UpdateEvent
+		addon types.NamespacedName
+		later bool
+	}{
+		{"helm-controller's next step", h, stepped("c1", nil), held, true},
+		{"kustomize-controller's progress", h, ks("c1"), held, true},
+		{"a failure", h, stepped("c1", func(n *helmv2.HelmRelease) {
+			n.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "boom"}}
+		}), held, false},
+		{"stalled", h, stepped("c1", func(n *helmv2.HelmRelease) {
+			n.Status.Conditions = append(n.Status.Conditions, metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "RetriesExceeded"})
+		}), held, false},
+		{"a new spec", h, stepped("c1", func(n *helmv2.HelmRelease) { n.Generation = 2 }), held, false},
+		{"new labels", h, stepped("c1", func(n *helmv2.HelmRelease) { n.Labels = map[string]string{"sharding.fluxcd.io/key": "s1"} }), held, false},
+		{"being deleted", h, stepped("c1", func(n *helmv2.HelmRelease) { n.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), held, false},
+		{"nothing held", h, stepped("c2", nil), free, false},
+		{"its next step's Ready seen", h, stepped("c3", nil), nextStep, false},
+		{"an interval of 0", fluxEventHandler{EventHandler: h.EventHandler, awaited: &awaited, pace: pace}, stepped("c1", nil), held, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// c1's report is due 300 ms from now; c3's next step was seen Ready.
+			pace.held = map[client.ObjectKey]heldWrite{
+				held:     {since: time.Now().Add(300*time.Millisecond - interval)},
+				nextStep: {since: time.Now(), nextStepReady: time.Now()},
+			}
+			q := priorityqueue.New[reconcile.Request]("test")
+			defer q.ShutDown()
+			tc.h.Update(context.Background(), tc.e, q)
+			if n, want := q.Len(), map[bool]int{true: 0, false: 1}[tc.later]; n != want {
+				t.Fatalf("%d requests ready at once, want %d", n, want)
+			}
+			req, prio, _ := q.GetWithPriority() // waits for one put off
+			wantPrio := 0
+			if tc.later {
+				wantPrio = reportPriority
+			}
+			if want := (reconcile.Request{NamespacedName: tc.addon}); req != want || prio != wantPrio {
+				t.Errorf("queued %v at priority %d, want %v at %d", req, prio, want, wantPrio)
+			}
+		})
+	}
+}

@@ -101,6 +101,23 @@ func (p *progressPacer) nextStepReady(key client.ObjectKey) {
 	p.held[key] = h
 }
 
+// due returns how long the progress-only write held for ClusterAddon key still waits with the
+// given interval: 0 when none is held, when its interval is over, and when its next component's
+// Ready was seen since (nextStepReady: the wait in the queue that follows does not count, so when
+// the write is due is not known yet).
+func (p *progressPacer) due(key client.ObjectKey, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.held[key]
+	if !ok || !h.nextStepReady.IsZero() {
+		return 0
+	}
+	return max(interval-p.now.Now().Sub(h.since), 0)
+}
+
 // heldKubeconfigSeen is true when a status held for key says the Cluster's kubeconfig Secret
 // was found (WorkloadClusterReady True). Only a ClusterAddon's first status, held whole, has
 // conditions the API server's status lacks; the Secret is then not read again at every reconcile
