@@ -52,6 +52,9 @@ type fluxAloneResult struct {
 	// servers is the CPU the management API server, its etcd, this benchmark and the workload
 	// API servers spent over the same span.
 	servers phaseCPU
+	// account is what the phase cost the plane: every process's CPU and the management API
+	// server's requests.
+	account phaseAccount
 }
 
 // measureFluxAlone writes, for n Clusters of their own (named by nameOf), each with a kubeconfig
@@ -94,8 +97,10 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
 	servers0 := samplePhaseCPU(b, e, works)
+	requests0 := scrapeAPIRequests(ctx, b, e, notWatch)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
 	servers := servers0.until(samplePhaseCPU(b, e, works))
+	requests := diffMap(requests0, scrapeAPIRequests(ctx, b, e, notWatch))
 	speed := probe.Stop()
 	must(b, err)
 	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed, servers: servers}
@@ -105,6 +110,7 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 		res.usage = append(res.usage, procUsage{name: p.name, peakRSS: st.peakRSS, cpu: st.cpu.Seconds() - cpu0[p.name], err: err})
 		res.peakRSS[p.name] = st.peakRSS
 	}
+	res.account = newPhaseAccount(servers, res.usage, requests)
 	must(b, checkWorkloads(ctx, works, names))
 
 	tRemove := time.Now()

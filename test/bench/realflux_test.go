@@ -279,6 +279,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
 	servers0 := samplePhaseCPU(b, e, works)
+	requests0 := scrapeAPIRequests(ctx, b, e, notWatch)
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -294,8 +295,10 @@ func BenchmarkRealFlux(b *testing.B) {
 	})
 	stopTracking()
 	servers := servers0.until(samplePhaseCPU(b, e, works))
+	requests := diffMap(requests0, scrapeAPIRequests(ctx, b, e, notWatch))
 	speed := probe.Stop()
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
+	reconciles, reconcileBreakdown := diffCounts(map[string]float64{}, scrapeReconciles(ctx, b, e))
 	events := operatorEvents(ctx, b, e)
 	must(b, checkWorkloads(ctx, works, names))
 
@@ -311,6 +314,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	for _, u := range usages {
 		peak[u.name] = u.peakRSS
 	}
+	account := newPhaseAccount(servers, usages, requests)
 
 	// (c) Flux alone again: the operator stopped and what it generated removed as Flux alone's
 	// was (its ClusterAddons and values ConfigMaps stay, read by nothing).
@@ -374,6 +378,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	b.ReportMetric(tr.addonsReady.Seconds(), "addons-ready-s")
 	if *flagFluxAlone {
 		b.ReportMetric(addonsRatio, "addons-ready/flux-alone")
+		b.ReportMetric(account.total().Seconds()/meanAccount(fluxAloneAccounts(alone, after)...).total().Seconds(), "plane-cpu/flux-alone")
 	}
 	b.ReportMetric(hrPerMin, "helmreleases/min")
 	b.ReportMetric(writesPer, "operator-writes/cluster")
@@ -390,6 +395,8 @@ func BenchmarkRealFlux(b *testing.B) {
 		JobCPUms:              ms(speed.JobCPU), FluxAloneJobCPUms: ms(alone.speed.JobCPU),
 		StealPercent: speed.StealPercent, FluxAloneStealPercent: alone.speed.StealPercent,
 		FluxAloneAfterJobCPUms: ms(after.speed.JobCPU), FluxAloneAfterStealPercent: after.speed.StealPercent,
+		PlaneCPU: account.total().Seconds(), FluxAlonePlaneCPU: alone.account.total().Seconds(), FluxAloneAfterPlaneCPU: after.account.total().Seconds(),
+		OperatorCPU: account.cpu["operator"].Seconds(),
 	}}))
 
 	var out strings.Builder
@@ -445,6 +452,18 @@ func BenchmarkRealFlux(b *testing.B) {
 	fmt.Fprintf(&out, "      of which ClusterAddon updates (seen through a watch)   %d (%.2f per Cluster: status writes, spec and metadata)\n", tr.addonWrites, float64(tr.addonWrites)/float64(n))
 	tr.mu.Unlock()
 	fmt.Fprintf(&out, "      Events about the operator's objects in the whole run (objects / occurrences, by reason)   %s\n", events)
+	fmt.Fprintf(&out, "    operator reconciles                            %d (%.2f per Cluster) %s\n", reconciles, float64(reconciles)/float64(n), reconcileBreakdown)
+	if *flagFluxAlone {
+		which := "Flux alone's"
+		if after.ready > 0 {
+			which = "the mean of Flux alone's before and after"
+		}
+		mean := meanAccount(fluxAloneAccounts(alone, after)...)
+		fmt.Fprintf(&out, "    the plane's CPU in this phase (every process above and the operator) against %s\n", which)
+		fmt.Fprintf(&out, "      %s\n", cpuBeyond(account, mean))
+		fmt.Fprintf(&out, "    the management API server's requests (watches left out) beyond %s\n", which)
+		fmt.Fprintf(&out, "      %s\n", requestsBeyond(account, mean, n, float64(n)/20))
+	}
 	for _, u := range usages {
 		if u.err != nil {
 			fmt.Fprintf(&out, "    %-46s %v\n", u.name, u.err)
@@ -461,6 +480,15 @@ func BenchmarkRealFlux(b *testing.B) {
 	}
 	fmt.Fprintf(&out, "                                                   github.com/fluxcd/flux-benchmark RESULTS.md, Flux v2.6.0); here %.1f/min = %.0f%% of it with the operator, %s\n", hrPerMin, 100*hrPerMin/published, aloneRate)
 	fmt.Print(out.String())
+}
+
+// fluxAloneAccounts is the accounts of the Flux-alone phases that ran: before the operator's and,
+// when measured, after it.
+func fluxAloneAccounts(before, after fluxAloneResult) []phaseAccount {
+	if after.ready > 0 {
+		return []phaseAccount{before.account, after.account}
+	}
+	return []phaseAccount{before.account}
 }
 
 // realFluxRestWindow is how long measureAtRest samples the plane.
@@ -507,6 +535,7 @@ func printFluxAlone(out *strings.Builder, r fluxAloneResult, n int) {
 	}
 	fmt.Fprintf(out, "    machine speed (speedProbe)                      %s\n", r.speed)
 	fmt.Fprintf(out, "    CPU of the servers and the benchmark            %s\n", r.servers)
+	fmt.Fprintf(out, "    the plane's CPU in the phase (all of the above) %s\n", r.account.total().Round(time.Second))
 	fmt.Fprintf(out, "    removed again (suspended, then deleted: Flux drops them without uninstalling)   %s\n", r.removed.Round(time.Second))
 }
 

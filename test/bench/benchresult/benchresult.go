@@ -155,6 +155,14 @@ type RealFlux struct {
 	// FluxAloneAfterJobCPUms and FluxAloneAfterStealPercent are the same of Flux alone again.
 	FluxAloneAfterJobCPUms     float64 `json:"fluxAloneAfterJobCPUms,omitempty"`
 	FluxAloneAfterStealPercent float64 `json:"fluxAloneAfterStealPercent,omitempty"`
+	// PlaneCPU, FluxAlonePlaneCPU and FluxAloneAfterPlaneCPU are the CPU seconds every process of
+	// the plane spent in each phase (the management and workload API servers with their etcd,
+	// helm- and kustomize-controller, the benchmark, and the operator in its phase), OperatorCPU
+	// the operator's part; 0 when not measured.
+	PlaneCPU               float64 `json:"planeCPU,omitempty"`
+	FluxAlonePlaneCPU      float64 `json:"fluxAlonePlaneCPU,omitempty"`
+	FluxAloneAfterPlaneCPU float64 `json:"fluxAloneAfterPlaneCPU,omitempty"`
+	OperatorCPU            float64 `json:"operatorCPU,omitempty"`
 }
 
 // FluxAlone is what the operator's phase is compared with: Flux alone's time to every object
@@ -165,6 +173,24 @@ func (r RealFlux) FluxAlone() float64 {
 		return (r.FluxAloneReady + r.FluxAloneAfterReady) / 2
 	}
 	return r.FluxAloneReady
+}
+
+// FluxAlonePlane is Flux alone's plane CPU the operator's phase is compared with: the mean of the
+// phases before and after it when both measured it.
+func (r RealFlux) FluxAlonePlane() float64 {
+	if r.FluxAloneAfterPlaneCPU > 0 {
+		return (r.FluxAlonePlaneCPU + r.FluxAloneAfterPlaneCPU) / 2
+	}
+	return r.FluxAlonePlaneCPU
+}
+
+// planeCPU is a table's plane CPU column: the operator's phase, Flux alone's (FluxAlonePlane),
+// their ratio and the operator's own part; "-" when the run did not measure it.
+func (r RealFlux) planeCPU() string {
+	if r.PlaneCPU <= 0 || r.FluxAlonePlane() <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s / %s (%s); the operator %s", secs(r.PlaneCPU), secs(r.FluxAlonePlane()), ratio(r.PlaneCPU, r.FluxAlonePlane()), secs(r.OperatorCPU))
 }
 
 // Write writes r as JSON to path; nothing when path is "".
@@ -293,8 +319,8 @@ func RealFluxTable(rs []RealFlux) string {
 	rs = append([]RealFlux(nil), rs...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Clusters < rs[j].Clusters })
 	var b strings.Builder
-	b.WriteString("| N | workload API servers | Flux alone: every object written / Ready (before; after the operator) | with the operator: every object written / Flux Ready / ClusterAddon Ready | over Flux alone (the mean of before and after): Flux Ready / ClusterAddon Ready (goal 1.10x); ClusterAddon Ready over before / after | operator writes per Cluster (goal) | operator's share of each Cluster's time: p50 / of the sum | written -> Ready p50: HelmRelease / Kustomization | HelmReleases per minute | peak RSS: operator / helm-controller / kustomize-controller (Flux alone) | peak RSS of a workload API server and etcd | machine speed: fixed job's CPU with the operator / alone (before; after); CPU stolen |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| N | workload API servers | Flux alone: every object written / Ready (before; after the operator) | with the operator: every object written / Flux Ready / ClusterAddon Ready | over Flux alone (the mean of before and after): Flux Ready / ClusterAddon Ready (goal 1.10x); ClusterAddon Ready over before / after | the plane's CPU in the phase: with the operator / Flux alone (the mean) (ratio); the operator's part | operator writes per Cluster (goal) | operator's share of each Cluster's time: p50 / of the sum | written -> Ready p50: HelmRelease / Kustomization | HelmReleases per minute | peak RSS: operator / helm-controller / kustomize-controller (Flux alone) | peak RSS of a workload API server and etcd | machine speed: fixed job's CPU with the operator / alone (before; after); CPU stolen |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		goal := "-"
 		if r.GeneratedObjects > 0 {
@@ -306,10 +332,10 @@ func RealFluxTable(rs []RealFlux) string {
 			ratios = "; " + ratio(r.AddonsReady, r.FluxAloneReady) + " / " + ratio(r.AddonsReady, r.FluxAloneAfterReady)
 			speed += "; after: " + machineSpeed(r.JobCPUms, r.FluxAloneAfterJobCPUms, r.StealPercent, r.FluxAloneAfterStealPercent)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %s / %s / %s | %s / %s%s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s | %s |\n",
+		fmt.Fprintf(&b, "| %d | %d | %s | %s / %s / %s | %s / %s%s | %s | %.3f (%s) | %s (%.0f%%) | %s / %s | %.0f | %s / %s (%s) / %s (%s) | %s | %s |\n",
 			r.Clusters, max(r.Workloads, 1), alone,
 			secs(r.AllWritten), secs(r.FluxReady), secs(r.AddonsReady),
-			ratio(r.FluxReady, r.FluxAlone()), ratio(r.AddonsReady, r.FluxAlone()), ratios,
+			ratio(r.FluxReady, r.FluxAlone()), ratio(r.AddonsReady, r.FluxAlone()), ratios, r.planeCPU(),
 			r.WritesPerCluster, goal, secs(r.OperatorShareP50), r.OperatorSharePercent,
 			secs(r.HelmReleaseReadyP50), secs(r.KustomizationP50), r.HelmReleasesPerMin,
 			mib(r.PeakRSS["operator"]), mib(r.PeakRSS["helm-controller"]), mib(r.FluxAlonePeakRSS["helm-controller"]),

@@ -96,7 +96,7 @@ func TestRealFluxTable(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want a header, a separator and a row, got:\n%s", table)
 	}
-	for _, want := range []string{"| 1000 | 10 | 5m0s / 6m40s |", "| 5m10s / 7m0s / 7m20s |", "| 1.05x / 1.10x |", "| 6.200 (6) |",
+	for _, want := range []string{"| 1000 | 10 | 5m0s / 6m40s |", "| 5m10s / 7m0s / 7m20s |", "| 1.05x / 1.10x | - | 6.200 (6) |",
 		"| 1.5s (4%) |", "| 1m0s / 2s |", "| 150 |", "| 100 MiB / 500 MiB (450 MiB) / 200 MiB (190 MiB) |", "| 400 MiB |",
 		"| 2.40 / 2.00 ms (1.20x); 0.3% / ? |"} {
 		if !strings.Contains(lines[2], want) {
@@ -106,12 +106,16 @@ func TestRealFluxTable(t *testing.T) {
 	// With Flux alone measured again after the operator, the ratios are to the mean of both
 	// phases, and the ratios to each follow.
 	after := RealFlux{Clusters: 1000, FluxAloneWritten: 300, FluxAloneReady: 400, FluxAloneAfterWritten: 350, FluxAloneAfterReady: 480,
-		FluxReady: 420, AddonsReady: 462, JobCPUms: 2.4, FluxAloneJobCPUms: 2, FluxAloneAfterJobCPUms: 3, FluxAloneAfterStealPercent: 1.5}
+		FluxReady: 420, AddonsReady: 462, JobCPUms: 2.4, FluxAloneJobCPUms: 2, FluxAloneAfterJobCPUms: 3, FluxAloneAfterStealPercent: 1.5,
+		PlaneCPU: 880, FluxAlonePlaneCPU: 760, FluxAloneAfterPlaneCPU: 840, OperatorCPU: 40}
 	if got := after.FluxAlone(); got != 440 {
 		t.Errorf("FluxAlone() = %v, want the mean 440", got)
 	}
 	row := strings.Split(strings.TrimSpace(RealFluxTable([]RealFlux{after})), "\n")[2]
-	for _, want := range []string{"| 5m0s / 6m40s; 5m50s / 8m0s |", "| 0.95x / 1.05x; 1.16x / 0.96x |", "; after: 2.40 / 3.00 ms (0.80x); 0.0% / 1.5% |"} {
+	if got := after.FluxAlonePlane(); got != 800 {
+		t.Errorf("FluxAlonePlane() = %v, want the mean 800", got)
+	}
+	for _, want := range []string{"| 5m0s / 6m40s; 5m50s / 8m0s |", "| 0.95x / 1.05x; 1.16x / 0.96x |", "| 14m40s / 13m20s (1.10x); the operator 40s |", "; after: 2.40 / 3.00 ms (0.80x); 0.0% / 1.5% |"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("row %q lacks %q", row, want)
 		}

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// phaseAccount is what one phase of BenchmarkRealFlux cost the whole plane: the CPU each process
+// spent in it, by name, and the management API server's requests (watches left out, as they are
+// long-running), by "resource[/subresource] VERB". Set side by side for the operator's phase and
+// Flux alone's, it says what the operator's phase adds to Flux alone's work, which the phases'
+// times, on two saturated cores whose speed drifts, say only through the drift.
+type phaseAccount struct {
+	cpu      map[string]time.Duration
+	requests map[string]float64
+}
+
+// notWatch keeps every verb but the long-running ones.
+func notWatch(verb string) bool { return verb != "WATCH" && verb != "CONNECT" }
+
+// newPhaseAccount is the account of a phase whose servers and controllers (usage; those whose
+// figures could not be read are left out) spent what they did, with the requests the management
+// API server served in it.
+func newPhaseAccount(servers phaseCPU, usage []procUsage, requests map[string]float64) phaseAccount {
+	a := phaseAccount{requests: requests, cpu: map[string]time.Duration{
+		"management API server": servers.api, "etcd": servers.etcd, "this benchmark": servers.self, "workload API servers": servers.workloads,
+	}}
+	for _, u := range usage {
+		if u.err == nil {
+			a.cpu[u.name] = time.Duration(u.cpu * float64(time.Second))
+		}
+	}
+	return a
+}
+
+// total is the CPU every process of the phase spent.
+func (a phaseAccount) total() time.Duration {
+	var t time.Duration
+	for _, d := range a.cpu {
+		t += d
+	}
+	return t
+}
+
+// meanAccount is the mean of the accounts, figure by figure; a figure missing from one counts 0 there.
+func meanAccount(accounts ...phaseAccount) phaseAccount {
+	m := phaseAccount{cpu: map[string]time.Duration{}, requests: map[string]float64{}}
+	if len(accounts) == 0 {
+		return m
+	}
+	for _, a := range accounts {
+		for k, d := range a.cpu {
+			m.cpu[k] += d / time.Duration(len(accounts))
+		}
+		for k, v := range a.requests {
+			m.requests[k] += v / float64(len(accounts))
+		}
+	}
+	return m
+}
+
+// cpuBeyond is how much more CPU a's phase took than base's: in all, as a ratio, and by process,
+// the largest differences first.
+func cpuBeyond(a, base phaseAccount) string {
+	type diff struct {
+		name string
+		d    time.Duration
+	}
+	var ds []diff
+	for _, k := range keysOf(a.cpu, base.cpu) {
+		if d := a.cpu[k] - base.cpu[k]; d.Abs() >= 100*time.Millisecond {
+			ds = append(ds, diff{k, d})
+		}
+	}
+	slices.SortStableFunc(ds, func(x, y diff) int { return cmp.Compare(y.d.Abs(), x.d.Abs()) })
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%s %s", d.name, signed(d.d.Round(100*time.Millisecond).String(), d.d >= 0)))
+	}
+	ratio := math.NaN()
+	if base.total() > 0 {
+		ratio = a.total().Seconds() / base.total().Seconds()
+	}
+	return fmt.Sprintf("%s against %s (%.2fx): %s", a.total().Round(time.Second), base.total().Round(time.Second), ratio, strings.Join(parts, ", "))
+}
+
+// requestsBeyond is how many more requests of each kind the management API server served in a's
+// phase than in base's, for n Clusters: those that differ by at least min, the largest
+// differences first, with their number per Cluster.
+func requestsBeyond(a, base phaseAccount, n int, min float64) string {
+	type diff struct {
+		key string
+		d   float64
+	}
+	var ds []diff
+	for _, k := range keysOf(a.requests, base.requests) {
+		if d := a.requests[k] - base.requests[k]; math.Abs(d) >= min {
+			ds = append(ds, diff{k, d})
+		}
+	}
+	if len(ds) == 0 {
+		return fmt.Sprintf("none differs by %.0f or more", min)
+	}
+	slices.SortStableFunc(ds, func(x, y diff) int { return cmp.Compare(math.Abs(y.d), math.Abs(x.d)) })
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%s %s (%.2f per Cluster)", d.key, signed(fmt.Sprintf("%.0f", math.Abs(d.d)), d.d >= 0), d.d/float64(n)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// signed puts the sign of a difference before its magnitude, s.
+func signed(s string, positive bool) string {
+	s = strings.TrimPrefix(s, "-")
+	if positive {
+		return "+" + s
+	}
+	return "-" + s
+}
+
+// keysOf is the keys of both maps, sorted.
+func keysOf[V any](a, b map[string]V) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// diffMap is how much each count grew from before to after.
+func diffMap(before, after map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(after))
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestPhaseAccount(t *testing.T) {
+	before := newPhaseAccount(phaseCPU{cpuSample: cpuSample{api: 200 * time.Second, etcd: 30 * time.Second, self: 10 * time.Second}, workloads: 220 * time.Second},
+		[]procUsage{{name: "helm-controller", cpu: 190}, {name: "kustomize-controller", cpu: 70}},
+		map[string]float64{"helmreleases PATCH": 1000, "helmreleases/status PATCH": 6000, "secrets GET": 3000})
+	after := newPhaseAccount(phaseCPU{cpuSample: cpuSample{api: 240 * time.Second, etcd: 34 * time.Second, self: 10 * time.Second}, workloads: 240 * time.Second},
+		[]procUsage{{name: "helm-controller", cpu: 194}, {name: "kustomize-controller", cpu: 74}, {name: "lost", cpu: 99, err: errors.New("gone")}},
+		map[string]float64{"helmreleases PATCH": 1000, "helmreleases/status PATCH": 6200, "secrets GET": 3000})
+	if got, want := before.total(), 720*time.Second; got != want {
+		t.Fatalf("total: got %s, want %s", got, want)
+	}
+	if _, ok := after.cpu["lost"]; ok {
+		t.Fatal("a process whose figures could not be read counts")
+	}
+	mean := meanAccount(before, after)
+	if got, want := mean.cpu["management API server"], 220*time.Second; got != want {
+		t.Fatalf("mean API server CPU: got %s, want %s", got, want)
+	}
+	if got, want := mean.requests["helmreleases/status PATCH"], 6100.0; got != want {
+		t.Fatalf("mean status patches: got %v, want %v", got, want)
+	}
+
+	op := newPhaseAccount(phaseCPU{cpuSample: cpuSample{api: 250 * time.Second, etcd: 32 * time.Second, self: 12 * time.Second}, workloads: 230 * time.Second},
+		[]procUsage{{name: "helm-controller", cpu: 190}, {name: "kustomize-controller", cpu: 72}, {name: "operator", cpu: 40}},
+		map[string]float64{"helmreleases PATCH": 1000, "helmreleases/status PATCH": 6110, "secrets GET": 4000, "clusteraddons POST": 1000, "clusteraddons/status PUT": 2000})
+	// 826 s against the mean's 756 s: the operator's 40 s first, then the API server's 30 s; the
+	// processes that spent the same are left out.
+	if got, want := cpuBeyond(op, mean), "13m46s against 12m36s (1.09x): operator +40s, management API server +30s, "+
+		"helm-controller -2s, this benchmark +2s"; got != want {
+		t.Errorf("cpuBeyond:\n got %s\nwant %s", got, want)
+	}
+	// Only differences of at least 100 requests, the largest first.
+	if got, want := requestsBeyond(op, mean, 1000, 100), "clusteraddons/status PUT +2000 (2.00 per Cluster), clusteraddons POST +1000 (1.00 per Cluster), "+
+		"secrets GET +1000 (1.00 per Cluster)"; got != want {
+		t.Errorf("requestsBeyond:\n got %s\nwant %s", got, want)
+	}
+	if got, want := requestsBeyond(mean, op, 1000, 100), "clusteraddons/status PUT -2000 (-2.00 per Cluster), clusteraddons POST -1000 (-1.00 per Cluster), "+
+		"secrets GET -1000 (-1.00 per Cluster)"; got != want {
+		t.Errorf("requestsBeyond, fewer:\n got %s\nwant %s", got, want)
+	}
+	if got, want := requestsBeyond(after, after, 1000, 100), "none differs by 100 or more"; got != want {
+		t.Errorf("requestsBeyond, the same: got %s, want %s", got, want)
+	}
+}
