@@ -809,8 +809,8 @@ func sum(m map[string]float64) float64 {
 func diffCounts(before, after map[string]float64) (int, string) {
 	var parts []string
 	total := 0
-	for k, v := range after {
-		if d := int(v - before[k]); d != 0 {
+	for k, v := range diffMap(before, after) {
+		if d := int(v); d != 0 {
 			parts = append(parts, fmt.Sprintf("%s: %d", k, d))
 			total += d
 		}

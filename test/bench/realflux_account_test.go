@@ -66,20 +66,10 @@ func meanAccount(accounts ...phaseAccount) phaseAccount {
 // cpuBeyond is how much more CPU a's phase took than base's: in all, as a ratio, and by process,
 // the largest differences first.
 func cpuBeyond(a, base phaseAccount) string {
-	type diff struct {
-		name string
-		d    time.Duration
-	}
-	var ds []diff
-	for _, k := range keysOf(a.cpu, base.cpu) {
-		if d := a.cpu[k] - base.cpu[k]; d.Abs() >= 100*time.Millisecond {
-			ds = append(ds, diff{k, d})
-		}
-	}
-	slices.SortStableFunc(ds, func(x, y diff) int { return cmp.Compare(y.d.Abs(), x.d.Abs()) })
+	ds := largestDiffs(a.cpu, base.cpu, 100*time.Millisecond)
 	parts := make([]string, 0, len(ds))
 	for _, d := range ds {
-		parts = append(parts, fmt.Sprintf("%s %s", d.name, signed(d.d.Round(100*time.Millisecond).String(), d.d >= 0)))
+		parts = append(parts, fmt.Sprintf("%s %s", d.key, signed(d.d.Round(100*time.Millisecond).String(), d.d >= 0)))
 	}
 	ratio := math.NaN()
 	if base.total() > 0 {
@@ -92,25 +82,35 @@ func cpuBeyond(a, base phaseAccount) string {
 // phase than in base's, for n Clusters: those that differ by at least min, the largest
 // differences first, with their number per Cluster.
 func requestsBeyond(a, base phaseAccount, n int, min float64) string {
-	type diff struct {
-		key string
-		d   float64
-	}
-	var ds []diff
-	for _, k := range keysOf(a.requests, base.requests) {
-		if d := a.requests[k] - base.requests[k]; math.Abs(d) >= min {
-			ds = append(ds, diff{k, d})
-		}
-	}
+	ds := largestDiffs(a.requests, base.requests, min)
 	if len(ds) == 0 {
 		return fmt.Sprintf("none differs by %.0f or more", min)
 	}
-	slices.SortStableFunc(ds, func(x, y diff) int { return cmp.Compare(math.Abs(y.d), math.Abs(x.d)) })
 	parts := make([]string, 0, len(ds))
 	for _, d := range ds {
 		parts = append(parts, fmt.Sprintf("%s %s (%.2f per Cluster)", d.key, signed(fmt.Sprintf("%.0f", math.Abs(d.d)), d.d >= 0), d.d/float64(n)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// keyedDiff is how much a figure of one account exceeds the same of another.
+type keyedDiff[V ~int64 | ~float64] struct {
+	key string
+	d   V
+}
+
+// largestDiffs is a's figures less b's, for every key of either whose difference is at least min
+// either way, the largest differences first (of equal ones, by key).
+func largestDiffs[V ~int64 | ~float64](a, b map[string]V, min V) []keyedDiff[V] {
+	abs := func(v V) V { return max(v, -v) }
+	var ds []keyedDiff[V]
+	for _, k := range keysOf(a, b) {
+		if d := a[k] - b[k]; abs(d) >= min {
+			ds = append(ds, keyedDiff[V]{k, d})
+		}
+	}
+	slices.SortStableFunc(ds, func(x, y keyedDiff[V]) int { return cmp.Compare(abs(y.d), abs(x.d)) })
+	return ds
 }
 
 // signed puts the sign of a difference before its magnitude, s.

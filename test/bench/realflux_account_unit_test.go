@@ -48,4 +48,13 @@ func TestPhaseAccount(t *testing.T) {
 	if got, want := requestsBeyond(after, after, 1000, 100), "none differs by 100 or more"; got != want {
 		t.Errorf("requestsBeyond, the same: got %s, want %s", got, want)
 	}
+
+	// Each count's growth; a count that did not grow is left out, and diffCounts sums them whole.
+	before2, after2 := map[string]float64{"a": 1, "b": 2}, map[string]float64{"a": 4, "b": 2, "c": 2.5}
+	if got := diffMap(before2, after2); len(got) != 2 || got["a"] != 3 || got["c"] != 2.5 {
+		t.Errorf("diffMap: got %v, want a: 3, c: 2.5", got)
+	}
+	if total, breakdown := diffCounts(before2, after2); total != 5 || breakdown != "(a: 3, c: 2)" {
+		t.Errorf("diffCounts: got %d %s, want 5 (a: 3, c: 2)", total, breakdown)
+	}
 }

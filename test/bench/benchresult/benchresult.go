@@ -169,19 +169,22 @@ type RealFlux struct {
 // Ready, the mean of the phases before and after the operator's when both ran. A machine whose
 // speed drifts linearly over the run moves the two alike, and the drift cancels out of their mean.
 func (r RealFlux) FluxAlone() float64 {
-	if r.FluxAloneAfterReady > 0 {
-		return (r.FluxAloneReady + r.FluxAloneAfterReady) / 2
+	return meanOfMeasured(r.FluxAloneReady, r.FluxAloneAfterReady)
+}
+
+// meanOfMeasured is the mean of Flux alone's figures before and after the operator's phase, or the
+// one before when the phase after was not measured (0).
+func meanOfMeasured(before, after float64) float64 {
+	if after > 0 {
+		return (before + after) / 2
 	}
-	return r.FluxAloneReady
+	return before
 }
 
 // FluxAlonePlane is Flux alone's plane CPU the operator's phase is compared with: the mean of the
 // phases before and after it when both measured it.
 func (r RealFlux) FluxAlonePlane() float64 {
-	if r.FluxAloneAfterPlaneCPU > 0 {
-		return (r.FluxAlonePlaneCPU + r.FluxAloneAfterPlaneCPU) / 2
-	}
-	return r.FluxAlonePlaneCPU
+	return meanOfMeasured(r.FluxAlonePlaneCPU, r.FluxAloneAfterPlaneCPU)
 }
 
 // planeCPU is a table's plane CPU column: the operator's phase, Flux alone's (FluxAlonePlane),
