@@ -126,11 +126,8 @@ func (h fluxEventHandler) progressDue(e event.UpdateEvent) time.Duration {
 		return 0
 	}
 	var due time.Duration
-	for _, ref := range e.ObjectNew.GetOwnerReferences() {
-		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || ref.Kind != "ClusterAddon" || gv.Group != csv1.GroupVersion.Group {
-			continue
-		}
-		d := h.pace.due(client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}, h.interval)
+	for _, addon := range addonOwners(e.ObjectNew) {
+		d := h.pace.due(addon, h.interval)
 		if d <= 0 {
 			return 0
 		}
@@ -139,6 +136,18 @@ func (h fluxEventHandler) progressDue(e event.UpdateEvent) time.Duration {
 		}
 	}
 	return due
+}
+
+// addonOwners is the ClusterAddons among o's owners, in o's namespace.
+func addonOwners(o client.Object) []client.ObjectKey {
+	var addons []client.ObjectKey
+	for _, ref := range o.GetOwnerReferences() {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || ref.Kind != "ClusterAddon" || gv.Group != csv1.GroupVersion.Group {
+			continue
+		}
+		addons = append(addons, client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name})
+	}
+	return addons
 }
 
 // A Flux object's update, as the queue orders it.
@@ -160,14 +169,9 @@ func (h fluxEventHandler) readyReport(e event.UpdateEvent) (readyReport, []clien
 		!readyForSpec(e.ObjectNew) || readyForSpec(e.ObjectOld) {
 		return notReadyReport, nil
 	}
-	owners := 0
+	owners := addonOwners(e.ObjectNew)
 	var awaiting []client.ObjectKey
-	for _, ref := range e.ObjectNew.GetOwnerReferences() {
-		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || ref.Kind != "ClusterAddon" || gv.Group != csv1.GroupVersion.Group {
-			continue
-		}
-		owners++
-		addon := client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}
+	for _, addon := range owners {
 		waitsFor, known := h.awaited.get(addon)
 		if !known {
 			return notReadyReport, nil
@@ -177,7 +181,7 @@ func (h fluxEventHandler) readyReport(e event.UpdateEvent) (readyReport, []clien
 		}
 	}
 	switch {
-	case owners == 0:
+	case len(owners) == 0:
 		return notReadyReport, nil
 	case len(awaiting) > 0:
 		return reportAwaited, awaiting
