@@ -68,6 +68,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -761,15 +762,22 @@ func scrapeAPIReads(ctx context.Context, b testing.TB, e *benchEnv) map[string]f
 // by "resource[/subresource] VERB".
 func scrapeAPIRequests(ctx context.Context, b testing.TB, e *benchEnv, keep func(verb string) bool) map[string]float64 {
 	b.Helper()
-	cs, err := kubernetes.NewForConfig(e.cfg)
+	out := map[string]float64{}
+	must(b, addAPIRequests(ctx, e.cfg, keep, "", out))
+	return out
+}
+
+// addAPIRequests adds the requests so far of the API server cfg reaches whose verb keep
+// accepts to out, by prefix + "resource[/subresource] VERB".
+func addAPIRequests(ctx context.Context, cfg *rest.Config, keep func(verb string) bool, prefix string, out map[string]float64) error {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	text, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		b.Fatalf("GET the API server's /metrics: %v", err)
+		return fmt.Errorf("GET %s's /metrics: %w", cfg.Host, err)
 	}
-	out := map[string]float64{}
 	for _, s := range samples(string(text), "apiserver_request_total") {
 		if !keep(s.labels["verb"]) {
 			continue
@@ -778,9 +786,9 @@ func scrapeAPIRequests(ctx context.Context, b testing.TB, e *benchEnv, keep func
 		if sub := s.labels["subresource"]; sub != "" {
 			res += "/" + sub
 		}
-		out[res+" "+s.labels["verb"]] += s.value
+		out[prefix+res+" "+s.labels["verb"]] += s.value
 	}
-	return out
+	return nil
 }
 
 // scrapeReconciles returns the operator's reconciles so far by controller.

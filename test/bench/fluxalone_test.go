@@ -97,10 +97,10 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
 	servers0 := samplePhaseCPU(b, e, works)
-	requests0 := scrapeAPIRequests(ctx, b, e, notWatch)
+	requests0 := scrapePlaneRequests(ctx, b, e, works)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
 	servers := servers0.until(samplePhaseCPU(b, e, works))
-	requests := diffMap(requests0, scrapeAPIRequests(ctx, b, e, notWatch))
+	requests := diffMap(requests0, scrapePlaneRequests(ctx, b, e, works))
 	speed := probe.Stop()
 	must(b, err)
 	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed, servers: servers}

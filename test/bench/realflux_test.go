@@ -69,6 +69,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -279,7 +280,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
 	servers0 := samplePhaseCPU(b, e, works)
-	requests0 := scrapeAPIRequests(ctx, b, e, notWatch)
+	requests0 := scrapePlaneRequests(ctx, b, e, works)
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -295,7 +296,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	})
 	stopTracking()
 	servers := servers0.until(samplePhaseCPU(b, e, works))
-	requests := diffMap(requests0, scrapeAPIRequests(ctx, b, e, notWatch))
+	requests := diffMap(requests0, scrapePlaneRequests(ctx, b, e, works))
 	speed := probe.Stop()
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
 	reconciles, reconcileBreakdown := diffCounts(map[string]float64{}, scrapeReconciles(ctx, b, e))
@@ -461,7 +462,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		mean := meanAccount(fluxAloneAccounts(alone, after)...)
 		fmt.Fprintf(&out, "    the plane's CPU in this phase (every process above and the operator) against %s\n", which)
 		fmt.Fprintf(&out, "      %s\n", cpuBeyond(account, mean))
-		fmt.Fprintf(&out, "    the management API server's requests (watches left out) beyond %s\n", which)
+		fmt.Fprintf(&out, "    the API servers' requests (watches left out; \"workload\": all workload API servers') beyond %s\n", which)
 		fmt.Fprintf(&out, "      %s\n", requestsBeyond(account, mean, n, float64(n)/20))
 	}
 	for _, u := range usages {
@@ -542,6 +543,7 @@ func printFluxAlone(out *strings.Builder, r fluxAloneResult, n int) {
 // workloadServer is a workload API server that Clusters' kubeconfigs point to.
 type workloadServer struct {
 	dir        string
+	cfg        *rest.Config
 	c          client.Client
 	kubeconfig []byte
 }
@@ -557,6 +559,7 @@ func startWorkloadServers(b testing.TB, e *benchEnv, bin string, n int) []*workl
 		name := fmt.Sprintf("workload-%d", i)
 		w := &workloadServer{dir: filepath.Join(e.dir, name)}
 		cfg := startAPIServer(b, bin, w.dir, filepath.Join(e.logDir, name+"-kube-apiserver.log"), name, nil, nil)
+		w.cfg = cfg
 		var err error
 		if w.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 			b.Fatal(err)
@@ -596,6 +599,18 @@ func (s phaseCPU) until(later phaseCPU) phaseCPU {
 
 func (s phaseCPU) String() string {
 	return fmt.Sprintf("%s, workload API servers %s", s.cpuSample, s.workloads.Round(100*time.Millisecond))
+}
+
+// scrapePlaneRequests is the requests so far, watches left out, of the management API server,
+// by "resource[/subresource] VERB", and of all workload API servers together, by the same with
+// "workload " before it.
+func scrapePlaneRequests(ctx context.Context, b testing.TB, e *benchEnv, works []*workloadServer) map[string]float64 {
+	b.Helper()
+	out := scrapeAPIRequests(ctx, b, e, notWatch)
+	for _, w := range works {
+		must(b, addAPIRequests(ctx, w.cfg, notWatch, "workload ", out))
+	}
+	return out
 }
 
 // stats are the peak RSS of the server's kube-apiserver and its etcd, together, and the CPU
