@@ -52,8 +52,8 @@ type fluxAloneResult struct {
 	// servers is the CPU the management API server, its etcd, this benchmark and the workload
 	// API servers spent over the same span.
 	servers phaseCPU
-	// account is what the phase cost the plane: every process's CPU and the management API
-	// server's requests.
+	// account is what the phase cost the plane: every process's CPU and the API servers'
+	// requests.
 	account phaseAccount
 }
 

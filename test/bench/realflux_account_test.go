@@ -10,8 +10,9 @@ import (
 )
 
 // phaseAccount is what one phase of BenchmarkRealFlux cost the whole plane: the CPU each process
-// spent in it, by name, and the management API server's requests (watches left out, as they are
-// long-running), by "resource[/subresource] VERB". Set side by side for the operator's phase and
+// spent in it, by name, and the API servers' requests (watches left out, as they are
+// long-running), by "resource[/subresource] VERB", the workload API servers' summed with
+// "workload " before it (scrapePlaneRequests). Set side by side for the operator's phase and
 // Flux alone's, it says what the operator's phase adds to Flux alone's work, which the phases'
 // times, on two saturated cores whose speed drifts, say only through the drift.
 type phaseAccount struct {
@@ -23,8 +24,8 @@ type phaseAccount struct {
 func notWatch(verb string) bool { return verb != "WATCH" && verb != "CONNECT" }
 
 // newPhaseAccount is the account of a phase whose servers and controllers (usage; those whose
-// figures could not be read are left out) spent what they did, with the requests the management
-// API server served in it.
+// figures could not be read are left out) spent what they did, with the requests the API servers
+// served in it (scrapePlaneRequests).
 func newPhaseAccount(servers phaseCPU, usage []procUsage, requests map[string]float64) phaseAccount {
 	a := phaseAccount{requests: requests, cpu: map[string]time.Duration{
 		"management API server": servers.api, "etcd": servers.etcd, "this benchmark": servers.self, "workload API servers": servers.workloads,
@@ -78,8 +79,8 @@ func cpuBeyond(a, base phaseAccount) string {
 	return fmt.Sprintf("%s against %s (%.2fx): %s", a.total().Round(time.Second), base.total().Round(time.Second), ratio, strings.Join(parts, ", "))
 }
 
-// requestsBeyond is how many more requests of each kind the management API server served in a's
-// phase than in base's, for n Clusters: those that differ by at least min, the largest
+// requestsBeyond is how many more requests of each kind the API servers served in a's phase than
+// in base's, for n Clusters: those that differ by at least min, the largest
 // differences first, with their number per Cluster.
 func requestsBeyond(a, base phaseAccount, n int, min float64) string {
 	ds := largestDiffs(a.requests, base.requests, min)
