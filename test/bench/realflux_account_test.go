@@ -94,6 +94,36 @@ func requestsBeyond(a, base phaseAccount, n int, min float64) string {
 	return strings.Join(parts, ", ")
 }
 
+// writeVerbs are the verbs of the requests that write.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// writesPerCluster is how many writes the management API server served in a's phase for each of
+// its n Clusters (the workload API servers' left out), and those of each kind with at least 0.05
+// per Cluster, the most first: what every write a phase adds is to be set against.
+func writesPerCluster(a phaseAccount, n int) string {
+	if n <= 0 {
+		return "no Clusters"
+	}
+	var total float64
+	writes := map[string]float64{}
+	for k, v := range a.requests {
+		i := strings.LastIndexByte(k, ' ')
+		if strings.HasPrefix(k, "workload ") || i < 0 || !writeVerbs[k[i+1:]] {
+			continue
+		}
+		total += v
+		if v/float64(n) >= 0.05 {
+			writes[k] = v
+		}
+	}
+	ds := largestDiffs(writes, nil, 0)
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%s %.2f", d.key, d.d/float64(n)))
+	}
+	return fmt.Sprintf("%.2f (%s)", total/float64(n), strings.Join(parts, ", "))
+}
+
 // keyedDiff is how much a figure of one account exceeds the same of another.
 type keyedDiff[V ~int64 | ~float64] struct {
 	key string

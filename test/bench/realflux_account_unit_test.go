@@ -51,6 +51,16 @@ func TestPhaseAccount(t *testing.T) {
 		t.Errorf("requestsBeyond, the same: got %s, want %s", got, want)
 	}
 
+	// Every write of the management API server counts, the workload API servers' and reads do
+	// not; the kinds under 0.05 per Cluster are summed only.
+	op.requests["leases PUT"] = 40
+	if got, want := writesPerCluster(op, 1000), "10.15 (helmreleases/status PATCH 6.11, clusteraddons/status PUT 2.00, clusteraddons POST 1.00, helmreleases PATCH 1.00)"; got != want {
+		t.Errorf("writesPerCluster:\n got %s\nwant %s", got, want)
+	}
+	if got, want := writesPerCluster(op, 0), "no Clusters"; got != want {
+		t.Errorf("writesPerCluster, no Clusters: got %s, want %s", got, want)
+	}
+
 	// Each count's growth; a count that did not grow is left out, and diffCounts sums them whole.
 	before2, after2 := map[string]float64{"a": 1, "b": 2}, map[string]float64{"a": 4, "b": 2, "c": 2.5}
 	if got := diffMap(before2, after2); len(got) != 2 || got["a"] != 3 || got["c"] != 2.5 {

@@ -466,6 +466,8 @@ func BenchmarkRealFlux(b *testing.B) {
 		fmt.Fprintf(&out, "      %s\n", cpuBeyond(account, mean))
 		fmt.Fprintf(&out, "    the API servers' requests (watches left out; \"workload\": all workload API servers') beyond %s\n", which)
 		fmt.Fprintf(&out, "      %s\n", requestsBeyond(account, mean, n, float64(n)/20))
+		fmt.Fprintf(&out, "    the management API server's writes per Cluster, all writers (by kind, 0.05 or more)\n")
+		fmt.Fprintf(&out, "      with the operator %s\n      %s %s\n", writesPerCluster(account, n), which, writesPerCluster(mean, n))
 	}
 	for _, u := range usages {
 		if u.err != nil {
