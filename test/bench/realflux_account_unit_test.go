@@ -54,6 +54,7 @@ func TestPhaseAccount(t *testing.T) {
 	// Every write of the management API server counts, the workload API servers' and reads do
 	// not; the kinds under 0.05 per Cluster are summed only.
 	op.requests["leases PUT"] = 40
+	op.requests["workload configmaps PATCH"] = 3000
 	if got, want := writesPerCluster(op, 1000), "10.15 (helmreleases/status PATCH 6.11, clusteraddons/status PUT 2.00, clusteraddons POST 1.00, helmreleases PATCH 1.00)"; got != want {
 		t.Errorf("writesPerCluster:\n got %s\nwant %s", got, want)
 	}
