@@ -96,13 +96,9 @@ func measureFluxAlone(ctx context.Context, b testing.TB, e *benchEnv, flux *flux
 	logf("%s: %d objects for %d Clusters (%s), each Kustomization once its Cluster's HelmRelease is Ready", phase, objects, n, w.verbs(fluxTemplates))
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
-	// The requests are read before the CPU is sampled: rendering the API servers' /metrics is not
-	// the phase's work (at the end, the CPU is sampled first).
-	requests0 := scrapePlaneRequests(ctx, b, e, works)
-	servers0 := samplePhaseCPU(b, e, works)
+	meter := startPlaneMeter(ctx, b, e, works)
 	run, err := runOrdered(ctx, b, e, w, clusters, objects, benchNS, fluxAloneWorkers, timeout, alive)
-	servers := servers0.until(samplePhaseCPU(b, e, works))
-	requests := diffMap(requests0, scrapePlaneRequests(ctx, b, e, works))
+	servers, requests := meter.stop(ctx, b)
 	speed := probe.Stop()
 	must(b, err)
 	res := fluxAloneResult{objects: objects, written: run.fanout, ready: run.ready, peakRSS: map[string]int64{}, speed: speed, servers: servers}

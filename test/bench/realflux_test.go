@@ -279,10 +279,7 @@ func BenchmarkRealFlux(b *testing.B) {
 	}
 	collectAPIServerGarbage(ctx, b, e)
 	probe := startSpeedProbe(realFluxProbeInterval)
-	// The requests are read before the CPU is sampled: rendering the API servers' /metrics is not
-	// the phase's work (at the end, the CPU is sampled first).
-	requests0 := scrapePlaneRequests(ctx, b, e, works)
-	servers0 := samplePhaseCPU(b, e, works)
+	meter := startPlaneMeter(ctx, b, e, works)
 	tr.begin()
 	if err := e.startManager(ctx); err != nil {
 		b.Fatalf("start the operator again: %v", err)
@@ -297,8 +294,7 @@ func BenchmarkRealFlux(b *testing.B) {
 		return done, msg, nil
 	})
 	stopTracking()
-	servers := servers0.until(samplePhaseCPU(b, e, works))
-	requests := diffMap(requests0, scrapePlaneRequests(ctx, b, e, works))
+	servers, requests := meter.stop(ctx, b)
 	speed := probe.Stop()
 	writes, breakdown := diffCounts(map[string]float64{}, scrapeWrites(ctx, b, e)) // a new process: its counters start at 0
 	reconciles, reconcileBreakdown := diffCounts(map[string]float64{}, scrapeReconciles(ctx, b, e))
@@ -603,6 +599,30 @@ func (s phaseCPU) until(later phaseCPU) phaseCPU {
 
 func (s phaseCPU) String() string {
 	return fmt.Sprintf("%s, workload API servers %s", s.cpuSample, s.workloads.Round(100*time.Millisecond))
+}
+
+// planeMeter measures what one phase costs the plane: its processes' CPU and the API servers'
+// requests. The requests are read before the CPU is sampled at the start, and after it at the
+// end, so that rendering the API servers' /metrics is not counted as the phase's work.
+type planeMeter struct {
+	e        *benchEnv
+	works    []*workloadServer
+	servers  phaseCPU
+	requests map[string]float64
+}
+
+// startPlaneMeter starts measuring a phase.
+func startPlaneMeter(ctx context.Context, b testing.TB, e *benchEnv, works []*workloadServer) planeMeter {
+	b.Helper()
+	requests := scrapePlaneRequests(ctx, b, e, works)
+	return planeMeter{e: e, works: works, requests: requests, servers: samplePhaseCPU(b, e, works)}
+}
+
+// stop is what the phase cost since startPlaneMeter: the CPU and the requests served.
+func (m planeMeter) stop(ctx context.Context, b testing.TB) (phaseCPU, map[string]float64) {
+	b.Helper()
+	servers := m.servers.until(samplePhaseCPU(b, m.e, m.works))
+	return servers, diffMap(m.requests, scrapePlaneRequests(ctx, b, m.e, m.works))
 }
 
 // scrapePlaneRequests is the requests so far, watches left out, of the management API server,
