@@ -12,7 +12,7 @@ import (
 // phaseAccount is what one phase of BenchmarkRealFlux cost the whole plane: the CPU each process
 // spent in it, by name, and the API servers' requests (watches left out, as they are
 // long-running), by "resource[/subresource] VERB", the workload API servers' summed with
-// "workload " before it (scrapePlaneRequests). Set side by side for the operator's phase and
+// workloadRequests before it (scrapePlaneRequests). Set side by side for the operator's phase and
 // Flux alone's, it says what the operator's phase adds to Flux alone's work, which the phases'
 // times, on two saturated cores whose speed drifts, say only through the drift.
 type phaseAccount struct {
@@ -108,7 +108,7 @@ func writesPerCluster(a phaseAccount, n int) string {
 	writes := map[string]float64{}
 	for k, v := range a.requests {
 		i := strings.LastIndexByte(k, ' ')
-		if strings.HasPrefix(k, "workload ") || i < 0 || !writeVerbs[k[i+1:]] {
+		if strings.HasPrefix(k, workloadRequests) || i < 0 || !writeVerbs[k[i+1:]] {
 			continue
 		}
 		total += v

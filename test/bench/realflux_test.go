@@ -625,14 +625,18 @@ func (m planeMeter) stop(ctx context.Context, b testing.TB) (phaseCPU, map[strin
 	return servers, diffMap(m.requests, scrapePlaneRequests(ctx, b, m.e, m.works))
 }
 
+// workloadRequests is put before the key of a workload API server's requests
+// (scrapePlaneRequests), which tells them from the management API server's.
+const workloadRequests = "workload "
+
 // scrapePlaneRequests is the requests so far, watches left out, of the management API server,
 // by "resource[/subresource] VERB", and of all workload API servers together, by the same with
-// "workload " before it.
+// workloadRequests before it.
 func scrapePlaneRequests(ctx context.Context, b testing.TB, e *benchEnv, works []*workloadServer) map[string]float64 {
 	b.Helper()
 	out := scrapeAPIRequests(ctx, b, e, notWatch)
 	for _, w := range works {
-		must(b, addAPIRequests(ctx, w.cfg, notWatch, "workload ", out))
+		must(b, addAPIRequests(ctx, w.cfg, notWatch, workloadRequests, out))
 	}
 	return out
 }
