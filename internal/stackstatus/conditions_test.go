@@ -139,14 +139,19 @@ func TestStackConditions(t *testing.T) {
 			csv1.ProgressingCondition, ssC{"True", "Reconciling", "ClusterStack s: a; b; c; and 1 more"}},
 		{"not progressing", progressingCondition("ClusterStack s", observed{}),
 			csv1.ProgressingCondition, ssC{"False", "AsExpected", "ClusterStack s: nothing is rolling out"}},
-		{"available: no release", availableCondition("ClusterStack s", 0, "", true, csv1.ClusterCounts{}),
+		{"available: no release", availableCondition("ClusterStack s", 0, "", true, csv1.ClusterCounts{}, nil),
 			csv1.AvailableCondition, ssC{"False", "NoReleases", "ClusterStack s: no release yet"}},
-		{"available: no version yet", availableCondition("ClusterStack s", 1, "", true, csv1.ClusterCounts{}),
+		{"available: no version yet", availableCondition("ClusterStack s", 1, "", true, csv1.ClusterCounts{}, nil),
 			csv1.AvailableCondition, ssC{"False", "Reconciling", "ClusterStack s: no version is fully available yet"}},
-		{"available: not every cluster", availableCondition("ClusterStack s", 1, "v1", false, csv1.ClusterCounts{Total: 3, Available: 2}),
+		{"available: not every cluster", availableCondition("ClusterStack s", 1, "v1", false, csv1.ClusterCounts{Total: 3, Available: 2}, nil),
 			csv1.AvailableCondition, ssC{"False", "FluxObjectNotReady", "ClusterStack s: v1 is available, but only 2/3 clusters are"}},
-		{"available everywhere", availableCondition("ClusterStack s", 2, "v2", true, csv1.ClusterCounts{Total: 3, Available: 3}),
+		{"available everywhere", availableCondition("ClusterStack s", 2, "v2", true, csv1.ClusterCounts{Total: 3, Available: 3}, []versionCount{{"v2", 3}}),
 			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v2 is available on 3/3 clusters"}},
+		{"available, the clusters on two versions", availableCondition("ClusterStack s", 2, "v2", true, csv1.ClusterCounts{Total: 3, Available: 3}, []versionCount{{"v2", 1}, {"v1", 2}}),
+			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v2 is available on 1/3 clusters, v1 on 2; all 3 are available"}},
+		{"available, the clusters on five versions", availableCondition("ClusterStack s", 5, "v5", true, csv1.ClusterCounts{Total: 6, Available: 6},
+			[]versionCount{{"v5", 2}, {"v4", 1}, {"v3", 1}, {"v2", 1}, {"v1", 1}}),
+			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v5 is available on 2/6 clusters, v4 on 1, v3 on 1, v2 on 1, 1 more versions; all 6 are available"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -238,6 +238,7 @@ func referenceCompute(name string, releases []csv1.ClusterStackRelease, addons [
 		res.ReleaseAvailable[rel.Name] = apimeta.IsStatusConditionTrue(rel.Status.Conditions, csv1.AvailableCondition)
 		o.release(rel)
 	}
+	delivered := map[string]int{}
 	for i := range addons {
 		a := &addons[i]
 		counts := res.ReleaseClusters[a.Status.DesiredRelease]
@@ -253,6 +254,7 @@ func referenceCompute(name string, releases []csv1.ClusterStackRelease, addons [
 		}
 		if avail && a.Status.LastAppliedRelease != "" {
 			o.delivered[a.Status.LastAppliedRelease] = true
+			delivered[a.Status.LastAppliedRelease]++
 		}
 		if c := apimeta.FindStatusCondition(a.Status.Conditions, csv1.DegradedCondition); c != nil && c.Status == metav1.ConditionTrue {
 			o.degrade(c.Reason, c.Message)
@@ -262,11 +264,12 @@ func referenceCompute(name string, releases []csv1.ClusterStackRelease, addons [
 	}
 	f := Facts{Releases: releases, PreviousAvailable: previous}
 	f.Fleet.Clusters = res.Clusters // availableVersion asks only whether there are Clusters
+	f.Fleet.Delivered = delivered   // the Available message counts the Clusters by version
 	res.AvailableVersion = availableVersion(f, res.ReleaseAvailable, o)
 	subject := "ClusterStack " + name
 	res.Degraded = degradedCondition(subject, o)
 	res.Progressing = progressingCondition(subject, o)
-	res.Available = availableCondition(subject, len(releases), res.AvailableVersion, o.allAvailable, res.Clusters)
+	res.Available = availableCondition(subject, len(releases), res.AvailableVersion, o.allAvailable, res.Clusters, deliveredVersions(f))
 	res.Ready = fluxstatus.ReadyFrom(res.Available, res.Progressing, res.Degraded)
 	res.Stalled, res.Reconciling = fluxstatus.KstatusFrom(res.Ready, res.Degraded)
 	res.Healthy = res.Ready.Status == metav1.ConditionTrue

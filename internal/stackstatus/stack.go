@@ -6,6 +6,7 @@ package stackstatus
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -83,7 +84,7 @@ func Compute(name string, f Facts) Result {
 	subject := "ClusterStack " + name
 	res.Degraded = degradedCondition(subject, o)
 	res.Progressing = progressingCondition(subject, o)
-	res.Available = availableCondition(subject, len(f.Releases), res.AvailableVersion, o.allAvailable, res.Clusters)
+	res.Available = availableCondition(subject, len(f.Releases), res.AvailableVersion, o.allAvailable, res.Clusters, deliveredVersions(f))
 	res.Ready = fluxstatus.ReadyFrom(res.Available, res.Progressing, res.Degraded)
 	res.Stalled, res.Reconciling = fluxstatus.KstatusFrom(res.Ready, res.Degraded)
 	res.Healthy = res.Ready.Status == metav1.ConditionTrue
@@ -191,8 +192,64 @@ func progressingCondition(subject string, o observed) metav1.Condition {
 	return cond(csv1.ProgressingCondition, metav1.ConditionFalse, csv1.ReasonAsExpected, subject+": nothing is rolling out")
 }
 
+// versionCount is how many Clusters are Available with a version last applied.
+type versionCount struct {
+	version  string
+	clusters int
+}
+
+// deliveredVersions counts the Clusters that are Available with each version last applied, the
+// newest version first (a release the stack no longer lists is named by its release name).
+func deliveredVersions(f Facts) []versionCount {
+	versionOf := map[string]string{}
+	for _, rel := range f.Releases {
+		versionOf[rel.Name] = rel.Spec.Version
+	}
+	var out []versionCount
+	for rel, n := range f.Fleet.Delivered {
+		if n <= 0 {
+			continue
+		}
+		v, ok := versionOf[rel]
+		if !ok {
+			v = rel
+		}
+		out = append(out, versionCount{version: v, clusters: n})
+	}
+	slices.SortFunc(out, func(a, b versionCount) int {
+		if c := releasename.CompareVersions(b.version, a.version); c != 0 {
+			return c
+		}
+		return strings.Compare(a.version, b.version)
+	})
+	return out
+}
+
+// onOtherVersions says, when some Clusters run another version than version, how many run it and
+// how many each other version, the newest first ("v1 on 2, v0 on 1"); "" when every Cluster runs
+// version (or there are none).
+func onOtherVersions(version string, delivered []versionCount) (on int, others string) {
+	var named []string
+	more := 0
+	for _, d := range delivered {
+		switch {
+		case d.version == version:
+			on = d.clusters
+		case len(named) < maxListed:
+			named = append(named, fmt.Sprintf("%s on %d", d.version, d.clusters))
+		default:
+			more++
+		}
+	}
+	if more > 0 {
+		named = append(named, fmt.Sprintf("%d more versions", more))
+	}
+	return on, strings.Join(named, ", ")
+}
+
 // availableCondition is True when a version is fully available and every Cluster is Available.
-func availableCondition(subject string, releases int, version string, allAvailable bool, clusters csv1.ClusterCounts) metav1.Condition {
+// Its message names how many Clusters run that version, and the others when they differ.
+func availableCondition(subject string, releases int, version string, allAvailable bool, clusters csv1.ClusterCounts, delivered []versionCount) metav1.Condition {
 	switch {
 	case releases == 0:
 		return cond(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonNoReleases, subject+": no release yet")
@@ -202,6 +259,10 @@ func availableCondition(subject string, releases int, version string, allAvailab
 		return cond(csv1.AvailableCondition, metav1.ConditionFalse, csv1.ReasonFluxNotReady,
 			fmt.Sprintf("%s: %s is available, but only %d/%d clusters are", subject, version, clusters.Available, clusters.Total))
 	default:
+		if on, others := onOtherVersions(version, delivered); others != "" {
+			return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected,
+				fmt.Sprintf("%s: %s is available on %d/%d clusters, %s; all %d are available", subject, version, on, clusters.Total, others, clusters.Total))
+		}
 		return cond(csv1.AvailableCondition, metav1.ConditionTrue, csv1.ReasonAsExpected,
 			fmt.Sprintf("%s: %s is available on %d/%d clusters", subject, version, clusters.Available, clusters.Total))
 	}
