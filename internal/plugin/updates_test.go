@@ -18,7 +18,9 @@ func TestBuildUpdates(t *testing.T) {
 		cs.Status.ConditionalUpdates = []csv1.ConditionalUpdate{{StackUpdate: csv1.StackUpdate{Release: "aws-base-1-36-v3", Version: "v3"},
 			Risks: []csv1.UpdateRisk{{Type: csv1.RiskMinimumAgeNotReached, Message: "tag first seen 1m ago; an update from 2026-11-22T10:15:00Z"}}}}
 		cs.Status.Rollout = &csv1.RolloutStatus{Target: "aws-base-1-36-v2", Waves: []csv1.WaveStatus{
-			{Name: "canary", Phase: csv1.WaveProposed, Clusters: []string{"one"}, PullRequest: &csv1.PullRequestRef{Number: 1, URL: "http://forge/fleet/pulls/1", State: "open"}},
+			{Name: "canary", Phase: csv1.WaveDone, Clusters: []string{"one"}, Updated: 1, PullRequest: &csv1.PullRequestRef{Number: 1, URL: "http://forge/fleet/pulls/1", State: "merged"}},
+			{Name: "second", Phase: csv1.WaveProposed, PullRequest: &csv1.PullRequestRef{Number: 2, URL: "http://forge/fleet/pulls/2", State: "open"},
+				Message: "pull request #2 open: http://forge/fleet/pulls/2"},
 			{Name: "remaining", Phase: csv1.WavePending, Clusters: []string{"two", "three"}, Message: "waiting for wave canary"},
 		}}
 		cs.Status.Conditions = with(cs.Status.Conditions, cond(csv1.UpdatesProposedCondition, "True", csv1.ReasonProposed, "pull request #1 open"))
@@ -58,7 +60,8 @@ func TestBuildUpdates(t *testing.T) {
     aws-base-1-36-v3  v3
       MinimumAgeNotReached: tag first seen 1m ago; an update from 2026-11-22T10:15:00Z
   Rollout of aws-base-1-36-v2:
-    canary     Proposed  0/1 updated  pull request #1 http://forge/fleet/pulls/1 (open)
+    canary     Done      1/1 updated  pull request #1 http://forge/fleet/pulls/1 (merged)
+    second     Proposed  0/0 updated  pull request #2 open: http://forge/fleet/pulls/2
     remaining  Pending   0/2 updated  waiting for wave canary
   Clusters:
     one  at aws-base-1-36-v1  no upgrade available
