@@ -133,7 +133,7 @@ func WriteUpdates(w io.Writer, u Updates, st Style) error {
 				line := fmt.Sprintf("    %-*s  %s%s  %d/%d updated", nameW, wv.Name, st.State(string(wv.Phase)), strings.Repeat(" ", phaseW-len(wv.Phase)), wv.Updated, len(wv.Clusters))
 				// The wave's message often says the pull request already ("pull request #1 open:
 				// <url>"): then it stands for it.
-				if pr := wv.PullRequest; pr != nil && (wv.Message == "" || !strings.Contains(wv.Message, pr.URL)) {
+				if pr := wv.PullRequest; pr != nil && (pr.URL == "" || !strings.Contains(wv.Message, pr.URL)) {
 					line += fmt.Sprintf("  pull request #%d %s (%s)", pr.Number, pr.URL, orUnknown(pr.State))
 				}
 				if wv.Message != "" {

@@ -151,7 +151,10 @@ func TestStackConditions(t *testing.T) {
 			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v2 is available on 1/3 clusters, v1 on 2; all 3 are available"}},
 		{"available, the clusters on five versions", availableCondition("ClusterStack s", 5, "v5", true, csv1.ClusterCounts{Total: 6, Available: 6},
 			[]versionCount{{"v5", 2}, {"v4", 1}, {"v3", 1}, {"v2", 1}, {"v1", 1}}),
-			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v5 is available on 2/6 clusters, v4 on 1, v3 on 1, v2 on 1, 1 more versions; all 6 are available"}},
+			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v5 is available on 2/6 clusters, v4 on 1, v3 on 1, v2 on 1, 1 more version; all 6 are available"}},
+		{"available, the clusters on six versions", availableCondition("ClusterStack s", 6, "v6", true, csv1.ClusterCounts{Total: 7, Available: 7},
+			[]versionCount{{"v6", 2}, {"v5", 1}, {"v4", 1}, {"v3", 1}, {"v2", 1}, {"v1", 1}}),
+			csv1.AvailableCondition, ssC{"True", "AsExpected", "ClusterStack s: v6 is available on 2/7 clusters, v5 on 1, v4 on 1, v3 on 1, 2 more versions; all 7 are available"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

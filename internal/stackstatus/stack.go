@@ -241,7 +241,10 @@ func onOtherVersions(version string, delivered []versionCount) (on int, others s
 			more++
 		}
 	}
-	if more > 0 {
+	switch {
+	case more == 1:
+		named = append(named, "1 more version")
+	case more > 1:
 		named = append(named, fmt.Sprintf("%d more versions", more))
 	}
 	return on, strings.Join(named, ", ")
