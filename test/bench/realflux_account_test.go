@@ -94,9 +94,6 @@ func requestsBeyond(a, base phaseAccount, n int, min float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeVerbs are the verbs of the requests that write.
-var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
-
 // writesPerCluster is how many writes the management API server served in a's phase for each of
 // its n Clusters (the workload API servers' left out), and those of each kind with at least 0.05
 // per Cluster, the most first: what every write a phase adds is to be set against.
@@ -108,7 +105,7 @@ func writesPerCluster(a phaseAccount, n int) string {
 	writes := map[string]float64{}
 	for k, v := range a.requests {
 		i := strings.LastIndexByte(k, ' ')
-		if strings.HasPrefix(k, workloadRequests) || i < 0 || !writeVerbs[k[i+1:]] {
+		if strings.HasPrefix(k, workloadRequests) || i < 0 || !apiWriteVerbs[k[i+1:]] {
 			continue
 		}
 		total += v
